@@ -1,0 +1,246 @@
+"""Accountants: separate interpreters of a :class:`Composition`.
+
+Protocol (every accountant):
+
+``supports(comp, adaptive=False) -> status``
+    ``"ok"``, ``"unbounded"`` (no finite guarantee exists in this currency),
+    ``"not_applicable"`` (dpledger knows no sound value) or ``"skipped:<reason>"``.
+``epsilon(comp, delta, adaptive=False) -> float``
+    an upper bound on the smallest ε with the composition (ε, δ)-DP.
+``delta(comp, epsilon, adaptive=False) -> float``
+    an upper bound on δ(ε).
+``holds_under_adaptive_parameters``
+    whether the value stays valid when release parameters were chosen from the public history
+    (a fully adaptive composition: pure Σε, Rogers et al. 2016; GDP, Smith & Thakurta 2022;
+    RDP/zCDP filters, Feldman & Zrnic 2021).  With ``adaptive=True`` the pure accountant falls
+    back to basic composition and PLD declines unless every release is Gaussian (SPEC §2).
+
+``best`` reports, per δ, the smallest valid value and names the accountant that gave it; it
+never uses PLD below δ = 1e-10.
+"""
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+from dpledger.accounting import pld as _pld
+from dpledger.accounting import rdp as _rdp
+from dpledger.accounting.composition import Composition
+from dpledger.accounting.gdp import gdp_delta, gdp_epsilon
+from dpledger.accounting.pure import PureComposition
+from dpledger.accounting.releases import NOT_APPLICABLE, UNBOUNDED
+from dpledger.errors import DpledgerError, check_delta, check_nonnegative
+
+OK = "ok"
+
+
+class Accountant(Protocol):
+    name: str
+    holds_under_adaptive_parameters: bool
+
+    def supports(self, comp: Composition, adaptive: bool = False) -> str: ...
+    def epsilon(self, comp: Composition, delta: float, adaptive: bool = False) -> float: ...
+    def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float: ...
+
+
+def _status_from(comp: Composition, currency: str) -> str:
+    s = comp.status(currency)
+    if s == UNBOUNDED:
+        return "unbounded"
+    if s == NOT_APPLICABLE:
+        return "not_applicable"
+    return OK
+
+
+def _require(acc: "Accountant", comp: Composition, adaptive: bool) -> None:
+    status = acc.supports(comp, adaptive)
+    if status != OK:
+        raise DpledgerError(f"accountant {acc.name!r} does not support this composition: {status}")
+
+
+class PureAccountant:
+    """Pure ε.  δ = 0: Σε_i.  δ > 0: the optimal composition of the releases seen as generic
+    ε_i-DP mechanisms (KOV 2015 / Murtagh–Vadhan 2016, :mod:`.pure`), never above Σε_i; under
+    adaptive parameters only Σε_i (Rogers et al. 2016)."""
+
+    name = "pure"
+    holds_under_adaptive_parameters = True
+
+    def supports(self, comp: Composition, adaptive: bool = False) -> str:
+        return _status_from(comp, "pure")
+
+    def epsilon(self, comp: Composition, delta: float, adaptive: bool = False) -> float:
+        check_delta(delta)
+        _require(self, comp, adaptive)
+        if adaptive:
+            return comp.pure_epsilon()
+        return _pure_curve(comp).epsilon(delta)
+
+    def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
+        check_nonnegative("epsilon", epsilon)
+        _require(self, comp, adaptive)
+        if epsilon >= comp.pure_epsilon():
+            return 0.0
+        if adaptive:
+            return 1.0
+        return min(1.0, math.exp(_pure_curve(comp).log_delta(epsilon)))
+
+
+_PURE_CACHE: dict[Composition, PureComposition] = {}
+
+
+def _pure_curve(comp: Composition) -> PureComposition:
+    curve = _PURE_CACHE.get(comp)
+    if curve is None:
+        if len(_PURE_CACHE) > 256:
+            _PURE_CACHE.clear()
+        curve = _PURE_CACHE[comp] = PureComposition(comp.pure_groups())
+    return curve
+
+
+class GdpAccountant:
+    """GDP μ = √(Σ count·μ_i²) (exact for Gaussians; the randomized-response bound
+    −2Φ⁻¹(1/(1+e^ε)) for pure-ε releases), converted by the Dong–Roth–Su duality."""
+
+    name = "gdp"
+    holds_under_adaptive_parameters = True
+
+    def supports(self, comp: Composition, adaptive: bool = False) -> str:
+        return _status_from(comp, "gdp")
+
+    def mu(self, comp: Composition) -> float:
+        return math.sqrt(comp.gdp_mu2())
+
+    def epsilon(self, comp: Composition, delta: float, adaptive: bool = False) -> float:
+        check_delta(delta)
+        _require(self, comp, adaptive)
+        mu = self.mu(comp)
+        return 0.0 if mu == 0 else gdp_epsilon(mu, delta)
+
+    def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
+        check_nonnegative("epsilon", epsilon)
+        _require(self, comp, adaptive)
+        mu = self.mu(comp)
+        return 0.0 if mu == 0 else gdp_delta(epsilon, mu)
+
+
+class RdpAccountant:
+    """RDP curves summed order by order, converted with the improved bound (Balle et al. 2020,
+    Thm 21) over :data:`dpledger.accounting.rdp.ORDERS`."""
+
+    name = "rdp"
+    holds_under_adaptive_parameters = True
+
+    def supports(self, comp: Composition, adaptive: bool = False) -> str:
+        return _status_from(comp, "rdp")
+
+    def epsilon(self, comp: Composition, delta: float, adaptive: bool = False) -> float:
+        check_delta(delta)
+        _require(self, comp, adaptive)
+        if comp.is_empty():
+            return 0.0
+        return _rdp.rdp_to_epsilon(comp.rdp(), delta)[0]
+
+    def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
+        check_nonnegative("epsilon", epsilon)
+        _require(self, comp, adaptive)
+        if comp.is_empty():
+            return 0.0
+        return math.exp(_rdp.rdp_to_log_delta(comp.rdp(), epsilon))
+
+
+class PldAccountant:
+    """dp-accounting PLD (pessimistic, connect-the-dots), under the rules of :mod:`.pld`."""
+
+    name = "pld"
+    holds_under_adaptive_parameters = False
+
+    def supports(self, comp: Composition, adaptive: bool = False) -> str:
+        status = _status_from(comp, "pld")
+        if status != OK:
+            return status
+        reason = _pld.skip_reason(comp)
+        if reason is not None:
+            return f"skipped:{reason}"
+        if adaptive:
+            return "skipped:adaptive-parameters"
+        return OK
+
+    def supports_delta(self, delta: float) -> str:
+        return OK if delta >= _pld.MIN_DELTA else "skipped:delta-below-1e-10"
+
+    def epsilon(self, comp: Composition, delta: float, adaptive: bool = False) -> float:
+        check_delta(delta)
+        _require(self, comp, adaptive)
+        if self.supports_delta(delta) != OK:
+            raise DpledgerError(f"pld: {self.supports_delta(delta)}")
+        return _pld.pld_epsilon(comp, delta)
+
+    def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
+        check_nonnegative("epsilon", epsilon)
+        _require(self, comp, adaptive)
+        return _pld.pld_delta(comp, epsilon)
+
+
+ACCOUNTANTS: dict[str, Accountant] = {
+    a.name: a for a in (PureAccountant(), GdpAccountant(), RdpAccountant(), PldAccountant())}
+
+
+class BestAccountant:
+    """The smallest valid value over the other accountants, naming which gave it."""
+
+    name = "best"
+    holds_under_adaptive_parameters = True   # it filters by the flag it is given
+
+    def supports(self, comp: Composition, adaptive: bool = False) -> str:
+        statuses = [a.supports(comp, adaptive) for a in ACCOUNTANTS.values()]
+        if OK in statuses:
+            return OK
+        return "unbounded" if "unbounded" in statuses else statuses[0]
+
+    def epsilon_and_source(self, comp: Composition, delta: float,
+                           adaptive: bool = False) -> tuple[float, str]:
+        check_delta(delta)
+        best, source = math.inf, "none"
+        for acc in ACCOUNTANTS.values():
+            if acc.supports(comp, adaptive) != OK:
+                continue
+            if acc.name == "pld" and delta < _pld.MIN_DELTA:
+                continue
+            try:
+                value = acc.epsilon(comp, delta, adaptive)
+            except _pld.PldSkipped:
+                continue
+            if value < best:
+                best, source = value, acc.name
+        if source == "none":
+            raise DpledgerError("no accountant supports this composition")
+        return best, source
+
+    def epsilon(self, comp: Composition, delta: float, adaptive: bool = False) -> float:
+        return self.epsilon_and_source(comp, delta, adaptive)[0]
+
+    def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
+        check_nonnegative("epsilon", epsilon)
+        values = []
+        for acc in ACCOUNTANTS.values():
+            if acc.supports(comp, adaptive) != OK:
+                continue
+            value = acc.delta(comp, epsilon, adaptive)
+            if acc.name == "pld" and value < _pld.MIN_DELTA:
+                continue    # dp-accounting is not reliable down there (SPEC §3)
+            values.append(value)
+        if not values:
+            raise DpledgerError("no accountant supports this composition")
+        return min(values)
+
+
+ACCOUNTANTS_WITH_BEST: dict[str, Accountant] = dict(ACCOUNTANTS, best=BestAccountant())
+
+
+def get_accountant(name: str) -> Accountant:
+    try:
+        return ACCOUNTANTS_WITH_BEST[name]
+    except KeyError:
+        raise DpledgerError(
+            f"unknown accountant {name!r}; known: {', '.join(ACCOUNTANTS_WITH_BEST)}") from None

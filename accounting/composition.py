@@ -1,0 +1,248 @@
+"""A per-reward composition: the multiset of releases that touched one reward.
+
+Normal form (canonical, so equal compositions compare and serialise equal):
+* releases with the same normal form are merged and their counts added;
+* items are sorted by (kind, normal form);
+* when more than ``MAX_GAUSSIAN_TERMS`` distinct Gaussian releases appear (a growing prefix read
+  every round gives one per round), they collapse into the single Gaussian of
+  μ = √(Σ count·μ_i²) — exact in every currency, since composed Gaussians are the Gaussian of
+  that μ (Dong–Roth–Su 2022, Cor. 3.3).
+
+Per-currency totals (SPEC §3 table) live here, each computed once from the release formulas:
+pure ε = Σ count·ε_i (``math.fsum``, exact up to one rounding); GDP μ² = Σ count·μ_i²; zCDP
+ρ = Σ count·ρ_i; RDP curves add order by order.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from dpledger.accounting import rdp as _rdp
+from dpledger.accounting.gdp import mu_of_pure_epsilon
+from dpledger.accounting.pure import zcdp_of_pure
+from dpledger.accounting.releases import (
+    BOUND, EXACT, NOT_APPLICABLE, UNBOUNDED, DiscreteGaussianRelease, DiscreteLaplaceRelease,
+    GaussianRelease, LaplaceRelease, NonPrivateRelease, PureEpsilonRelease, Release,
+    release_from_json, release_to_json)
+from dpledger.errors import DpledgerError, check_count
+
+MAX_GAUSSIAN_TERMS = 64
+
+
+def _sort_key(item: tuple[Release, int]) -> tuple:
+    nf = item[0].normal_form()
+    return (nf[0],) + tuple(float(x) for x in nf[1:])
+
+
+@dataclass(frozen=True)
+class Composition:
+    """Releases with counts, in normal form.  Build with :meth:`of`."""
+
+    items: tuple[tuple[Release, int], ...] = ()
+
+    # -- construction -------------------------------------------------------------------
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[Release, int]] | Iterable[Release]) -> "Composition":
+        groups: dict[tuple, list] = {}
+        for pair in pairs:
+            if isinstance(pair, tuple):
+                release, count = pair
+            else:
+                release, count = pair, 1
+            if not hasattr(release, "normal_form"):
+                raise DpledgerError(f"not a release: {release!r}")
+            count = check_count("count", count)
+            nf = release.normal_form()
+            if nf in groups:
+                groups[nf][1] += count
+            else:
+                groups[nf] = [release, count]
+        items = [(r, c) for r, c in groups.values()]
+        gauss = [(r, c) for r, c in items if isinstance(r, GaussianRelease)]
+        if len(gauss) > MAX_GAUSSIAN_TERMS:
+            mu2 = math.fsum(c * r.mu2 for r, c in gauss)
+            items = [(r, c) for r, c in items if not isinstance(r, GaussianRelease)]
+            items.append((GaussianRelease(sigma=1.0 / math.sqrt(mu2), sensitivity=1.0), 1))
+        return cls(tuple(sorted(items, key=_sort_key)))
+
+    @classmethod
+    def gaussian_total(cls, mu2: float, others: Iterable[tuple[Release, int]] = ()) -> "Composition":
+        """A composition whose Gaussian part is given by its total μ² (from a ledger)."""
+        pairs = list(others)
+        if mu2 > 0:
+            pairs.append((GaussianRelease(sigma=1.0 / math.sqrt(mu2), sensitivity=1.0), 1))
+        return cls.of(pairs)
+
+    def __add__(self, other: "Composition") -> "Composition":
+        return Composition.of(list(self.items) + list(other.items))
+
+    @property
+    def releases(self) -> tuple[Release, ...]:
+        return tuple(r for r, _ in self.items)
+
+    @property
+    def total_count(self) -> int:
+        return sum(c for _, c in self.items)
+
+    def is_empty(self) -> bool:
+        return not self.items
+
+    def all_gaussian(self) -> bool:
+        return bool(self.items) and all(isinstance(r, GaussianRelease) for r in self.releases)
+
+    def status(self, currency: str) -> str:
+        """Worst status over the releases: unbounded > not_applicable > bound > exact."""
+        order = {EXACT: 0, BOUND: 1, NOT_APPLICABLE: 2, UNBOUNDED: 3}
+        worst = EXACT
+        for r in self.releases:
+            s = r.statuses[currency]
+            if order[s] > order[worst]:
+                worst = s
+        return worst
+
+    # -- per-currency totals ------------------------------------------------------------
+    def pure_epsilon(self) -> float:
+        """Σ count·ε_i (basic composition; valid under fully adaptive choices, Rogers et al. 2016)."""
+        if self.status("pure") == UNBOUNDED:
+            return math.inf
+        return math.fsum(c * r.epsilon for r, c in self.items)
+
+    def pure_groups(self) -> list[tuple[float, int]]:
+        return [(r.epsilon, c) for r, c in self.items]
+
+    def gdp_mu2(self) -> float:
+        """Σ count·μ_i², using the randomized-response bound for pure releases (GDP composition,
+        DRS Thm 3.2).  ∞ when a release has no GDP guarantee."""
+        if self.status("gdp") in (UNBOUNDED, NOT_APPLICABLE):
+            return math.inf
+        terms = []
+        for r, c in self.items:
+            if isinstance(r, GaussianRelease):
+                terms.append(c * r.mu2)
+            else:
+                terms.append(c * mu_of_pure_epsilon(r.epsilon) ** 2)
+        return math.fsum(terms)
+
+    def gdp_mu(self) -> float | None:
+        """Exact GDP μ when every release is Gaussian; None otherwise (SPEC §3)."""
+        if not self.items:
+            return 0.0
+        if self.status("gdp") != EXACT or not self.all_gaussian():
+            return None
+        return math.sqrt(self.gdp_mu2())
+
+    def zcdp_rho(self) -> float:
+        if self.status("zcdp") in (UNBOUNDED, NOT_APPLICABLE):
+            return math.inf
+        terms = []
+        for r, c in self.items:
+            if isinstance(r, GaussianRelease):
+                terms.append(c * r.mu2 / 2.0)
+            elif isinstance(r, DiscreteGaussianRelease):
+                terms.append(c * r.rho)
+            else:
+                terms.append(c * zcdp_of_pure(r.epsilon))
+        return math.fsum(terms)
+
+    def rdp(self, orders: np.ndarray = _rdp.ORDERS) -> np.ndarray:
+        total = np.zeros_like(orders)
+        if self.status("rdp") == UNBOUNDED:
+            return total + np.inf
+        for r, c in self.items:
+            if isinstance(r, GaussianRelease):
+                curve = _rdp.gaussian_rdp(r.mu2, orders)
+            elif isinstance(r, DiscreteGaussianRelease):
+                curve = _rdp.zcdp_rdp(r.rho, orders)
+            elif isinstance(r, LaplaceRelease):
+                curve = _rdp.laplace_rdp(r.epsilon, orders)
+            else:   # generic pure and discrete Laplace: randomized-response bound
+                curve = _rdp.pure_rdp(r.epsilon, orders)
+            total = total + c * curve
+        return total
+
+    # -- serialisation ------------------------------------------------------------------
+    def to_json(self) -> list[dict]:
+        return [{"release": release_to_json(r), "count": int(c)} for r, c in self.items]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Mapping]) -> "Composition":
+        if not isinstance(data, (list, tuple)):
+            raise DpledgerError(f"a composition must be a list of {{release, count}}, got {data!r}")
+        pairs = []
+        for item in data:
+            if not isinstance(item, Mapping) or "release" not in item or "count" not in item:
+                raise DpledgerError(f"composition entries need 'release' and 'count', got {item!r}")
+            pairs.append((release_from_json(item["release"]), item["count"]))
+        return cls.of(pairs)
+
+    # -- dp_accounting interchange --------------------------------------------------------
+    def to_dp_event(self):
+        """A ``dp_accounting.DpEvent`` for this composition, under ADD_OR_REMOVE_ONE.
+
+        noise_multiplier = noise scale / sensitivity (SPEC §3 rules).  Generic pure-ε releases
+        become *explicit* copies of 2-bucket randomized response (noise_parameter 2/(1+e^ε)):
+        dp-accounting's PLD ignores the count of a self-composed RR event, and its RR accounting
+        needs the REPLACE_ONE relation.
+        """
+        from dp_accounting import dp_event as E
+
+        events = []
+        for r, c in self.items:
+            if isinstance(r, LaplaceRelease):
+                ev = E.LaplaceDpEvent(noise_multiplier=r.scale / r.sensitivity)
+            elif isinstance(r, GaussianRelease):
+                ev = E.GaussianDpEvent(noise_multiplier=r.sigma / r.sensitivity)
+            elif isinstance(r, DiscreteLaplaceRelease):
+                ev = E.DiscreteLaplaceDpEvent(noise_parameter=1.0 / r.scale,
+                                              sensitivity=int(r.sensitivity))
+            elif isinstance(r, PureEpsilonRelease):
+                if c > 10_000:
+                    raise DpledgerError("refusing to export more than 10000 explicit RR events")
+                rr = E.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(r.epsilon)),
+                                                 num_buckets=2)
+                events.extend([rr] * c)
+                continue
+            elif isinstance(r, NonPrivateRelease):
+                ev = E.NonPrivateDpEvent()
+            else:
+                ev = E.UnsupportedDpEvent()
+            events.append(ev if c == 1 else E.SelfComposedDpEvent(ev, c))
+        if len(events) == 1:
+            return events[0]
+        return E.ComposedDpEvent(events)
+
+    @classmethod
+    def from_dp_event(cls, event) -> "Composition":
+        """Inverse of :meth:`to_dp_event` (events it does not know raise)."""
+        from dp_accounting import dp_event as E
+
+        pairs: list[tuple[Release, int]] = []
+
+        def walk(ev, mult: int) -> None:
+            if isinstance(ev, E.ComposedDpEvent):
+                for sub in ev.events:
+                    walk(sub, mult)
+            elif isinstance(ev, E.SelfComposedDpEvent):
+                walk(ev.event, mult * int(ev.count))
+            elif isinstance(ev, E.LaplaceDpEvent):
+                pairs.append((LaplaceRelease(scale=ev.noise_multiplier, sensitivity=1.0), mult))
+            elif isinstance(ev, E.GaussianDpEvent):
+                pairs.append((GaussianRelease(sigma=ev.noise_multiplier, sensitivity=1.0), mult))
+            elif isinstance(ev, E.DiscreteLaplaceDpEvent):
+                pairs.append((DiscreteLaplaceRelease(scale=1.0 / ev.noise_parameter,
+                                                     sensitivity=int(ev.sensitivity)), mult))
+            elif isinstance(ev, E.RandomizedResponseDpEvent) and ev.num_buckets == 2:
+                p = ev.noise_parameter
+                pairs.append((PureEpsilonRelease(epsilon=math.log((2.0 - p) / p)), mult))
+            elif isinstance(ev, E.NonPrivateDpEvent):
+                pairs.append((NonPrivateRelease(), mult))
+            elif isinstance(ev, E.NoOpDpEvent):
+                pass
+            else:
+                raise DpledgerError(f"cannot import dp_accounting event {type(ev).__name__}")
+
+        walk(event, 1)
+        return cls.of(pairs)

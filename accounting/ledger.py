@@ -1,0 +1,629 @@
+"""The columnar per-reward ledger (SPEC §3 "Ledger").
+
+Units of privacy are rewards, addressed as (run, arm, index): the ``index``-th observation
+(0-based) of ``arm`` in ``run``.  A release touches a half-open range ``[start, stop)`` of one
+arm's observation indices.
+
+Storage, all numpy columns, appended in bulk:
+
+* **rows** ``(run, arm, start, stop, release_id, count)``: ``count`` releases of the interned
+  release ``release_id`` each touching ``[start, stop)``;
+* **Gaussian prefix rows** ``(run, arm, start, stop, count, mu2)``: Gaussian releases given by
+  their μ² inline, for families with a different σ every round (a growing prefix read every
+  round, e.g. TS-Gaussian's posterior sample) — no release object per round;
+* **tree records** ``(run, arm, offset, n_items, levels, release_id)``: a binary (tree)
+  mechanism over items ``offset … offset+n_items−1`` of the arm's stream, every completed node
+  at levels ``0 … levels−1`` released once (Chan–Shi–Song 2011).  Item ``i`` (1-based in the
+  tree) lies in the level-ℓ node completed by ``n_items`` iff ``i ≤ ⌊n_items/2^ℓ⌋·2^ℓ``, so a
+  record is ``levels`` range rows of count 1;
+* **segments** ``(run, arm, first_index, first_round, stride, length)``: the index → round map;
+* **streams**: the number of observations of each (run, arm).
+
+Per-reward totals use difference arrays over the *breakpoints* of each stream (every start
+and stop), so their cost grows with rows, not with rewards: exact integer counts per release id
+and a float64 Σμ² for inline Gaussians (used to rank; the worst reward is recomputed exactly).  Pieces with equal counts share one composition,
+computed once.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from dpledger.accounting.composition import Composition
+from dpledger.accounting.gdp import mu_of_pure_epsilon
+from dpledger.accounting.releases import (GaussianRelease, NonPrivateRelease, Release,
+                                          release_from_json, release_to_json)
+from dpledger.errors import DpledgerError
+
+ROW_FIELDS = ("run", "arm", "start", "stop", "release_id", "count")
+GAUSS_FIELDS = ("run", "arm", "start", "stop", "count", "mu2")
+TREE_FIELDS = ("run", "arm", "offset", "n_items", "levels", "release_id")
+SEGMENT_FIELDS = ("run", "arm", "first_index", "first_round", "stride", "length")
+_INT_DTYPES = {"run": np.int64, "arm": np.int64, "start": np.int64, "stop": np.int64,
+               "release_id": np.int64, "count": np.int64, "offset": np.int64,
+               "n_items": np.int64, "levels": np.int64, "first_index": np.int64,
+               "first_round": np.int64, "stride": np.int64, "length": np.int64}
+
+
+class RowBuffer:
+    """Preallocated row columns that compiled kernels fill; ``ledger.extend(buf, n)`` takes the
+    first ``n`` rows in one copy."""
+
+    def __init__(self, capacity: int):
+        self.capacity = int(capacity)
+        for f in ROW_FIELDS:
+            setattr(self, f, np.zeros(self.capacity, dtype=np.int64))
+
+    def columns(self) -> tuple[np.ndarray, ...]:
+        return tuple(getattr(self, f) for f in ROW_FIELDS)
+
+
+def _as_col(name: str, values, n: int | None = None) -> np.ndarray:
+    dtype = np.float64 if name == "mu2" else _INT_DTYPES[name]
+    arr = np.asarray(values)
+    if arr.ndim == 0:
+        arr = np.full(1 if n is None else n, arr)
+    if dtype is not np.float64 and arr.size and arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise DpledgerError(f"ledger column {name!r} must hold integers")
+    return arr.astype(dtype, copy=True).ravel()
+
+
+class _Table:
+    """A growable set of equal-length numpy columns, kept as chunks until read."""
+
+    def __init__(self, fields: Sequence[str]):
+        self.fields = tuple(fields)
+        self._chunks: list[tuple[np.ndarray, ...]] = []
+        self._cache: dict[str, np.ndarray] | None = None
+
+    def append(self, cols: Mapping[str, np.ndarray]) -> None:
+        n = max(np.size(cols[f]) for f in self.fields)
+        arrays = tuple(_as_col(f, cols[f], n) for f in self.fields)
+        sizes = {a.size for a in arrays}
+        if len(sizes) != 1:
+            raise DpledgerError(f"ledger columns differ in length: {sorted(sizes)}")
+        if arrays[0].size:
+            self._chunks.append(arrays)
+            self._cache = None
+
+    def columns(self) -> dict[str, np.ndarray]:
+        if self._cache is None:
+            if self._chunks:
+                cols = [np.concatenate([c[i] for c in self._chunks]) for i in range(len(self.fields))]
+            else:
+                cols = [np.zeros(0, dtype=np.float64 if f == "mu2" else np.int64) for f in self.fields]
+            self._cache = dict(zip(self.fields, cols))
+            self._chunks = [tuple(cols)] if cols[0].size else []
+        return self._cache
+
+    def replace(self, cols: Mapping[str, np.ndarray]) -> None:
+        self._chunks = []
+        self._cache = None
+        self.append(cols)
+
+    def __len__(self) -> int:
+        return sum(c[0].size for c in self._chunks)
+
+
+@dataclass(frozen=True)
+class RewardRef:
+    run: int
+    arm: int
+    index: int
+    round: int | None
+
+
+@dataclass(frozen=True)
+class WorstReward:
+    """The worst-off reward (SPEC §2 tie rules) and its exact composition."""
+
+    reward: RewardRef
+    composition: Composition
+    key: float                  # pure ε, or GDP μ when the ledger holds Gaussian releases
+    currency: str               # "pure" or "gdp"
+
+
+@dataclass
+class PieceTotals:
+    """Per-piece totals: a piece is a maximal range of one stream whose rewards share one
+    composition.  ``counts[i, p]`` counts interned release ``i``; ``mu2_inline[p]`` is Σμ² of
+    the inline Gaussian rows."""
+
+    run: np.ndarray
+    arm: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    counts: np.ndarray
+    mu2_inline: np.ndarray
+
+
+class RewardLedger:
+    """Per-reward ledger of releases (see module docstring)."""
+
+    def __init__(self) -> None:
+        self.releases: list[Release] = []
+        self._ids: dict[Release, int] = {}
+        self._rows = _Table(ROW_FIELDS)
+        self._gauss = _Table(GAUSS_FIELDS)
+        self._trees = _Table(TREE_FIELDS)
+        self._segments = _Table(SEGMENT_FIELDS)
+        self._streams: dict[tuple[int, int], int] = {}
+
+    # -- writing ------------------------------------------------------------------------
+    def intern(self, release: Release) -> int:
+        """The id of ``release`` in the interned table (added on first use)."""
+        rid = self._ids.get(release)
+        if rid is None:
+            if not hasattr(release, "normal_form"):
+                raise DpledgerError(f"not a release: {release!r}")
+            rid = self._ids[release] = len(self.releases)
+            self.releases.append(release)
+        return rid
+
+    def add(self, run: int, arm: int, start: int, stop: int, release: Release | int,
+            count: int = 1) -> None:
+        """One row: ``count`` releases of ``release`` over observations ``[start, stop)``."""
+        rid = release if isinstance(release, (int, np.integer)) else self.intern(release)
+        self.append_rows(run, arm, start, stop, rid, count)
+
+    def append_rows(self, run, arm, start, stop, release_id, count) -> None:
+        """Bulk append (arrays or scalars, broadcast together)."""
+        cols = dict(zip(ROW_FIELDS, np.broadcast_arrays(*map(np.asarray, (run, arm, start, stop,
+                                                                          release_id, count)))))
+        cols = {k: np.atleast_1d(v) for k, v in cols.items()}
+        self._check_rows(cols)
+        self._rows.append(cols)
+
+    def extend(self, buffer: RowBuffer, n: int) -> None:
+        """Take the first ``n`` rows a kernel wrote into ``buffer``."""
+        if not 0 <= n <= buffer.capacity:
+            raise DpledgerError(f"row count {n} outside buffer capacity {buffer.capacity}")
+        cols = {f: getattr(buffer, f)[:n] for f in ROW_FIELDS}
+        self._check_rows(cols)
+        self._rows.append(cols)
+
+    def add_growing_prefix(self, run, arm, stops, counts, mu2, starts=0) -> None:
+        """Gaussian releases reading observations ``[start, stop)``: ``counts[j]`` releases of
+        μ² = ``mu2[j]`` each, per row j (one row per distinct prefix length)."""
+        cols = dict(zip(GAUSS_FIELDS, np.broadcast_arrays(*map(np.asarray, (run, arm, starts, stops,
+                                                                            counts, mu2)))))
+        cols = {k: np.atleast_1d(v) for k, v in cols.items()}
+        mu2a = np.asarray(cols["mu2"], dtype=np.float64)
+        if mu2a.size and (not np.all(np.isfinite(mu2a)) or np.any(mu2a < 0)):
+            raise DpledgerError("Gaussian prefix rows need finite mu2 >= 0")
+        self._check_rows(cols, has_release=False)
+        self._gauss.append(cols)
+
+    def add_tree(self, run: int, arm: int, offset: int, n_items: int, levels: int,
+                 release: Release | int) -> None:
+        """A binary mechanism over ``n_items`` items starting at observation ``offset``."""
+        rid = release if isinstance(release, (int, np.integer)) else self.intern(release)
+        if n_items < 0 or levels < 1 or offset < 0:
+            raise DpledgerError("tree records need offset >= 0, n_items >= 0, levels >= 1")
+        if n_items >= 2 ** levels:
+            raise DpledgerError(f"a tree of {levels} levels holds at most {2 ** levels - 1} items")
+        self._check_release_ids(np.array([rid]))
+        self._trees.append(dict(run=run, arm=arm, offset=offset, n_items=n_items, levels=levels,
+                                release_id=rid))
+
+    def add_segments(self, run, arm, first_index, first_round, stride, length) -> None:
+        cols = dict(zip(SEGMENT_FIELDS, np.broadcast_arrays(*map(np.asarray, (
+            run, arm, first_index, first_round, stride, length)))))
+        cols = {k: np.atleast_1d(v) for k, v in cols.items()}
+        self._segments.append(cols)
+
+    def add_actions(self, run: int, actions: np.ndarray, first_round: int = 1) -> None:
+        """Segments and stream lengths from a run's action sequence (round t = first_round + i)."""
+        actions = np.asarray(actions, dtype=np.int64)
+        for arm in np.unique(actions):
+            rounds = np.flatnonzero(actions == arm) + first_round
+            fi, fr, st, ln = _arithmetic_runs(rounds)
+            self.add_segments(run, int(arm), fi, fr, st, ln)
+            self.set_stream_length(run, int(arm), rounds.size)
+
+    def set_stream_length(self, run: int, arm: int, n: int) -> None:
+        key = (int(run), int(arm))
+        self._streams[key] = max(int(n), self._streams.get(key, 0))
+
+    def _check_release_ids(self, ids: np.ndarray) -> None:
+        if ids.size and (ids.min() < 0 or ids.max() >= len(self.releases)):
+            raise DpledgerError("release_id not interned in this ledger")
+
+    def _check_rows(self, cols: Mapping[str, np.ndarray], has_release: bool = True) -> None:
+        start, stop = np.asarray(cols["start"]), np.asarray(cols["stop"])
+        if start.size and (np.any(start < 0) or np.any(stop <= start)):
+            raise DpledgerError("ledger rows need 0 <= start < stop")
+        if np.any(np.asarray(cols["count"]) < 1):
+            raise DpledgerError("ledger row counts must be >= 1")
+        if has_release:
+            self._check_release_ids(np.asarray(cols["release_id"], dtype=np.int64))
+
+    # -- reading ------------------------------------------------------------------------
+    @property
+    def rows(self) -> dict[str, np.ndarray]:
+        return self._rows.columns()
+
+    @property
+    def gaussian_rows(self) -> dict[str, np.ndarray]:
+        return self._gauss.columns()
+
+    @property
+    def trees(self) -> dict[str, np.ndarray]:
+        return self._trees.columns()
+
+    @property
+    def segments(self) -> dict[str, np.ndarray]:
+        return self._segments.columns()
+
+    def n_rows(self) -> int:
+        return len(self._rows) + len(self._gauss) + len(self._trees)
+
+    def runs(self) -> list[int]:
+        return sorted({r for r, _ in self.streams()})
+
+    def streams(self) -> dict[tuple[int, int], int]:
+        """Observation count of every (run, arm) stream: declared, or the largest stop."""
+        out = dict(self._streams)
+        tag = (len(self._rows), len(self._gauss), len(self._trees), tuple(out.items()))
+        if getattr(self, "_streams_cache", (None,))[0] == tag:
+            return dict(self._streams_cache[1])
+        for table, stop_of in ((self.rows, lambda c: c["stop"]), (self.gaussian_rows, lambda c: c["stop"]),
+                               (self.trees, lambda c: c["offset"] + c["n_items"])):
+            if table["run"].size == 0:
+                continue
+            keys = table["run"] * (1 << 20) + table["arm"]
+            stops = stop_of(table)
+            if keys.min() == keys.max():
+                uniq, maxes = keys[:1], stops.max(keepdims=True)
+            else:
+                uniq, inv = np.unique(keys, return_inverse=True)
+                maxes = np.zeros(uniq.size, dtype=np.int64)
+                np.maximum.at(maxes, inv, stops)
+            for k, s in zip(uniq.tolist(), maxes.tolist()):
+                key = (k >> 20, k & ((1 << 20) - 1))
+                out[key] = max(out.get(key, 0), s)
+        out = dict(sorted(out.items()))
+        self._streams_cache = (tag, out)
+        return dict(out)
+
+    def expanded_rows(self) -> dict[str, np.ndarray]:
+        """Rows with tree records expanded to their per-level ranges."""
+        rows, trees = self.rows, self.trees
+        if trees["run"].size == 0:
+            return rows
+        parts = [rows]
+        for level in range(int(trees["levels"].max())):
+            live = trees["levels"] > level
+            full = (trees["n_items"] >> level) << level
+            keep = live & (full > 0)
+            if keep.any():
+                parts.append(dict(run=trees["run"][keep], arm=trees["arm"][keep],
+                                  start=trees["offset"][keep],
+                                  stop=trees["offset"][keep] + full[keep],
+                                  release_id=trees["release_id"][keep],
+                                  count=np.ones(int(keep.sum()), dtype=np.int64)))
+        return {f: np.concatenate([p[f] for p in parts]) for f in ROW_FIELDS}
+
+    def round_of(self, run: int, arm: int, index: int) -> int | None:
+        seg = self.segments
+        m = ((seg["run"] == run) & (seg["arm"] == arm) & (seg["first_index"] <= index)
+             & (index < seg["first_index"] + seg["length"]))
+        if not m.any():
+            return None
+        i = int(np.flatnonzero(m)[0])
+        return int(seg["first_round"][i] + seg["stride"][i] * (index - seg["first_index"][i]))
+
+    # -- per-reward totals --------------------------------------------------------------
+    def piece_totals(self) -> PieceTotals:
+        """Totals on the compressed coordinate (see module docstring); O(rows log rows)."""
+        streams = self.streams()
+        keys = np.array([r * (1 << 20) + a for r, a in streams], dtype=np.int64)
+        lengths = np.array(list(streams.values()), dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        rows, gauss = self.expanded_rows(), self.gaussian_rows
+
+        def glob(table, col):
+            k = table["run"] * (1 << 20) + table["arm"]
+            pos = np.searchsorted(keys, k)
+            return offsets[pos] + table[col]
+
+        n_total = int(offsets[-1])
+        n_break = 2 * (rows["run"].size + gauss["run"].size) + offsets.size
+        dense = n_total <= 4 * n_break
+        if dense:   # every reward its own piece: no sort needed
+            bp = np.arange(n_total + 1, dtype=np.int64)
+
+            def piece(t, col):
+                return glob(t, col)
+        else:       # compress to the breakpoints of each stream
+            parts = [offsets]
+            for t in (rows, gauss):
+                if t["run"].size:
+                    parts += [glob(t, "start"), glob(t, "stop")]
+            bp = np.unique(np.concatenate(parts))
+
+            def piece(t, col):
+                return np.searchsorted(bp, glob(t, col))
+        n_pieces = max(bp.size - 1, 0)
+        n_ids = len(self.releases)
+        counts = np.zeros((n_ids, n_pieces), dtype=np.int64)
+        if rows["run"].size and n_pieces:
+            ps, pe = piece(rows, "start"), piece(rows, "stop")
+            w = rows["count"].astype(np.float64)
+            size = n_ids * (n_pieces + 1)
+            diff = (np.bincount(rows["release_id"] * (n_pieces + 1) + ps, weights=w, minlength=size)
+                    - np.bincount(rows["release_id"] * (n_pieces + 1) + pe, weights=w, minlength=size))
+            counts = np.cumsum(diff.reshape(n_ids, n_pieces + 1), axis=1)[:, :n_pieces]
+            counts = np.rint(counts).astype(np.int64)
+        mu2 = np.zeros(n_pieces, dtype=np.float64)
+        if gauss["run"].size and n_pieces:
+            ps, pe = piece(gauss, "start"), piece(gauss, "stop")
+            w = gauss["count"] * gauss["mu2"]
+            diff = (np.bincount(ps, weights=w, minlength=n_pieces + 1)
+                    - np.bincount(pe, weights=w, minlength=n_pieces + 1))
+            # float64 running sum (relative error ~1e-10 over 1e6 terms): it only ranks rewards;
+            # the worst reward's μ² is recomputed exactly (math.fsum) before it is reported.
+            mu2 = np.maximum(np.cumsum(diff)[:n_pieces], 0)
+        # map pieces back to (run, arm, start, stop)
+        starts = bp[:-1]
+        sid = np.searchsorted(offsets, starts, side="right") - 1
+        run = keys[sid] >> 20 if keys.size else np.zeros(0, np.int64)
+        arm = keys[sid] & ((1 << 20) - 1) if keys.size else np.zeros(0, np.int64)
+        return PieceTotals(run=run, arm=arm, start=starts - offsets[sid], stop=bp[1:] - offsets[sid],
+                           counts=counts, mu2_inline=mu2)
+
+    def _piece_keys(self, pt: PieceTotals) -> tuple[np.ndarray, str]:
+        """Primary worst-reward key per piece: pure ε, or GDP μ² when Gaussians are present."""
+        n = pt.start.size
+        nonpriv = np.array([isinstance(r, NonPrivateRelease) for r in self.releases], bool)
+        has_gauss = bool(self._gauss.columns()["run"].size) or any(
+            r.statuses["pure"] == "unbounded" and not isinstance(r, NonPrivateRelease)
+            for r in self.releases)
+        if has_gauss:
+            per_id = np.array([_mu2_bound(r) for r in self.releases], dtype=np.float64)
+            key = pt.mu2_inline.astype(np.float64) + (per_id[:, None] * pt.counts).sum(axis=0) \
+                if self.releases else pt.mu2_inline.astype(np.float64)
+            currency = "gdp"
+        else:
+            per_id = np.array([0.0 if isinstance(r, NonPrivateRelease) else r.epsilon
+                               for r in self.releases], dtype=np.float64)
+            key = (per_id[:, None] * pt.counts).sum(axis=0) if self.releases else np.zeros(n)
+            currency = "pure"
+        if nonpriv.any():
+            key = np.where(pt.counts[nonpriv].sum(axis=0) > 0, np.inf, key)
+        return np.asarray(key, dtype=np.float64), currency
+
+    def piece_composition(self, pt: PieceTotals, p: int) -> Composition:
+        pairs = [(self.releases[i], int(c)) for i, c in enumerate(pt.counts[:, p]) if c > 0]
+        mu2 = self._inline_mu2_exact(int(pt.run[p]), int(pt.arm[p]), int(pt.start[p]))
+        return Composition.gaussian_total(mu2, pairs)
+
+    def _inline_mu2_exact(self, run: int, arm: int, index: int) -> float:
+        g = self.gaussian_rows
+        if g["run"].size == 0:
+            return 0.0
+        m = (g["run"] == run) & (g["arm"] == arm) & (g["start"] <= index) & (index < g["stop"])
+        return math.fsum((g["count"][m] * g["mu2"][m]).tolist())
+
+    def composition_of(self, run: int, arm: int, index: int) -> Composition:
+        """Exact composition of one reward, by scanning the rows that touch it."""
+        rows = self.expanded_rows()
+        m = (rows["run"] == run) & (rows["arm"] == arm) & (rows["start"] <= index) & (index < rows["stop"])
+        pairs: dict[int, int] = {}
+        for rid, c in zip(rows["release_id"][m].tolist(), rows["count"][m].tolist()):
+            pairs[rid] = pairs.get(rid, 0) + c
+        return Composition.gaussian_total(self._inline_mu2_exact(run, arm, index),
+                                          [(self.releases[i], c) for i, c in pairs.items()])
+
+    def distinct_compositions(self) -> list[tuple[Composition, int]]:
+        """Each distinct per-reward composition with the number of rewards that have it."""
+        pt = self.piece_totals()
+        out: dict[Composition, int] = {}
+        for p in range(pt.start.size):
+            comp = self.piece_composition(pt, p)
+            out[comp] = out.get(comp, 0) + int(pt.stop[p] - pt.start[p])
+        return list(out.items())
+
+    def worst_reward(self, deltas: Sequence[float] = (1e-9,), runs: Iterable[int] | None = None,
+                     adaptive: bool = True) -> WorstReward | None:
+        """argmax of pure ε (of μ when Gaussian releases are present); ties by the larger ε at
+        the smallest δ, then by the earliest (run, round).  None for an empty ledger."""
+        pt = self.piece_totals()
+        if runs is not None:
+            keep = np.isin(pt.run, np.fromiter(runs, dtype=np.int64))
+            pt = PieceTotals(pt.run[keep], pt.arm[keep], pt.start[keep], pt.stop[keep],
+                             pt.counts[:, keep], pt.mu2_inline[keep])
+        if pt.start.size == 0:
+            return None
+        key, currency = self._piece_keys(pt)
+        top = key.max()
+        # the float keys rank; candidates within 1e-9 are recomputed exactly below
+        tied = np.flatnonzero(key >= top * (1 - 1e-9)) if np.isfinite(top) else np.flatnonzero(key == top)
+        groups: dict[tuple, int] = {}
+        for p in tied.tolist():
+            groups.setdefault((pt.counts[:, p].tobytes(), pt.mu2_inline[p].tobytes()), p)
+        reps = {sig: self.piece_composition(pt, p) for sig, p in list(groups.items())[:256]}
+        comps = {int(p): reps[(pt.counts[:, p].tobytes(), pt.mu2_inline[p].tobytes())]
+                 for p in tied.tolist()
+                 if (pt.counts[:, p].tobytes(), pt.mu2_inline[p].tobytes()) in reps}
+        exact_key = {p: (c.pure_epsilon() if currency == "pure" else c.gdp_mu2()) for p, c in comps.items()}
+        best = max(exact_key.values())
+        tied = [p for p, v in exact_key.items() if v >= best * (1 - 1e-12) or v == best]
+        if len({comps[p] for p in tied}) > 1 and math.isfinite(best):
+            from dpledger.accounting.accountants import BestAccountant
+            acc, dmin = BestAccountant(), min(deltas)
+            eps = {c: acc.epsilon(c, dmin, adaptive) for c in {comps[p] for p in tied}}
+            top_eps = max(eps.values())
+            tied = [p for p in tied if eps[comps[p]] >= top_eps * (1 - 1e-12)]
+
+        def order(p: int) -> tuple:
+            rnd = self.round_of(int(pt.run[p]), int(pt.arm[p]), int(pt.start[p]))
+            return (int(pt.run[p]), rnd if rnd is not None else int(pt.start[p]), int(pt.arm[p]))
+
+        p = min(tied, key=order)
+        ref = RewardRef(run=int(pt.run[p]), arm=int(pt.arm[p]), index=int(pt.start[p]),
+                        round=self.round_of(int(pt.run[p]), int(pt.arm[p]), int(pt.start[p])))
+        value = exact_key[p]
+        return WorstReward(reward=ref, composition=comps[p],
+                           key=value if currency == "pure" else math.sqrt(value),
+                           currency=currency)
+
+    # -- maintenance --------------------------------------------------------------------
+    def compact(self) -> "RewardLedger":
+        """Merge rows in place; per-reward totals never change.
+
+        Rows with equal (run, arm, start, stop, release) add their counts; then rows with equal
+        (run, arm, release, count) whose ranges are consecutive in the arm's stream join.
+        """
+        rows = self.rows
+        if rows["run"].size:
+            self._rows.replace(_coalesce(rows, ("run", "arm", "release_id"), "count"))
+        g = self.gaussian_rows
+        if g["run"].size:
+            order = np.lexsort((g["mu2"], g["stop"], g["start"], g["arm"], g["run"]))
+            g = {k: v[order] for k, v in g.items()}
+            same = np.r_[False, (g["run"][1:] == g["run"][:-1]) & (g["arm"][1:] == g["arm"][:-1])
+                         & (g["start"][1:] == g["start"][:-1]) & (g["stop"][1:] == g["stop"][:-1])
+                         & (g["mu2"][1:] == g["mu2"][:-1])]
+            grp = np.cumsum(~same) - 1
+            first = np.flatnonzero(~same)
+            out = {k: v[first] for k, v in g.items()}
+            out["count"] = np.bincount(grp, weights=g["count"]).astype(np.int64)
+            self._gauss.replace(out)
+        return self
+
+    def merge(self, other: "RewardLedger") -> "RewardLedger":
+        """A new ledger holding both (release ids re-interned; runs are kept as they are)."""
+        out = RewardLedger()
+        for led in (self, other):
+            remap = np.array([out.intern(r) for r in led.releases], dtype=np.int64)
+            rows = led.rows
+            if rows["run"].size:
+                out._rows.append(dict(rows, release_id=remap[rows["release_id"]]))
+            if led.gaussian_rows["run"].size:
+                out._gauss.append(led.gaussian_rows)
+            trees = led.trees
+            if trees["run"].size:
+                out._trees.append(dict(trees, release_id=remap[trees["release_id"]]))
+            if led.segments["run"].size:
+                out._segments.append(led.segments)
+            for (r, a), n in led._streams.items():
+                out.set_stream_length(r, a, n)
+        return out
+
+    # -- JSON and dp_accounting -----------------------------------------------------------
+    def to_json(self) -> dict:
+        def table(cols, fields):
+            return {f: (cols[f].tolist() if f != "mu2" else [float(x) for x in cols[f]]) for f in fields}
+
+        return {
+            "releases": [release_to_json(r) for r in self.releases],
+            "rows": table(self.rows, ROW_FIELDS),
+            "gaussian_rows": table(self.gaussian_rows, GAUSS_FIELDS),
+            "trees": table(self.trees, TREE_FIELDS),
+            "segments": table(self.segments, SEGMENT_FIELDS),
+            "streams": {"run": [r for r, _ in self._streams], "arm": [a for _, a in self._streams],
+                        "length": list(self._streams.values())},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> "RewardLedger":
+        if not isinstance(data, Mapping):
+            raise DpledgerError("a ledger must be a JSON object")
+        try:
+            out = cls()
+            for r in data["releases"]:
+                out.intern(release_from_json(r))
+            for name, fields, table in (("rows", ROW_FIELDS, out._rows),
+                                        ("gaussian_rows", GAUSS_FIELDS, out._gauss),
+                                        ("trees", TREE_FIELDS, out._trees),
+                                        ("segments", SEGMENT_FIELDS, out._segments)):
+                cols = {f: np.asarray(data[name][f]) for f in fields}
+                if name in ("rows", "gaussian_rows") and cols["run"].size:
+                    out._check_rows(cols, has_release=name == "rows")
+                table.append(cols)
+            s = data.get("streams", {"run": [], "arm": [], "length": []})
+            for r, a, n in zip(s["run"], s["arm"], s["length"]):
+                out.set_stream_length(r, a, n)
+        except (KeyError, TypeError) as exc:
+            raise DpledgerError(f"malformed ledger JSON: missing or bad field {exc}") from None
+        return out
+
+    def to_dp_event(self, deltas: Sequence[float] = (1e-9,)):
+        """The worst reward's composition as a ``dp_accounting.DpEvent``."""
+        worst = self.worst_reward(deltas)
+        if worst is None:
+            from dp_accounting import dp_event as E
+            return E.NoOpDpEvent()
+        return worst.composition.to_dp_event()
+
+    @classmethod
+    def from_dp_event(cls, event, run: int = 0, arm: int = 0) -> "RewardLedger":
+        """A one-reward ledger whose reward received every release of ``event``."""
+        out = cls()
+        for release, count in Composition.from_dp_event(event).items:
+            out.add(run, arm, 0, 1, release, count)
+        out.set_stream_length(run, arm, 1)
+        return out
+
+
+def _mu2_bound(release: Release) -> float:
+    if isinstance(release, GaussianRelease):
+        return release.mu2
+    if release.statuses["gdp"] in ("exact", "bound"):
+        return mu_of_pure_epsilon(release.epsilon) ** 2
+    return math.inf
+
+
+def _coalesce(rows: Mapping[str, np.ndarray], group: tuple[str, ...], count: str) -> dict:
+    order = np.lexsort((rows["stop"], rows["start"]) + tuple(rows[g] for g in reversed(group)))
+    r = {k: v[order] for k, v in rows.items()}
+    same = np.r_[False, np.all([r[g][1:] == r[g][:-1] for g in group], axis=0)
+                 & (r["start"][1:] == r["start"][:-1]) & (r["stop"][1:] == r["stop"][:-1])]
+    grp = np.cumsum(~same) - 1
+    first = np.flatnonzero(~same)
+    out = {k: v[first] for k, v in r.items()}
+    out[count] = np.bincount(grp, weights=r[count]).astype(np.int64)
+    # join consecutive ranges with equal key and count
+    joinable = np.r_[False, np.all([out[g][1:] == out[g][:-1] for g in group], axis=0)
+                     & (out[count][1:] == out[count][:-1]) & (out["start"][1:] == out["stop"][:-1])]
+    if joinable.any():
+        grp = np.cumsum(~joinable) - 1
+        first = np.flatnonzero(~joinable)
+        last = np.r_[first[1:] - 1, grp.size - 1]
+        joined = {k: v[first] for k, v in out.items()}
+        joined["stop"] = out["stop"][last]
+        out = joined
+    return out
+
+
+def _arithmetic_runs(rounds: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Split increasing rounds into maximal arithmetic runs: (first_index, first_round, stride,
+    length) per run."""
+    n = rounds.size
+    if n == 0:
+        return (np.zeros(0, np.int64),) * 4
+    if n == 1:
+        return np.array([0]), rounds[:1], np.array([1]), np.array([1])
+    d = np.diff(rounds)
+    firsts, i = [], 0
+    # a run starts at i and extends while the stride stays d[i]; one Python step per run.
+    change = np.flatnonzero(np.r_[True, d[1:] != d[:-1]])
+    ci = 0
+    while i < n:
+        firsts.append(i)
+        if i == n - 1:
+            break
+        # next change point strictly after i in d
+        while ci < change.size and change[ci] <= i:
+            ci += 1
+        end = change[ci] if ci < change.size else n - 1   # last index included in run
+        i = end + 1 if end > i else i + 1
+    firsts = np.array(firsts, dtype=np.int64)
+    lengths = np.diff(np.r_[firsts, n])
+    strides = np.where(lengths > 1, np.r_[d, 1][firsts], 1)
+    return firsts, rounds[firsts], strides, lengths

@@ -1,0 +1,308 @@
+"""The release vocabulary: immutable descriptions of one draw of fresh noise.
+
+A *release* (SPEC §3) is one draw of fresh noise added to a statistic that depends on some
+rewards.  Its description here says only what an accountant needs: the noise family, its scale
+and the statistic's sensitivity to any single reward.  Which rewards it touches is the ledger's
+business (``dpledger.accounting.ledger``); how releases compose is the accountants'
+(``dpledger.accounting.accountants``).
+
+Every class states, in its docstring, the exact mathematics of its privacy cost in each currency
+it supports, and reports a status per currency:
+
+``exact``           the value is the release's true cost in that currency;
+``bound``           a sound upper bound (e.g. the GDP μ of a Laplace release via randomized
+                    response);
+``unbounded``       the release gives no finite guarantee in that currency (Gaussian pure ε);
+``not_applicable``  dpledger knows no sound value (e.g. GDP of the discrete Gaussian).
+
+Normal forms: two releases with the same normal form have identical privacy in every currency
+(Laplace: ε = Δ/b; Gaussian: μ = Δ/σ), so compositions group them.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import ClassVar, Mapping, Union
+
+from dpledger.errors import DpledgerError, check_count, check_positive
+
+EXACT, BOUND, UNBOUNDED, NOT_APPLICABLE = "exact", "bound", "unbounded", "not_applicable"
+CURRENCIES = ("pure", "gdp", "zcdp", "rdp", "pld")
+
+
+def _fmt(x: float) -> str:
+    return repr(float(x))
+
+
+@dataclass(frozen=True)
+class LaplaceRelease:
+    """Continuous Laplace mechanism: ``f(X) + Lap(b)`` with L1 sensitivity ``Δ``.
+
+    * pure ε = Δ/b (exact; Dwork–Roth Thm 3.6).
+    * GDP: no exact μ; the sound bound is that of a generic ε-DP mechanism,
+      μ = −2Φ⁻¹(1/(1+e^ε)) (randomized response dominates every ε-DP pair).
+    * zCDP ρ = ε·tanh(ε/2) (tight for ε-DP, Bun–Steinke / randomized response KL limit).
+    * RDP ε(α) = (1/(α−1))·log( α/(2α−1)·e^{(α−1)ε} + (α−1)/(2α−1)·e^{−αε} )
+      (Mironov 2017, Prop. 6; exact).
+    * PLD: ``dp_accounting`` Laplace PLD, noise_multiplier = b/Δ, ADD_OR_REMOVE_ONE.
+    """
+
+    scale: float
+    sensitivity: float = 1.0
+    kind: ClassVar[str] = "laplace"
+    statuses: ClassVar[Mapping[str, str]] = {
+        "pure": EXACT, "gdp": BOUND, "zcdp": EXACT, "rdp": EXACT, "pld": EXACT}
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", check_positive("laplace scale", self.scale))
+        object.__setattr__(self, "sensitivity",
+                           check_positive("laplace sensitivity", self.sensitivity))
+
+    @classmethod
+    def from_epsilon(cls, epsilon: float) -> "LaplaceRelease":
+        return cls(scale=1.0 / check_positive("epsilon", epsilon), sensitivity=1.0)
+
+    @property
+    def epsilon(self) -> float:
+        return self.sensitivity / self.scale
+
+    def normal_form(self) -> tuple:
+        return (self.kind, self.epsilon)
+
+    def params(self) -> dict:
+        return {"scale": self.scale, "sensitivity": self.sensitivity}
+
+
+@dataclass(frozen=True)
+class GaussianRelease:
+    """Continuous Gaussian mechanism: ``f(X) + N(0, σ²)`` with L2 sensitivity ``Δ``.
+
+    * pure ε: unbounded.
+    * GDP μ = Δ/σ (exact; Dong–Roth–Su 2022, Thm 2.7).  Gaussians compose to the Gaussian of
+      μ = √(Σμ_i²), also under fully adaptive choice of σ (Smith & Thakurta 2022).
+    * zCDP ρ = μ²/2; RDP ε(α) = αμ²/2 (Mironov 2017, Prop. 7; exact).
+    * PLD: ``dp_accounting`` Gaussian PLD (skipped when every release is Gaussian: GDP is exact).
+    """
+
+    sigma: float
+    sensitivity: float = 1.0
+    kind: ClassVar[str] = "gaussian"
+    statuses: ClassVar[Mapping[str, str]] = {
+        "pure": UNBOUNDED, "gdp": EXACT, "zcdp": EXACT, "rdp": EXACT, "pld": EXACT}
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", check_positive("gaussian sigma", self.sigma))
+        object.__setattr__(self, "sensitivity",
+                           check_positive("gaussian sensitivity", self.sensitivity))
+
+    @classmethod
+    def from_mu(cls, mu: float) -> "GaussianRelease":
+        return cls(sigma=1.0 / check_positive("mu", mu), sensitivity=1.0)
+
+    @property
+    def mu(self) -> float:
+        return self.sensitivity / self.sigma
+
+    @property
+    def mu2(self) -> float:
+        return (self.sensitivity / self.sigma) ** 2
+
+    def normal_form(self) -> tuple:
+        return (self.kind, self.mu)
+
+    def params(self) -> dict:
+        return {"sigma": self.sigma, "sensitivity": self.sensitivity}
+
+
+@dataclass(frozen=True)
+class PureEpsilonRelease:
+    """A generic ε-DP release whose mechanism is not further described.
+
+    Accounted as its worst case, binary randomized response with ε (Kairouz–Oh–Viswanath 2015):
+    pure ε exact; GDP μ = −2Φ⁻¹(1/(1+e^ε)) (tight for the class); zCDP ρ = ε·tanh(ε/2);
+    RDP ε(α) = (1/(α−1))·log((e^{αε} + e^{(1−α)ε})/(1+e^ε)); PLD = that of randomized response.
+    """
+
+    epsilon: float
+    kind: ClassVar[str] = "pure"
+    statuses: ClassVar[Mapping[str, str]] = {
+        "pure": EXACT, "gdp": EXACT, "zcdp": EXACT, "rdp": EXACT, "pld": EXACT}
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_positive("epsilon", self.epsilon))
+
+    def normal_form(self) -> tuple:
+        return (self.kind, self.epsilon)
+
+    def params(self) -> dict:
+        return {"epsilon": self.epsilon}
+
+
+@dataclass(frozen=True)
+class DiscreteLaplaceRelease:
+    """Exact discrete Laplace on a lattice: integer noise Z with P(Z = z) ∝ e^{−|z|/t}.
+
+    The statistic is an integer in lattice units (rewards rounded to the lattice 2^-k before
+    summing); ``sensitivity`` Δ is a positive integer in the same units and ``scale`` t > 0.
+    * pure ε = Δ/t (exact: the loss ratio is e^{(|z−Δ|−|z|)/t} ≤ e^{Δ/t}).
+    * GDP, zCDP, RDP: the generic ε-DP bounds of :class:`PureEpsilonRelease` (status bound).
+    * PLD: ``dp_accounting`` discrete-Laplace PLD with noise_parameter 1/t and sensitivity Δ.
+    Never uses the continuous-Laplace formulas (Canonne–Kamath–Steinke 2020).
+    """
+
+    scale: float
+    sensitivity: int = 1
+    kind: ClassVar[str] = "discrete_laplace"
+    statuses: ClassVar[Mapping[str, str]] = {
+        "pure": EXACT, "gdp": BOUND, "zcdp": BOUND, "rdp": BOUND, "pld": EXACT}
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", check_positive("discrete laplace scale", self.scale))
+        object.__setattr__(self, "sensitivity",
+                           check_count("discrete laplace sensitivity", self.sensitivity))
+
+    @property
+    def epsilon(self) -> float:
+        return self.sensitivity / self.scale
+
+    def normal_form(self) -> tuple:
+        return (self.kind, self.scale, self.sensitivity)
+
+    def params(self) -> dict:
+        return {"scale": self.scale, "sensitivity": self.sensitivity}
+
+
+@dataclass(frozen=True)
+class DiscreteGaussianRelease:
+    """Exact discrete Gaussian N_Z(0, σ²) on the integers, integer sensitivity Δ.
+
+    * zCDP ρ = Δ²/(2σ²) and RDP ε(α) = αρ (Canonne–Kamath–Steinke 2020, Thm 4 / Prop. 5: an
+      upper bound, the discrete Gaussian is at least as private as the continuous one at these
+      orders) — status bound.
+    * pure ε: unbounded.  GDP μ: not proven for the discrete Gaussian, not applicable.
+    * PLD: ``dp_accounting`` discrete-Gaussian PLD (exact up to discretisation).
+    """
+
+    sigma: float
+    sensitivity: int = 1
+    kind: ClassVar[str] = "discrete_gaussian"
+    statuses: ClassVar[Mapping[str, str]] = {
+        "pure": UNBOUNDED, "gdp": NOT_APPLICABLE, "zcdp": BOUND, "rdp": BOUND, "pld": EXACT}
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", check_positive("discrete gaussian sigma", self.sigma))
+        object.__setattr__(self, "sensitivity",
+                           check_count("discrete gaussian sensitivity", self.sensitivity))
+
+    @property
+    def rho(self) -> float:
+        return self.sensitivity ** 2 / (2.0 * self.sigma ** 2)
+
+    def normal_form(self) -> tuple:
+        return (self.kind, self.sigma, self.sensitivity)
+
+    def params(self) -> dict:
+        return {"sigma": self.sigma, "sensitivity": self.sensitivity}
+
+
+@dataclass(frozen=True)
+class NonPrivateRelease:
+    """A read of rewards with no noise at all (non-private baselines such as UCB1).
+
+    Every currency is unbounded: a reward read without noise has no finite privacy guarantee.
+    Recording these reads lets the ledger say *which* rewards a non-private policy exposed.
+    """
+
+    kind: ClassVar[str] = "non_private"
+    statuses: ClassVar[Mapping[str, str]] = {c: UNBOUNDED for c in CURRENCIES}
+
+    def normal_form(self) -> tuple:
+        return (self.kind,)
+
+    def params(self) -> dict:
+        return {}
+
+
+Release = Union[LaplaceRelease, GaussianRelease, PureEpsilonRelease, DiscreteLaplaceRelease,
+                DiscreteGaussianRelease, NonPrivateRelease]
+RELEASE_TYPES: dict[str, type] = {
+    cls.kind: cls for cls in (LaplaceRelease, GaussianRelease, PureEpsilonRelease,
+                              DiscreteLaplaceRelease, DiscreteGaussianRelease, NonPrivateRelease)}
+
+
+def release_to_json(release: Release) -> dict:
+    """``{"kind": ..., <params>}`` with floats written exactly (repr round-trips)."""
+    out = {"kind": release.kind}
+    out.update(release.params())
+    return out
+
+
+def release_from_json(d: Mapping) -> Release:
+    if not isinstance(d, Mapping) or "kind" not in d:
+        raise DpledgerError(f"a release must be an object with a 'kind', got {d!r}")
+    kind = d["kind"]
+    cls = RELEASE_TYPES.get(kind)
+    if cls is None:
+        raise DpledgerError(
+            f"unknown release kind {kind!r}; known: {', '.join(sorted(RELEASE_TYPES))}")
+    params = {k: v for k, v in d.items() if k != "kind"}
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise DpledgerError(f"bad parameters for release {kind!r}: {params!r}") from exc
+
+
+_ALIASES = {"eps": "epsilon", "b": "scale", "std": "sigma", "sens": "sensitivity", "n": "count"}
+_KIND_ALIASES = {"lap": "laplace", "gauss": "gaussian", "dlaplace": "discrete_laplace",
+                 "dgaussian": "discrete_gaussian", "epsilon": "pure"}
+
+
+def parse_release_spec(spec: str) -> tuple[Release, int]:
+    """Parse a CLI release such as ``laplace:eps=0.5`` or ``gaussian:sigma=2,sensitivity=1,count=100``.
+
+    Returns ``(release, count)``.  ``eps=``/``epsilon=`` and ``mu=`` are normal-form shorthands
+    (sensitivity 1); ``count`` defaults to 1.
+    """
+    if not isinstance(spec, str) or not re.fullmatch(r"[A-Za-z_]+(:.*)?", spec.strip()):
+        raise DpledgerError(f"cannot parse release {spec!r}; expected e.g. laplace:eps=0.5")
+    kind, _, rest = spec.strip().partition(":")
+    kind = _KIND_ALIASES.get(kind.lower(), kind.lower())
+    if kind not in RELEASE_TYPES:
+        raise DpledgerError(
+            f"unknown release kind {kind!r} in {spec!r}; known: {', '.join(sorted(RELEASE_TYPES))}")
+    params: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        key = _ALIASES.get(key.strip().lower(), key.strip().lower())
+        if not eq:
+            raise DpledgerError(f"expected key=value in {spec!r}, got {part!r}")
+        try:
+            params[key] = float(value)
+        except ValueError:
+            raise DpledgerError(f"{key} must be a number in {spec!r}, got {value!r}") from None
+        if math.isnan(params[key]):
+            raise DpledgerError(f"{key} must not be NaN in {spec!r}")
+    count = params.pop("count", 1.0)
+    count = check_count("count", count)
+    cls = RELEASE_TYPES[kind]
+    try:
+        if kind == "laplace" and "epsilon" in params:
+            _only(params, {"epsilon"}, spec)
+            release: Release = LaplaceRelease.from_epsilon(params["epsilon"])
+        elif kind == "gaussian" and "mu" in params:
+            _only(params, {"mu"}, spec)
+            release = GaussianRelease.from_mu(params["mu"])
+        else:
+            if kind in ("discrete_laplace", "discrete_gaussian") and "sensitivity" in params:
+                params["sensitivity"] = check_count("sensitivity", params["sensitivity"])
+            release = cls(**params)
+    except TypeError:
+        raise DpledgerError(f"bad parameters for {kind!r} in {spec!r}: {sorted(params)}") from None
+    return release, count
+
+
+def _only(params: dict, allowed: set, spec: str) -> None:
+    extra = set(params) - allowed
+    if extra:
+        raise DpledgerError(f"{spec!r}: {sorted(allowed)[0]} cannot be combined with {sorted(extra)}")
