@@ -1,0 +1,231 @@
+"""The privacy block: one JSON schema shared by ``compose --json`` and ``run.json`` (SPEC §7).
+
+A block describes a set of compositions (one, for ``compose``; a certificate's candidates; every
+distinct per-reward composition of a ledger) by the pointwise maximum of each value:
+
+``pure_epsilon``, ``gdp_mu``, ``zcdp_rho``   number or null, each with a ``*_status``;
+``epsilon_at_delta``       {δ: ε} from the ``best`` accountant, ``epsilon_at_delta_source``
+                           {δ: accountant};
+``epsilon``                {accountant: {δ: ε or null}} for pure, gdp, rdp, pld;
+``epsilon_status``         {accountant: {δ: status}};
+``composition``            the worst composition as [{release, count}].
+
+Conventions: δ keys are ``repr(float(δ))`` and are read back with ``float()``; numbers are finite
+or null, with a status in {ok, not_applicable, unbounded, skipped:<reason>}; keys in a fixed
+order; written with ``allow_nan=False``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from dpledger.accounting.accountants import ACCOUNTANTS, OK, BestAccountant
+from dpledger.accounting.composition import Composition
+from dpledger.accounting.pld import PldSkipped
+from dpledger.errors import DpledgerError, check_delta
+
+SCHEMA_VERSION = 1
+DEFAULT_DELTAS = (1e-3, 1e-5, 1e-6, 1e-9)
+ACCOUNTANT_ORDER = ("pure", "gdp", "rdp", "pld")
+
+
+def delta_key(delta: float) -> str:
+    return repr(float(delta))
+
+
+def parse_deltas(deltas: Iterable[Any] | None) -> tuple[float, ...]:
+    if deltas is None:
+        return DEFAULT_DELTAS
+    out = tuple(sorted({check_delta(float(d) if isinstance(d, str) else d) for d in deltas},
+                       reverse=True))
+    if not out:
+        raise DpledgerError("at least one delta is needed")
+    return out
+
+
+def _finite(x: float | None) -> tuple[float | None, str]:
+    if x is None:
+        return None, "not_applicable"
+    if math.isinf(x):
+        return None, "unbounded"
+    return float(x), OK
+
+
+def _dedupe(compositions: Sequence[Composition]) -> list[Composition]:
+    """Distinct compositions; among all-Gaussian ones only the largest μ can be the maximum
+    (ε(δ) of a Gaussian increases with μ), so the rest are dropped."""
+    seen = list(dict.fromkeys(compositions))
+    gauss = [c for c in seen if c.all_gaussian()]
+    if len(gauss) > 1:
+        top = max(gauss, key=lambda c: c.gdp_mu2())
+        seen = [c for c in seen if not c.all_gaussian() or c is top]
+    return seen
+
+
+def privacy_block(compositions: Sequence[Composition], deltas: Sequence[float] = DEFAULT_DELTAS,
+                  *, adaptive: bool = False, unbounded: bool = False) -> dict:
+    """The privacy block of the pointwise maximum over ``compositions``."""
+    deltas = parse_deltas(deltas)
+    comps = _dedupe(list(compositions))
+    if unbounded or not comps:
+        return _unbounded_block(deltas) if unbounded else privacy_block([Composition()], deltas)
+    out: dict[str, Any] = {}
+    pure = max(c.pure_epsilon() for c in comps)
+    out["pure_epsilon"], out["pure_epsilon_status"] = _finite(pure)
+    mus = [c.gdp_mu() for c in comps]
+    if any(c.status("gdp") == "unbounded" for c in comps):
+        out["gdp_mu"], out["gdp_mu_status"] = None, "unbounded"
+    elif any(m is None for m in mus):
+        out["gdp_mu"], out["gdp_mu_status"] = None, "not_applicable"
+    else:
+        out["gdp_mu"], out["gdp_mu_status"] = float(max(mus)), OK
+    rhos = [c.zcdp_rho() for c in comps]
+    out["zcdp_rho"], out["zcdp_rho_status"] = _finite(max(rhos))
+    if any(c.status("zcdp") == "not_applicable" for c in comps):
+        out["zcdp_rho"], out["zcdp_rho_status"] = None, "not_applicable"
+
+    best = BestAccountant()
+    eps_best: dict[str, float | None] = {}
+    src: dict[str, str] = {}
+    for d in deltas:
+        vals = [best.epsilon_and_source(c, d, adaptive) if best.supports(c, adaptive) == OK
+                else (math.inf, "none") for c in comps]
+        value, source = max(vals, key=lambda v: v[0])
+        eps_best[delta_key(d)], _ = _finite(value)
+        src[delta_key(d)] = source if math.isfinite(value) else "unbounded"
+    out["epsilon_at_delta"] = eps_best
+    out["epsilon_at_delta_source"] = src
+
+    table: dict[str, dict] = {}
+    status: dict[str, dict] = {}
+    for name in ACCOUNTANT_ORDER:
+        acc = ACCOUNTANTS[name]
+        table[name], status[name] = {}, {}
+        sup = [acc.supports(c, adaptive) for c in comps]
+        bad = next((s for s in sup if s != OK), None)
+        for d in deltas:
+            k = delta_key(d)
+            if bad is not None:
+                table[name][k], status[name][k] = None, bad
+                continue
+            if name == "pld" and acc.supports_delta(d) != OK:
+                table[name][k], status[name][k] = None, acc.supports_delta(d)
+                continue
+            try:
+                value = max(acc.epsilon(c, d, adaptive) for c in comps)
+            except PldSkipped as exc:
+                table[name][k], status[name][k] = None, f"skipped:{exc}"
+                continue
+            table[name][k], status[name][k] = _finite(value)
+    out["epsilon"] = table
+    out["epsilon_status"] = status
+    worst = max(comps, key=lambda c: (c.pure_epsilon(), c.gdp_mu2()))
+    out["composition"] = worst.to_json()
+    return out
+
+
+def _unbounded_block(deltas: Sequence[float]) -> dict:
+    keys = [delta_key(d) for d in deltas]
+    return {
+        "pure_epsilon": None, "pure_epsilon_status": "unbounded",
+        "gdp_mu": None, "gdp_mu_status": "unbounded",
+        "zcdp_rho": None, "zcdp_rho_status": "unbounded",
+        "epsilon_at_delta": {k: None for k in keys},
+        "epsilon_at_delta_source": {k: "unbounded" for k in keys},
+        "epsilon": {a: {k: None for k in keys} for a in ACCOUNTANT_ORDER},
+        "epsilon_status": {a: {k: "unbounded" for k in keys} for a in ACCOUNTANT_ORDER},
+        "composition": [],
+    }
+
+
+@dataclass
+class PrivacySummary:
+    """A privacy block read back into Python values (None for null; δ keys as floats)."""
+
+    pure_epsilon: float | None
+    gdp_mu: float | None
+    zcdp_rho: float | None
+    epsilon_at_delta: dict[float, float | None]
+    epsilon: dict[str, dict[float, float | None]]
+    statuses: dict[str, str]
+    epsilon_status: dict[str, dict[float, str]]
+    composition: Composition
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "PrivacySummary":
+        if not isinstance(d, Mapping):
+            raise DpledgerError("a privacy block must be a JSON object")
+        try:
+            def fmap(m):
+                return {float(k): (None if v is None else _num(v)) for k, v in m.items()}
+
+            known = {"pure_epsilon", "gdp_mu", "zcdp_rho", "epsilon_at_delta", "epsilon",
+                     "epsilon_status", "composition", "pure_epsilon_status", "gdp_mu_status",
+                     "zcdp_rho_status", "epsilon_at_delta_source"}
+            return cls(
+                pure_epsilon=_opt(d["pure_epsilon"]), gdp_mu=_opt(d["gdp_mu"]),
+                zcdp_rho=_opt(d.get("zcdp_rho")),
+                epsilon_at_delta=fmap(d["epsilon_at_delta"]),
+                epsilon={a: fmap(v) for a, v in d.get("epsilon", {}).items()},
+                statuses={k: d[k] for k in ("pure_epsilon_status", "gdp_mu_status",
+                                            "zcdp_rho_status") if k in d},
+                epsilon_status={a: {float(k): s for k, s in v.items()}
+                                for a, v in d.get("epsilon_status", {}).items()},
+                composition=Composition.from_json(d.get("composition", [])),
+                extra={k: v for k, v in d.items() if k not in known},
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, DpledgerError):
+                raise
+            raise DpledgerError(f"malformed privacy block: {exc!r}") from None
+
+
+def _num(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise DpledgerError(f"expected a number, got {v!r}")
+    return float(v)
+
+
+def _opt(v: Any) -> float | None:
+    return None if v is None else _num(v)
+
+
+def dumps(obj: Any) -> str:
+    """Canonical JSON text: insertion-ordered keys, repr floats, no NaN/inf."""
+    try:
+        return json.dumps(obj, allow_nan=False, indent=1) + "\n"
+    except ValueError as exc:
+        raise DpledgerError(f"refusing to write a non-finite number to JSON: {exc}") from None
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+    """Write ``obj`` to ``path`` atomically (temp file in the same folder, then rename)."""
+    text = dumps(obj)
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise DpledgerError(f"no such file: {path}") from None
+    except json.JSONDecodeError as exc:
+        raise DpledgerError(f"malformed JSON in {path}: {exc.msg} (line {exc.lineno})") from None
