@@ -31,6 +31,23 @@ _S = ORDERS - 1.0
 _INFLATE = 1.0 + 1e-10
 
 
+def _phi(x: np.ndarray) -> np.ndarray:
+    """φ(x) = e^x − 1 − x, accurate to a few ulps for every x (Taylor series for |x| < 0.5)."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty_like(x)
+    small = np.abs(x) < 0.5
+    xs = x[small]
+    term = xs * xs / 2.0
+    acc = term.copy()
+    for n in range(3, 24):          # |x|^n/n! < 1e-17·x²/2 beyond n = 23 for |x| < 0.5
+        term = term * xs / n
+        acc = acc + term
+    out[small] = acc
+    with np.errstate(over="ignore"):
+        out[~small] = np.expm1(x[~small]) - x[~small]
+    return out
+
+
 def gaussian_rdp(mu2: float, orders: np.ndarray = ORDERS) -> np.ndarray:
     return orders * (mu2 / 2.0) * _INFLATE
 
@@ -44,8 +61,10 @@ def laplace_rdp(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         small = s * epsilon < 30.0
         # log[(1+s)e^{sε} + s e^{−(1+s)ε}] − log(1+2s) = log1p(A/(1+2s)),
-        # A = (1+s)·expm1(sε) + s·expm1(−(1+s)ε) > 0.
-        a = (1.0 + s) * np.expm1(s * epsilon) + s * np.expm1(-(1.0 + s) * epsilon)
+        # A = (1+s)·expm1(sε) + s·expm1(−(1+s)ε) = (1+s)·φ(sε) + s·φ(−(1+s)ε) > 0 with
+        # φ(x) = e^x − 1 − x ≥ 0: the first-order terms cancel exactly, so A is summed from
+        # non-negative terms (the expm1 form loses ~1e-16/ε relative to cancellation).
+        a = (1.0 + s) * _phi(s * epsilon) + s * _phi(-(1.0 + s) * epsilon)
         near = np.log1p(a / (1.0 + 2.0 * s)) / s
         far = (np.logaddexp(np.log1p(s) + s * epsilon,
                             np.log(s) - (1.0 + s) * epsilon) - np.log1p(2.0 * s)) / s
@@ -60,7 +79,10 @@ def pure_rdp(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
     p, q = np.exp(log_p), np.exp(log_q)
     with np.errstate(over="ignore", invalid="ignore"):
         small = s * epsilon < 30.0
-        near = np.log1p(p * np.expm1(s * epsilon) + q * np.expm1(-s * epsilon)) / s
+        # p·e^x + q·e^{−x} − 1 = 2·sinh²(x/2) + tanh(ε/2)·sinh(x) with x = sε: a sum of
+        # non-negative terms (p·expm1(x) + q·expm1(−x) cancels to first order for small ε).
+        x = s * epsilon
+        near = np.log1p(2.0 * np.sinh(x / 2.0) ** 2 + np.tanh(epsilon / 2.0) * np.sinh(x)) / s
         far = np.logaddexp(log_p + s * epsilon, log_q - s * epsilon) / s
     out = np.where(small, near, far)
     return np.minimum(out * _INFLATE, epsilon)
