@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from scipy.special import log_ndtr, ndtri, ndtri_exp
+from scipy.special import erfinv, log_ndtr, ndtri, ndtri_exp
 
 from dpledger.accounting.numerics import ULP, log_target, solve_decreasing, solve_increasing
 from dpledger.errors import check_delta, check_nonnegative, check_positive
@@ -72,8 +72,12 @@ def gdp_mu_for(epsilon: float, delta: float) -> float:
 def mu_of_pure_epsilon(epsilon: float) -> float:
     """GDP μ of a generic ε-DP release: −2Φ⁻¹(1/(1+e^ε)), rounded up by 1e-12 relative.
 
-    Computed as −2·ndtri_exp(−log1p(e^ε)) so that ε up to 1e4 does not underflow.
+    For ε < 1 computed as 2√2·erfinv(tanh(ε/2)) (relative error ~4e-16 down to ε = 1e-14);
+    above, as −2·ndtri_exp(−log1p(e^ε)) so that ε up to 1e4 does not underflow.  (The
+    ndtri_exp form alone loses ~1e-16/ε relative for small ε: 1e-7 below exact at ε = 1e-10.)
     """
     epsilon = check_positive("epsilon", epsilon)
-    log_q = -(epsilon + math.log1p(math.exp(-epsilon))) if epsilon > 0 else -math.log(2.0)
+    if epsilon < 1.0:
+        return 2.0 * math.sqrt(2.0) * float(erfinv(math.tanh(epsilon / 2.0))) * (1.0 + 1e-12)
+    log_q = -(epsilon + math.log1p(math.exp(-epsilon)))
     return -2.0 * float(ndtri_exp(log_q)) * (1.0 + 1e-12)
