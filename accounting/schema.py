@@ -58,7 +58,8 @@ def _finite(x: float | None) -> tuple[float | None, str]:
 def _dedupe(compositions: Sequence[Composition]) -> list[Composition]:
     """Distinct compositions; among all-Gaussian ones only the largest μ can be the maximum
     (ε(δ) of a Gaussian increases with μ), so the rest are dropped."""
-    seen = list(dict.fromkeys(compositions))
+    # canonical order, so the result never depends on how runs were split across workers
+    seen = sorted(dict.fromkeys(compositions), key=lambda c: json.dumps(c.to_json()))
     gauss = [c for c in seen if c.all_gaussian()]
     if len(gauss) > 1:
         top = max(gauss, key=lambda c: c.gdp_mu2())

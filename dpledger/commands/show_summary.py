@@ -1,0 +1,52 @@
+"""Text summary of a run.json (used by ``run`` and ``show``)."""
+from __future__ import annotations
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.6g}"
+
+
+def summary_text(rep: dict) -> str:
+    pol, env, priv = rep["policy"], rep["environment"], rep["privacy"]
+    params = ", ".join(f"{k}={v!r}" for k, v in pol["params"].items())
+    reg = rep["regret"]
+    lines = [f"{pol['name']}({params}) [{pol['provenance']}] on {env['name']} "
+             f"means={[round(m, 4) for m in env['means']]}, T={rep['horizon']}, "
+             f"{rep['runs']} runs, seed {rep['seed']}",
+             f"regret at T: mean {reg['final_mean']:.6g}, std {_fmt(reg['final_std'])}"]
+    deltas = priv["deltas"]
+    d = min(deltas, key=float)
+    real = priv["realized"]
+    w = real.get("worst_reward")
+    if w:
+        lines.append(f"worst-off reward: run {w['run']}, round {w['round']}, arm {w['arm']} "
+                     f"(observation {w['index']} of that arm)")
+    header = f"  {'':12s} {'pure ε':>10s} {'GDP μ':>10s} {'ε(δ=' + d + ')':>16s}"
+    lines.append("privacy (per reward, worst case):")
+    lines.append(header)
+    for name in ("theorem", "certificate", "realized"):
+        b = priv[name]
+        lines.append(f"  {name:12s} {_fmt(b['pure_epsilon']):>10s} {_fmt(b['gdp_mu']):>10s} "
+                     f"{_fmt(b['epsilon_at_delta'][d]):>16s}")
+    lines.append(f"  realized is a {real['label'].split(':')[0]}")
+    chk = priv["checks"]
+    mark = {True: "holds", False: "VIOLATED"}
+    lines.append(f"checks: realized ≤ certificate {mark[chk['realized_le_certificate']]}; "
+                 f"certificate ≤ theorem {mark[chk['certificate_le_theorem']]}")
+    for cur, ratio in chk.get("certificate_over_theorem", {}).items():
+        if ratio < 1 - 1e-9:
+            lines.append(f"  note: certificate/theorem = {ratio:.4g} in {cur} (the paper's bound "
+                         "is looser than the release schedule needs)")
+    led = rep["ledger"]
+    lines.append(f"ledger: {led['rows']} rows, {led['distinct_releases']} distinct releases, "
+                 f"{led['distinct_compositions']} distinct per-reward compositions, "
+                 f"{led['noise_draws']} noise draws")
+    comp = real["composition"]
+    if comp:
+        parts = ", ".join(f"{c['count']}× {c['release']['kind']}("
+                          + ", ".join(f"{k}={v:.4g}" for k, v in c['release'].items() if k != 'kind')
+                          + ")" for c in comp)
+        lines.append(f"worst reward's releases: {parts}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,82 @@
+"""Plots (matplotlib, Agg backend): regret with its band, ε(δ) curves, per-reward privacy."""
+from __future__ import annotations
+
+import math
+import os
+from typing import Sequence
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(fig, path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".tmp-{os.getpid()}-{os.path.basename(path)}")
+    fig.savefig(tmp, dpi=120, bbox_inches="tight", format=os.path.splitext(path)[1][1:] or "png")
+    os.replace(tmp, path)
+
+
+def plot_regret(reports: Sequence[dict], path: str, labels: Sequence[str] | None = None) -> None:
+    """Mean pseudo-regret against rounds with the 95 % band, one line per report."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for i, rep in enumerate(reports):
+        c = rep["regret"]["curve"]
+        label = labels[i] if labels else _label(rep)
+        ax.plot(c["t"], c["mean"], label=label)
+        ax.fill_between(c["t"], c["lo"], c["hi"], alpha=0.25)
+    ax.set_xscale("log")
+    ax.set_xlabel("round t")
+    ax.set_ylabel("pseudo-regret")
+    ax.set_title(f"{reports[0]['runs']} runs; band = mean ± 1.96·std/√R")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    _save(fig, path)
+    plt.close(fig)
+
+
+def _label(rep: dict) -> str:
+    params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in rep["policy"]["params"].items())
+    return f"{rep['policy']['name']}({params})"
+
+
+def plot_curve(series: dict[str, tuple[list[float], list[float]]], path: str, title: str) -> None:
+    """ε against δ (log x), one line per (block, accountant)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for name, (deltas, eps) in series.items():
+        pts = [(d, e) for d, e in zip(deltas, eps) if e is not None and math.isfinite(e)]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("δ")
+    ax.set_ylabel("ε(δ)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    _save(fig, path)
+    plt.close(fig)
+
+
+def plot_per_reward(rounds, values, worst_round, worst_value, path: str, ylabel: str,
+                    title: str, cert: float | None) -> None:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.scatter(rounds, values, s=4, alpha=0.6, label="rewards")
+    ax.scatter([worst_round], [worst_value], color="red", s=40, marker="x", label="worst reward")
+    if cert is not None:
+        ax.axhline(cert, color="black", ls="--", lw=1, label="certificate")
+    ax.set_xscale("log")
+    ax.set_xlabel("round of the reward")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    _save(fig, path)
+    plt.close(fig)

@@ -1,0 +1,205 @@
+"""``run.json``: a simulation's regret and its certified privacy ledger (SPEC §2, §7).
+
+The privacy section holds four blocks kept apart:
+
+* ``theorem``      the paper's bound (``accounting/theorems.py``);
+* ``certificate``  the policy's release schedule at its worst (candidate compositions);
+* ``realized``     the composition of the releases this run made, maximised over every reward
+                   of every run, computed once per distinct per-reward composition — labelled an
+                   *odometer reading* when release parameters depend on the history;
+* ``checks``       realized ≤ certificate and certificate ≤ theorem, per currency, within
+                   a ≤ b·(1 + 1e-12).
+
+Nothing here is stored that depends on the machine or the worker count (R4): no timestamps,
+paths or timings.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from dpledger.accounting.accountants import OK
+from dpledger.accounting.certificate import Certificate, Theorem
+from dpledger.accounting.composition import Composition
+from dpledger.accounting.numerics import le_tol
+from dpledger.accounting.schema import (ACCOUNTANT_ORDER, SCHEMA_VERSION, delta_key, parse_deltas,
+                                        privacy_block)
+from dpledger.policies.simulator import SimulationResult
+
+ODOMETER = ("odometer reading: release parameters depend on the public history, so this "
+            "composition of the releases actually made is not by itself a DP guarantee; the "
+            "certificate is")
+
+
+def theorem_block(theorem: Theorem, deltas: Sequence[float]) -> dict:
+    out: dict[str, Any] = dict(theorem.to_json())
+    if theorem.unbounded:
+        out.update(pure_epsilon=None, pure_epsilon_status="unbounded", gdp_mu=None,
+                   gdp_mu_status="unbounded",
+                   epsilon_at_delta={delta_key(d): None for d in deltas})
+        return out
+    out["pure_epsilon"] = theorem.pure_epsilon
+    out["pure_epsilon_status"] = OK if theorem.pure_epsilon is not None else "not_applicable"
+    out["gdp_mu"] = theorem.gdp_mu
+    out["gdp_mu_status"] = OK if theorem.gdp_mu is not None else "not_applicable"
+    out["epsilon_at_delta"] = {delta_key(d): theorem.epsilon_at_delta(d) for d in deltas}
+    return out
+
+
+def certificate_block(cert: Certificate, deltas: Sequence[float]) -> dict:
+    block = privacy_block(cert.compositions, deltas, adaptive=cert.adaptive,
+                          unbounded=cert.unbounded)
+    block["candidates"] = [c.to_json() for c in cert.candidates]
+    block["note"] = cert.note
+    block["adaptive"] = cert.adaptive
+    return block
+
+
+def realized_block(compositions: Sequence[Composition], deltas: Sequence[float], adaptive: bool,
+                   worst: dict | None, per_run: list[dict]) -> dict:
+    unbounded = any(math.isinf(c.pure_epsilon()) and c.status("gdp") == "unbounded"
+                    for c in compositions)
+    block = privacy_block(list(compositions), deltas, adaptive=adaptive, unbounded=unbounded)
+    block["label"] = ODOMETER if adaptive else "ledger: release parameters fixed by position"
+    block["worst_reward"] = worst
+    block["per_run"] = per_run
+    block["compositions"] = [c.to_json() for c in _stored(compositions)]
+    return block
+
+
+def _stored(compositions: Sequence[Composition]) -> list[Composition]:
+    """The compositions ``verify`` needs to recompute the realized block: distinct ones, and
+    among all-Gaussian ones only the largest μ (it dominates the rest)."""
+    import json
+    comps = sorted(dict.fromkeys(compositions), key=lambda c: json.dumps(c.to_json()))
+    gauss = [c for c in comps if c.all_gaussian()]
+    if len(gauss) > 1:
+        top = max(gauss, key=lambda c: c.gdp_mu2())
+        comps = [c for c in comps if not c.all_gaussian() or c is top]
+    return comps
+
+
+def checks(theorem: dict, certificate: dict, realized: dict) -> dict:
+    """Per-currency comparisons; a currency missing on either side is not compared."""
+    details = []
+
+    def cmp(kind: str, what: str, a, a_status, b, b_status):
+        if a_status == "unbounded" and b_status == "unbounded":
+            ok = True
+        elif b_status == "unbounded":
+            ok = True
+        elif a_status == "unbounded":
+            ok = False
+        elif a is None or b is None:
+            return
+        else:
+            ok = le_tol(a, b)
+        details.append({"check": kind, "what": what, "lhs": a, "rhs": b, "ok": bool(ok)})
+
+    for cur in ("pure_epsilon", "gdp_mu"):
+        cmp("realized_le_certificate", cur, realized[cur], realized[f"{cur}_status"],
+            certificate[cur], certificate[f"{cur}_status"])
+    for acc in ACCOUNTANT_ORDER:
+        for k, v in realized["epsilon"][acc].items():
+            cmp("realized_le_certificate", f"epsilon.{acc}[{k}]", v,
+                realized["epsilon_status"][acc][k], certificate["epsilon"][acc][k],
+                certificate["epsilon_status"][acc][k])
+    for cur in ("pure_epsilon", "gdp_mu"):
+        cmp("certificate_le_theorem", cur, certificate[cur], certificate[f"{cur}_status"],
+            theorem[cur], theorem[f"{cur}_status"])
+    ratios = {}
+    for cur in ("pure_epsilon", "gdp_mu"):
+        c, t = certificate[cur], theorem[cur]
+        if c is not None and t is not None and t > 0:
+            ratios[cur] = c / t
+    return {
+        "realized_le_certificate": all(d["ok"] for d in details
+                                       if d["check"] == "realized_le_certificate"),
+        "certificate_le_theorem": all(d["ok"] for d in details
+                                      if d["check"] == "certificate_le_theorem"),
+        "certificate_over_theorem": ratios,
+        "details": details,
+    }
+
+
+def regret_block(points: np.ndarray, regret: np.ndarray) -> dict:
+    R = regret.shape[0]
+    mean = regret.mean(axis=0)
+    std = regret.std(axis=0, ddof=1) if R > 1 else np.zeros_like(mean)
+    band = 1.96 * std / math.sqrt(R)
+    return {
+        "final_mean": float(mean[-1]),
+        "final_std": float(std[-1]) if R > 1 else None,
+        "final_std_status": OK if R > 1 else "not_applicable",
+        "curve": {"t": points.tolist(), "mean": mean.tolist(), "std": std.tolist(),
+                  "lo": (mean - band).tolist(), "hi": (mean + band).tolist(),
+                  "band": band.tolist()},
+    }
+
+
+def build_run_report(res: SimulationResult, deltas: Sequence[float] | None = None,
+                     sampler: str = "float") -> dict:
+    deltas = parse_deltas(deltas)
+    policy, T, K = res.policy, res.horizon, res.env.n_arms
+    theorem = theorem_block(policy.theorem(T, K), deltas)
+    certificate = certificate_block(policy.certificate(T, K), deltas)
+    ledger = res.ledger
+    comps = [c for c, _ in ledger.distinct_compositions()] or [Composition()]
+    worst = ledger.worst_reward(deltas)
+    worst_json = None
+    if worst is not None:
+        worst_json = {"run": worst.reward.run, "round": worst.reward.round, "arm": worst.reward.arm,
+                      "index": worst.reward.index, "ranked_by": worst.currency}
+    per_run = []
+    for run in res.run_indices:
+        w = ledger.worst_reward(deltas, runs=[run])
+        entry = {"run": run, "pure_epsilon": None, "gdp_mu": None}
+        if w is not None:
+            pe = w.composition.pure_epsilon()
+            entry["pure_epsilon"] = pe if math.isfinite(pe) else None
+            entry["gdp_mu"] = w.composition.gdp_mu()
+            entry["worst_round"] = w.reward.round
+            entry["worst_arm"] = w.reward.arm
+        per_run.append(entry)
+    realized = realized_block(comps, deltas, policy.adaptive, worst_json, per_run)
+    if getattr(res.env, "kind", None) == 3:   # fixed table: R mechanisms on one dataset
+        realized["across_runs"] = _across_runs(ledger, res.run_indices, deltas, policy.adaptive)
+    report = {
+        "schema_version": SCHEMA_VERSION,
+        "policy": {"name": policy.name, "params": policy.resolved_params(T, K),
+                   "provenance": policy.provenance},
+        "environment": res.env.to_json(),
+        "horizon": T,
+        "runs": res.runs,
+        "seed": res.seed,
+        "sampler": sampler,
+        "regret": regret_block(res.points, res.regret),
+        "privacy": {
+            "deltas": [delta_key(d) for d in deltas],
+            "theorem": theorem,
+            "certificate": certificate,
+            "realized": realized,
+            "checks": checks(theorem, certificate, realized),
+        },
+        "ledger": {"rows": ledger.n_rows(), "distinct_releases": len(ledger.releases),
+                   "distinct_compositions": len(comps),
+                   "noise_draws": int(sum(res.noise_draws))},
+    }
+    return report
+
+
+def _across_runs(ledger, runs, deltas, adaptive) -> dict:
+    """On a fixed table every run reads the same rows: a row's privacy across R runs composes
+    the R per-run compositions.  Bounded here by composing each run's worst composition (a
+    valid upper bound for every row)."""
+    parts = []
+    for run in runs:
+        w = ledger.worst_reward(deltas, runs=[run])
+        if w is not None:
+            parts.extend(w.composition.items)
+    comp = Composition.of(parts) if parts else Composition()
+    block = privacy_block([comp], deltas, adaptive=True)
+    block["label"] = "upper bound: every run's worst composition composed"
+    return block

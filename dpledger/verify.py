@@ -1,0 +1,80 @@
+"""``dpledger verify run.json``: re-derive every privacy number without trusting the file.
+
+Theorem and certificate are recomputed from (policy, parameters, T, K, range); the realized
+block is recomputed from the stored per-reward compositions; the invariants are re-checked.
+Any mismatch (a tampered number, a stale file, a violated invariant) is a finding.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dpledger.accounting.composition import Composition
+from dpledger.accounting.schema import parse_deltas, privacy_block
+from dpledger.errors import DpledgerError
+from dpledger.report import certificate_block, checks, theorem_block
+from dpledger.policies.registry import make_policy
+
+_REALIZED_DERIVED = ("pure_epsilon", "pure_epsilon_status", "gdp_mu", "gdp_mu_status", "zcdp_rho",
+                     "zcdp_rho_status", "epsilon_at_delta", "epsilon_at_delta_source", "epsilon",
+                     "epsilon_status", "composition")
+
+
+def _same(a: Any, b: Any, path: str, problems: list[str]) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in set(a) | set(b):
+            if k not in a or k not in b:
+                problems.append(f"{path}.{k}: present on one side only")
+            else:
+                _same(a[k], b[k], f"{path}.{k}", problems)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            problems.append(f"{path}: lengths differ ({len(a)} vs {len(b)})")
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{path}[{i}]", problems)
+    elif isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        if not math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-300):
+            problems.append(f"{path}: stored {b!r}, recomputed {a!r}")
+    elif a != b:
+        problems.append(f"{path}: stored {b!r}, recomputed {a!r}")
+
+
+def verify_report(report: Any) -> list[str]:
+    """Problems found (empty when every number re-derives and every invariant holds)."""
+    if not isinstance(report, dict):
+        raise DpledgerError("run.json must hold a JSON object")
+    try:
+        if report["schema_version"] != 1:
+            raise DpledgerError(f"unsupported schema_version {report['schema_version']!r}")
+        pol = report["policy"]
+        env = report["environment"]
+        T = int(report["horizon"])
+        K = len(env["means"])
+        priv = report["privacy"]
+        deltas = parse_deltas([float(d) for d in priv["deltas"]])
+        stored_realized = priv["realized"]
+        comps = [Composition.from_json(c) for c in stored_realized["compositions"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, DpledgerError):
+            raise
+        raise DpledgerError(f"malformed run.json: {exc!r}") from None
+    policy = make_policy(pol["name"], **pol["params"])
+    problems: list[str] = []
+    theorem = theorem_block(policy.theorem(T, K), deltas)
+    _same(theorem, priv["theorem"], "privacy.theorem", problems)
+    certificate = certificate_block(policy.certificate(T, K), deltas)
+    _same(certificate, priv["certificate"], "privacy.certificate", problems)
+    realized = privacy_block(comps or [Composition()], deltas, adaptive=policy.adaptive,
+                             unbounded=any(math.isinf(c.pure_epsilon()) and
+                                           c.status("gdp") == "unbounded" for c in comps))
+    _same({k: realized[k] for k in _REALIZED_DERIVED},
+          {k: stored_realized.get(k) for k in _REALIZED_DERIVED}, "privacy.realized", problems)
+    recomputed = checks(theorem, certificate, dict(stored_realized, **realized))
+    _same(recomputed, priv["checks"], "privacy.checks", problems)
+    for name in ("realized_le_certificate", "certificate_le_theorem"):
+        if not recomputed[name]:
+            bad = [d for d in recomputed["details"] if d["check"] == name and not d["ok"]]
+            problems.append(f"invariant {name} violated: " +
+                            "; ".join(f"{d['what']}: {d['lhs']!r} > {d['rhs']!r}" for d in bad))
+    return problems

@@ -1,0 +1,184 @@
+"""Reward environments (SPEC §5): Bernoulli, truncated exponential on [0, 1], Beta, fixed table.
+
+Every environment declares its reward range ``[lo, hi]`` (default [0, 1]); a reward outside it
+is an error, never a silent clip (algorithms.md A3): the privacy proofs assume the range.
+Policies see rewards rescaled to [0, 1] by ``(x − lo)/(hi − lo)``.
+
+For compiled kernels an environment is a plain tuple ``(kind, params, table, lo, hi)``:
+``kind`` an int code, ``params`` a (K, 2) float array, ``table`` a (T, K) array (empty unless
+kind is TABLE).  :func:`draw_reward` and :func:`draw_sum` are the only places rewards are drawn.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from dpledger.errors import DpledgerError, check_real
+
+BERNOULLI, TRUNCEXP, BETA, TABLE = 0, 1, 2, 3
+KIND_NAMES = {BERNOULLI: "bernoulli", TRUNCEXP: "truncexp", BETA: "beta", TABLE: "table"}
+
+
+def truncexp_mean(rate: float) -> float:
+    """Mean of Exp(λ) truncated to [0, 1]: 1/λ − e^{−λ}/(1 − e^{−λ})."""
+    return 1.0 / rate - math.exp(-rate) / -math.expm1(-rate)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A stochastic or fixed reward source over K arms with a declared range."""
+
+    kind: int
+    params: np.ndarray = field(compare=False)
+    table: np.ndarray = field(compare=False)
+    lo: float = 0.0
+    hi: float = 1.0
+
+    @property
+    def name(self) -> str:
+        return KIND_NAMES[self.kind]
+
+    @property
+    def n_arms(self) -> int:
+        return int(self.params.shape[0])
+
+    @property
+    def means(self) -> np.ndarray:
+        """True arm means on the raw scale (table: column means)."""
+        if self.kind == BERNOULLI:
+            return self.params[:, 0].copy()
+        if self.kind == TRUNCEXP:
+            return np.array([truncexp_mean(r) for r in self.params[:, 0]])
+        if self.kind == BETA:
+            a, b = self.params[:, 0], self.params[:, 1]
+            return a / (a + b)
+        return self.table.mean(axis=0)
+
+    def as_tuple(self):
+        return (self.kind, self.params, self.table, float(self.lo), float(self.hi))
+
+    def to_json(self) -> dict:
+        out = {"name": self.name, "range": [self.lo, self.hi]}
+        if self.kind == BERNOULLI:
+            out["means"] = self.params[:, 0].tolist()
+        elif self.kind == TRUNCEXP:
+            out["rates"] = self.params[:, 0].tolist()
+            out["means"] = self.means.tolist()
+        elif self.kind == BETA:
+            out["ab"] = self.params.tolist()
+            out["means"] = self.means.tolist()
+        else:
+            out["table_shape"] = list(self.table.shape)
+            out["table_sha256"] = _sha(self.table)
+            out["means"] = self.means.tolist()
+        return out
+
+
+def _sha(table: np.ndarray) -> str:
+    import hashlib
+    return hashlib.sha256(np.ascontiguousarray(table, dtype=np.float64).tobytes()).hexdigest()
+
+
+def _check_range(lo, hi) -> tuple[float, float]:
+    lo, hi = check_real("range low end", lo), check_real("range high end", hi)
+    if not lo < hi:
+        raise DpledgerError(f"reward range must have lo < hi, got [{lo}, {hi}]")
+    return lo, hi
+
+
+def _arms(values, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise DpledgerError(f"{name} must be numbers, got {values!r}") from None
+    if arr.size < 2:
+        raise DpledgerError(f"need at least 2 arms, got {arr.size} {name}")
+    if not np.all(np.isfinite(arr)):
+        raise DpledgerError(f"{name} must be finite numbers, got {values!r}")
+    return arr
+
+
+def bernoulli(means, lo: float = 0.0, hi: float = 1.0) -> Environment:
+    lo, hi = _check_range(lo, hi)
+    p = _arms(means, "means")
+    if np.any((p < 0) | (p > 1)):
+        raise DpledgerError(f"Bernoulli means must lie in [0, 1], got {p.tolist()}")
+    if lo > 0 or hi < 1:
+        raise DpledgerError(f"Bernoulli rewards are 0 or 1, outside the declared range [{lo}, {hi}]")
+    return Environment(BERNOULLI, np.stack([p, np.zeros_like(p)], axis=1), np.zeros((0, 0)), lo, hi)
+
+
+def truncated_exponential(rates, lo: float = 0.0, hi: float = 1.0) -> Environment:
+    lo, hi = _check_range(lo, hi)
+    r = _arms(rates, "rates")
+    if np.any(r <= 0):
+        raise DpledgerError(f"rates must be > 0, got {r.tolist()}")
+    if lo > 0 or hi < 1:
+        raise DpledgerError(f"truncated-exponential rewards lie in [0, 1], outside [{lo}, {hi}]")
+    return Environment(TRUNCEXP, np.stack([r, np.zeros_like(r)], axis=1), np.zeros((0, 0)), lo, hi)
+
+
+def beta(ab, lo: float = 0.0, hi: float = 1.0) -> Environment:
+    lo, hi = _check_range(lo, hi)
+    arr = np.asarray(ab, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 2:
+        raise DpledgerError("beta arms need (a, b) pairs for at least 2 arms")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise DpledgerError(f"beta parameters must be finite and > 0, got {arr.tolist()}")
+    if lo > 0 or hi < 1:
+        raise DpledgerError(f"Beta rewards lie in [0, 1], outside [{lo}, {hi}]")
+    return Environment(BETA, arr.copy(), np.zeros((0, 0)), lo, hi)
+
+
+def table(values, lo: float = 0.0, hi: float = 1.0) -> Environment:
+    """A fixed reward table (T, K): row t holds every arm's reward at round t (replay, audits)."""
+    lo, hi = _check_range(lo, hi)
+    try:
+        arr = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DpledgerError("a reward table must be a (T, K) array of numbers") from None
+    if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] < 1:
+        raise DpledgerError(f"a reward table must be (T, K) with K >= 2, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise DpledgerError("a reward table must not contain NaN or infinity")
+    bad = (arr < lo) | (arr > hi)
+    if bad.any():
+        t, k = map(int, np.argwhere(bad)[0])
+        raise DpledgerError(f"reward table entry [{t}, {k}] = {arr[t, k]!r} lies outside the "
+                            f"declared range [{lo}, {hi}]")
+    return Environment(TABLE, np.zeros((arr.shape[1], 2)), arr, lo, hi)
+
+
+@njit(cache=True)
+def draw_reward(rng, env, arm, t):
+    """One reward of ``arm`` at round ``t`` (0-based), rescaled to [0, 1]."""
+    kind, params, tab, lo, hi = env
+    if kind == 0:
+        x = 1.0 if rng.random() < params[arm, 0] else 0.0
+    elif kind == 1:
+        lam = params[arm, 0]
+        x = -np.log1p(rng.random() * np.expm1(-lam)) / lam   # inverse CDF on [0, 1]
+    elif kind == 2:
+        x = rng.beta(params[arm, 0], params[arm, 1])
+    else:
+        x = tab[t, arm]
+    return (x - lo) / (hi - lo)
+
+
+@njit(cache=True)
+def draw_sum(rng, env, arm, t0, n):
+    """Sum of ``n`` rewards of ``arm`` at rounds t0 … t0+n−1, rescaled: one Binomial draw for
+    Bernoulli arms (the stretch-jump of SPEC §8 P2), a table slice, or n draws otherwise."""
+    kind, params, tab, lo, hi = env
+    if n <= 0:
+        return 0.0
+    if kind == 0:
+        s = float(rng.binomial(n, params[arm, 0]))
+        return (s - n * lo) / (hi - lo)
+    total = 0.0
+    for i in range(n):
+        total += draw_reward(rng, env, arm, t0 + i)
+    return total

@@ -1,0 +1,68 @@
+"""Kernel building blocks shared by the policy rules (compiled with numba)."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def argmax_random_tie(values, rng):
+    """Index of the largest value; ties broken uniformly at random (algorithms.md A2).
+
+    The tie-break draw happens only when there is a tie (SPEC §5 draw order)."""
+    best = values[0]
+    n_best = 1
+    for i in range(1, values.size):
+        v = values[i]
+        if v > best:
+            best = v
+            n_best = 1
+        elif v == best:
+            n_best += 1
+    if n_best == 1:
+        for i in range(values.size):
+            if values[i] == best:
+                return i
+    k = rng.integers(0, n_best)
+    for i in range(values.size):
+        if values[i] == best:
+            if k == 0:
+                return i
+            k -= 1
+    return values.size - 1
+
+
+@njit(cache=True, inline="always")
+def clip01(x):
+    return min(1.0, max(0.0, x))
+
+
+@njit(cache=True)
+def bernoulli_kl(p, q):
+    """d(p, q) = p ln(p/q) + (1−p) ln((1−p)/(1−q)), with 0·ln 0 = 0."""
+    out = 0.0
+    if p > 0.0:
+        out += p * np.log(p / q)
+    if p < 1.0:
+        out += (1.0 - p) * np.log((1.0 - p) / (1.0 - q))
+    return out
+
+
+@njit(cache=True)
+def kl_ucb_index(p, bound, tol=1e-10):
+    """max{q ∈ [p, 1] : d(p, q) ≤ bound} by bisection to ``tol`` (algorithms.md A13).
+
+    Returns the upper end of the final bracket (never below the exact index)."""
+    if p >= 1.0 or bound <= 0.0:
+        return min(1.0, max(p, 0.0))
+    lo = max(p, 0.0)
+    hi = 1.0
+    if bernoulli_kl(lo, 1.0 - 1e-15) <= bound:
+        return 1.0
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        if bernoulli_kl(p, mid) > bound:
+            hi = mid
+        else:
+            lo = mid
+    return hi
