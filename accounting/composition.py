@@ -32,6 +32,42 @@ from dpledger.errors import DpledgerError, check_count
 MAX_GAUSSIAN_TERMS = 64
 
 
+def canonical(release: Release) -> Release:
+    """The representative of a release's normal form, so that equal normal forms give equal
+    (and equally serialised) compositions whatever order or parametrisation they came in:
+    continuous Laplace and Gaussian releases are rewritten with sensitivity 1 and noise scale
+    = scale/sensitivity (the noise multiplier, which is what their privacy depends on)."""
+    if isinstance(release, LaplaceRelease) and release.sensitivity != 1.0:
+        return LaplaceRelease(scale=release.scale / release.sensitivity, sensitivity=1.0)
+    if isinstance(release, GaussianRelease) and release.sensitivity != 1.0:
+        return GaussianRelease(sigma=release.sigma / release.sensitivity, sensitivity=1.0)
+    return release
+
+
+def _snap(value: float, forward, target: float) -> float:
+    """Among floats within 8 ulps of ``value`` whose image under ``forward`` is exactly
+    ``target``, the one with the shortest repr (the value a user most likely wrote); so that
+    export → import through a reciprocal or a logarithm returns the original float."""
+    best = value
+    cand = value
+    below = [value]
+    for _ in range(8):
+        cand = math.nextafter(cand, -math.inf)
+        below.append(cand)
+    cand = value
+    for _ in range(8):
+        cand = math.nextafter(cand, math.inf)
+        below.append(cand)
+    matches = [c for c in below if c > 0 and forward(c) == target]
+    if matches:
+        best = min(matches, key=lambda c: (len(repr(c)), abs(c - value)))
+    return best
+
+
+def _rr_parameter(epsilon: float) -> float:
+    return 2.0 / (1.0 + math.exp(epsilon))
+
+
 def _sort_key(item: tuple[Release, int]) -> tuple:
     nf = item[0].normal_form()
     return (nf[0],) + tuple(float(x) for x in nf[1:])
@@ -55,6 +91,7 @@ class Composition:
             if not hasattr(release, "normal_form"):
                 raise DpledgerError(f"not a release: {release!r}")
             count = check_count("count", count)
+            release = canonical(release)
             nf = release.normal_form()
             if nf in groups:
                 groups[nf][1] += count
@@ -201,7 +238,7 @@ class Composition:
             elif isinstance(r, PureEpsilonRelease):
                 if c > 10_000:
                     raise DpledgerError("refusing to export more than 10000 explicit RR events")
-                rr = E.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(r.epsilon)),
+                rr = E.RandomizedResponseDpEvent(noise_parameter=_rr_parameter(r.epsilon),
                                                  num_buckets=2)
                 events.extend([rr] * c)
                 continue
@@ -232,11 +269,14 @@ class Composition:
             elif isinstance(ev, E.GaussianDpEvent):
                 pairs.append((GaussianRelease(sigma=ev.noise_multiplier, sensitivity=1.0), mult))
             elif isinstance(ev, E.DiscreteLaplaceDpEvent):
-                pairs.append((DiscreteLaplaceRelease(scale=1.0 / ev.noise_parameter,
-                                                     sensitivity=int(ev.sensitivity)), mult))
+                a = ev.noise_parameter
+                t = _snap(1.0 / a, lambda x: 1.0 / x, a)
+                pairs.append((DiscreteLaplaceRelease(scale=t, sensitivity=int(ev.sensitivity)),
+                              mult))
             elif isinstance(ev, E.RandomizedResponseDpEvent) and ev.num_buckets == 2:
                 p = ev.noise_parameter
-                pairs.append((PureEpsilonRelease(epsilon=math.log((2.0 - p) / p)), mult))
+                eps = _snap(math.log((2.0 - p) / p), _rr_parameter, p)
+                pairs.append((PureEpsilonRelease(epsilon=eps), mult))
             elif isinstance(ev, E.NonPrivateDpEvent):
                 pairs.append((NonPrivateRelease(), mult))
             elif isinstance(ev, E.NoOpDpEvent):

@@ -303,10 +303,6 @@ def test_dp_event_round_trip(comp):
     assert back.pure_epsilon() == comp.pure_epsilon() and back.gdp_mu2() == comp.gdp_mu2()
 
 
-@pytest.mark.xfail(strict=True, reason="composition.py: from_dp_event rebuilds every release with "
-                   "sensitivity 1 (scale = noise_multiplier), and Composition equality compares "
-                   "release objects, not normal forms: Laplace(scale=4, sensitivity=2) comes "
-                   "back as Laplace(scale=2, sensitivity=1) and the compositions differ")
 @pytest.mark.parametrize("release", [LaplaceRelease(scale=4.0, sensitivity=2.0),
                                      GaussianRelease(sigma=3.0, sensitivity=1.5)])
 def test_dp_event_round_trip_sensitivity_not_one(release):
@@ -314,16 +310,11 @@ def test_dp_event_round_trip_sensitivity_not_one(release):
     assert Composition.from_dp_event(comp.to_dp_event()) == comp
 
 
-@pytest.mark.xfail(strict=True, reason="composition.py: a generic pure-ε release goes out as RR "
-                   "with noise_parameter 2/(1+e^ε) and comes back as log((2−p)/p), which is not "
-                   "the same float (0.5 → 0.5000000000000001)")
 def test_dp_event_round_trip_pure_epsilon():
     comp = Composition.of([(PureEpsilonRelease(0.5), 3)])
     assert Composition.from_dp_event(comp.to_dp_event()) == comp
 
 
-@pytest.mark.xfail(strict=True, reason="composition.py: discrete Laplace goes out as "
-                   "noise_parameter 1/t and comes back as scale 1/(1/t) ≠ t for t = 49")
 def test_dp_event_round_trip_discrete_laplace_scale_49():
     comp = Composition.of([(DiscreteLaplaceRelease(scale=49.0, sensitivity=1), 2)])
     assert Composition.from_dp_event(comp.to_dp_event()) == comp
