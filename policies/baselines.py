@@ -1,4 +1,4 @@
-"""Non-private baselines (algorithms.md A14): UCB1.
+"""Non-private baselines (algorithms.md A14): UCB1, KL-UCB, Beta-Bernoulli Thompson sampling.
 
 Their ledgers record every reward as read without noise (``NonPrivateRelease``): the privacy of a
 non-private policy is reported as unbounded, and the ledger still says which rewards it exposed.
@@ -13,9 +13,9 @@ from numba import njit
 from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Certificate
 from dpledger.accounting.releases import NonPrivateRelease
-from dpledger.policies.base import KernelPolicy, RunOutput
+from dpledger.policies.base import KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.rules import argmax_random_tie
+from dpledger.policies.rules import argmax_random_tie, bernoulli_kl, kl_ucb_newton
 
 
 class NonPrivatePolicy(KernelPolicy):
@@ -65,3 +65,105 @@ class UCB1(NonPrivatePolicy):
     name = "ucb1"
     title = "UCB1 (Auer, Cesa-Bianchi, Fischer 2002)"
     kernel = _ucb1
+
+
+@njit(cache=True)
+def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
+    """KL-UCB (Garivier & Cappé 2011; A14): pull each arm once, then argmax of
+    max{q : n·d(μ̂, q) ≤ ln t} (no c·ln ln t term), ties uniformly at random.
+
+    ``params[0]`` (hidden, not on the CLI) selects the *threshold test* (1, default): solve the
+    index of the previous round's arm (the leader) only, and solve another arm's index only if it
+    can reach the leader's, i.e. μ̂_k ≥ I_L or n_k·d(μ̂_k, I_L) ≤ ln t (with a 1e-9 relative slack
+    so that exact ties are solved and broken exactly as by a full recomputation); arms that fail
+    have index < I_L and cannot be in the argmax.  ``params[0] = 0`` solves every index every
+    round (the reference).  Both give the same argmax set, hence the same draws and actions.
+    Indices by :func:`kl_ucb_newton` (within 1e-10 of the exact value)."""
+    fast = params[0] != 0.0
+    sums = np.zeros(K)
+    n = np.zeros(K)
+    p = np.zeros(K)
+    index = np.zeros(K)
+    leader = 0
+    for t in range(1, stop + 1):
+        if t <= K:
+            a = t - 1
+        else:
+            lt = np.log(t)
+            if fast:
+                il = kl_ucb_newton(p[leader], lt / n[leader])
+                for j in range(K):
+                    if j == leader:
+                        index[j] = il
+                    elif p[j] >= il or (il < 1.0 and n[j] * bernoulli_kl(p[j], il)
+                                        <= lt * (1.0 + 1e-9)):
+                        index[j] = kl_ucb_newton(p[j], lt / n[j])
+                    else:
+                        index[j] = -1.0
+            else:
+                for j in range(K):
+                    index[j] = kl_ucb_newton(p[j], lt / n[j])
+            a = argmax_random_tie(index, rng)
+        x = draw_reward(rng, env, a, t - 1)
+        sums[a] += x
+        n[a] += 1.0
+        p[a] = sums[a] / n[a]
+        leader = a
+        actions[t - 1] = a
+    return stop, 0, 0
+
+
+class KLUCB(NonPrivatePolicy):
+    """KL-UCB with exploration ln t (A14); rewards in [0, 1] (Bernoulli KL as the divergence)."""
+
+    name = "klucb"
+    title = "KL-UCB (Garivier & Cappé 2011), exploration ln t"
+    provenance = "faithful"
+    params_spec = (Param("threshold_test", True, "bool",
+                         "hidden speed switch: solve only indices that can beat the leader's "
+                         "(same actions as solving all)"),)
+    kernel = _klucb
+
+    def describe(self):
+        d = super().describe()
+        d["params"] = []          # the speed switch is not a policy parameter
+        return d
+
+    def kernel_params(self, T, K):
+        return np.array([1.0 if self.params["threshold_test"] else 0.0])
+
+
+@njit(cache=True)
+def _beta_ts(rng, env, T, K, stop, params, actions, rows, capture):
+    """Beta-Bernoulli Thompson sampling (Agrawal & Goyal 2012): θ_j ~ Beta(S_j + 1, F_j + 1) in arm
+    order, argmax (ties at random), then the reward.  A reward x strictly inside (0, 1) is turned
+    into a success with probability x (the Bernoulli trick of Agrawal & Goyal, one ``random``
+    draw after the reward; none for rewards that are exactly 0 or 1)."""
+    s = np.zeros(K)
+    f = np.zeros(K)
+    theta = np.zeros(K)
+    for t in range(1, stop + 1):
+        for j in range(K):
+            theta[j] = rng.beta(s[j] + 1.0, f[j] + 1.0)
+        a = argmax_random_tie(theta, rng)
+        x = draw_reward(rng, env, a, t - 1)
+        if x == 1.0:
+            s[a] += 1.0
+        elif x == 0.0:
+            f[a] += 1.0
+        elif rng.random() < x:
+            s[a] += 1.0
+        else:
+            f[a] += 1.0
+        actions[t - 1] = a
+    return stop, 0, 0
+
+
+class BetaTS(NonPrivatePolicy):
+    """Beta-Bernoulli TS; non-binary rewards in [0, 1] through the Bernoulli trick (observe
+    Bernoulli(x) instead of x), which keeps the Beta posterior conjugate."""
+
+    name = "ts-beta"
+    title = "Beta-Bernoulli Thompson sampling (Agrawal & Goyal 2012)"
+    provenance = "faithful"
+    kernel = _beta_ts

@@ -66,3 +66,50 @@ def kl_ucb_index(p, bound, tol=1e-10):
         else:
             lo = mid
     return hi
+
+
+@njit(cache=True)
+def kl_ucb_newton(p, bound, tol=1e-10):
+    """max{q ∈ [p, 1] : d(p, q) ≤ bound} by safeguarded Newton (same value as
+    :func:`kl_ucb_index` to within ``tol``; a deterministic function of (p, bound)).
+
+    f(q) = d(p, q) − bound is convex and increasing on [p, 1), so Newton steps taken from the
+    right of the root stay right of it; the iteration starts at the smaller of two upper bounds
+    (Pinsker: q ≤ p + √(bound/2); entropy: q ≤ 1 − exp(−(bound + H(p))/(1 − p))), keeps a bracket
+    [lo, hi] and bisects whenever a step leaves it.  On convergence it checks f(x − tol/4) ≤ 0,
+    so the returned x satisfies root ≤ x ≤ root + tol/4 (up to one rounding)."""
+    if bound <= 0.0 or p >= 1.0:
+        return min(1.0, max(p, 0.0))
+    if p <= 0.0:
+        return -np.expm1(-bound)          # d(0, q) = −ln(1 − q): closed form
+    if 1.0 - p <= tol:
+        return 1.0
+    tol = 0.25 * tol                      # inner tolerance: the answer is within tol/4 above
+    lo = p
+    hi = 1.0
+    h = -(p * np.log(p) + (1.0 - p) * np.log1p(-p))
+    q = min(p + np.sqrt(0.5 * bound), -np.expm1(-(bound + h) / (1.0 - p)))
+    if not (q > lo and q < hi):
+        q = 0.5 * (lo + hi)
+    for _ in range(200):
+        f = bernoulli_kl(p, q) - bound
+        if f > 0.0:
+            hi = q
+        else:
+            lo = q
+        if hi - lo <= tol:
+            return hi
+        step = f * q * (1.0 - q) / (q - p)
+        qn = q - step
+        if f > 0.0 and step < 0.25 * tol:
+            # converged from the right: the root lies in [qn − (small), qn]; confirm the bracket
+            x = qn if qn > lo else q
+            chk = x - tol
+            if chk <= lo or bernoulli_kl(p, chk) - bound <= 0.0:
+                return x
+            hi = chk
+            qn = chk
+        if not (qn > lo and qn < hi):
+            qn = 0.5 * (lo + hi)
+        q = qn
+    return hi
