@@ -105,6 +105,10 @@ class Theorem:
     gdp_mu: float | None = None
     unbounded: bool = False
     notes: tuple[str, ...] = field(default=())
+    # Non-empty when the theorem is known to fall below the certificate for these parameters
+    # (e.g. DP-TS-UCB with ⌈φ⌉ > 2φ, algorithms.md A7): the cause, reported as a finding about
+    # the theorem rather than a failure of the code.
+    finding: str = ""
 
     def __post_init__(self) -> None:
         if self.provenance not in PROVENANCES:
@@ -125,4 +129,5 @@ class Theorem:
 
     def to_json(self) -> dict:
         return {"paper": self.paper, "theorem": self.theorem, "statement": self.statement,
-                "provenance": self.provenance, "notes": list(self.notes)}
+                "provenance": self.provenance, "notes": list(self.notes),
+                "finding": self.finding}

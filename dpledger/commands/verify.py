@@ -14,7 +14,20 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    problems = verify_report(read_json(args.file))
+    report = read_json(args.file)
+    problems = verify_report(report)
+    chk = report.get("privacy", {}).get("checks", {}) if isinstance(report, dict) else {}
+    for cur, ratio in chk.get("certificate_over_theorem", {}).items():
+        cert = report["privacy"]["certificate"][cur]
+        thm = report["privacy"]["theorem"][cur]
+        sys.stdout.write(f"{cur}: certificate {cert:.6g}, theorem {thm:.6g}, "
+                         f"certificate/theorem = {ratio:.6g}\n")
+    for note in report.get("privacy", {}).get("theorem", {}).get("notes", []) \
+            if isinstance(report, dict) else []:
+        sys.stdout.write(f"  theorem note: {note}\n")
+    if chk.get("theorem_finding"):
+        sys.stdout.write("finding about the theorem (not a failure of the code): "
+                         f"{chk['theorem_finding']}\n")
     if problems:
         sys.stderr.write(f"{args.file}: {len(problems)} problem(s)\n")
         for p in problems[:50]:
