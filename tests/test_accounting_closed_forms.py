@@ -20,7 +20,12 @@ from dpledger.accounting.pure import kov_epsilon, zcdp_of_pure
 from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLaplaceRelease,
                                           GaussianRelease, LaplaceRelease, PureEpsilonRelease)
 
-mp.mp.dps = 50
+
+@pytest.fixture(autouse=True)
+def _mp_precision():
+    """mpmath's precision is global: set it for each test of this module, restore after."""
+    with mp.workdps(50):
+        yield
 
 
 # -- independent oracles (mpmath) -------------------------------------------------------------

@@ -27,7 +27,12 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import (DiscreteLaplaceRelease, GaussianRelease,
                                           LaplaceRelease, PureEpsilonRelease)
 
-mp.mp.dps = 30
+
+@pytest.fixture(autouse=True)
+def _mp_precision():
+    """mpmath's precision is global: set it for each test of this module, restore after."""
+    with mp.workdps(30):
+        yield
 SOUND = 1e-9       # relative slack allowed for float rounding in soundness checks
 PLD_REL = 1e-3     # PLD accuracy against exact
 
@@ -310,11 +315,22 @@ def test_dp_event_round_trip_sensitivity_not_one(release):
     assert Composition.from_dp_event(comp.to_dp_event()) == comp
 
 
-def test_dp_event_round_trip_pure_epsilon():
-    comp = Composition.of([(PureEpsilonRelease(0.5), 3)])
+_SMALL_EPS_REASON = (
+    "composition.py: for small ε the export p = 2/(1+e^ε) is many-to-one (p sits next to 1, "
+    "whose ulp is ~2^7 ulps of ε at ε = 0.01), so from_dp_event's 8-ulp snap cannot find the "
+    "original: 0.2 → 0.1999999999999996, 0.05 → 0.0500000000000001, 0.01 → 0.0099999999999999 "
+    "(the imported ε can be BELOW the original, i.e. on the unsafe side)")
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.25, 0.3, 0.5, 1.0, 2.0, 7.3] + [
+    pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=_SMALL_EPS_REASON))
+    for e in (0.01, 0.05, 0.2)])
+def test_dp_event_round_trip_pure_epsilon(eps):
+    comp = Composition.of([(PureEpsilonRelease(eps), 3)])
     assert Composition.from_dp_event(comp.to_dp_event()) == comp
 
 
-def test_dp_event_round_trip_discrete_laplace_scale_49():
-    comp = Composition.of([(DiscreteLaplaceRelease(scale=49.0, sensitivity=1), 2)])
+@pytest.mark.parametrize("scale", [49.0, 93.0, 98.0, 0.7, 123.0])
+def test_dp_event_round_trip_discrete_laplace_scale(scale):
+    comp = Composition.of([(DiscreteLaplaceRelease(scale=scale, sensitivity=1), 2)])
     assert Composition.from_dp_event(comp.to_dp_event()) == comp
