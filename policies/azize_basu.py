@@ -1,0 +1,158 @@
+"""Azize & Basu 2022 (NeurIPS): AdaP-UCB and AdaP-KLUCB (algorithms.md A13, B §6).  Natural log.
+
+Episodes with doubling: after one pull of each arm (each a first "episode" of size 1), episode ℓ
+starts at round t_ℓ, plays A_ℓ = argmax_a I_a(t_ℓ) until the arm's count doubles.  An arm's index
+uses only its last completed episode, of size n = ½N_a (n = 1 after the initial pull), through the
+private mean μ̃ = (episode mean) + Lap(1/(ε·n)), drawn once when the episode ends:
+
+* AdaP-UCB   I = μ̃ + √(α·ln t_ℓ / (2n)) + α·ln t_ℓ / (ε·n)   (the Laplace term outside the root)
+* AdaP-KLUCB I = max{q ∈ [0, 1] : d(μ̆, q) ≤ α·ln t_ℓ / n},  μ̆ = clip01(μ̃ + α·ln t_ℓ/(ε·n)),
+  solved to 1e-10 (:func:`~dpledger.policies.rules.kl_ucb_newton`).
+
+Release: Lap(1/(εn)) on a mean of n rewards, ``LaplaceRelease(scale=1/(εn), sensitivity=1/n)``
+(normal form ε); episodes of one arm do not overlap, so every reward is in exactly one release
+(Theorem 6: ε-global DP).  An episode cut by the end of the run makes no release.
+
+Draw order: at an episode start the tie-break draw (only on a tie), then the episode's rewards,
+then its noise.  Fast path (default): one :func:`draw_sum` per episode (one Binomial draw for
+Bernoulli arms) and the actions filled by a slice — cost grows with episodes, not rounds.
+``fast = False`` draws reward by reward (the per-round reference; the same random stream for
+fixed reward tables, a different but equally distributed one for Bernoulli arms).
+Hidden kernel switches (not policy parameters): ``noise`` (a multiplier of the drawn noise, 0 to
+switch noise off for tests) and ``write_actions`` (benchmarks of the event loop alone).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from dpledger.accounting import theorems
+from dpledger.accounting.certificate import Candidate, Certificate, Witness
+from dpledger.accounting.composition import Composition
+from dpledger.accounting.releases import LaplaceRelease
+from dpledger.policies.base import KernelPolicy, Param
+from dpledger.policies.environments import draw_reward, draw_sum
+from dpledger.policies.noise import laplace_noise
+from dpledger.policies.rules import argmax_random_tie, clip01, kl_ucb_newton
+
+EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
+ALPHA = Param("alpha", 3.1, "positive", "exploration parameter α (> 3 in the regret theorem)")
+HIDDEN = (
+    Param("fast", True, "bool", "hidden: one draw_sum per episode (False: reward by reward)"),
+    Param("noise", 1.0, "float", "hidden test switch: multiplier of the drawn noise (0 = off)"),
+    Param("write_actions", True, "bool", "hidden benchmark switch: fill the actions array"),
+)
+
+
+@njit(cache=True)
+def _adap(rng, env, T, K, stop, params, actions, rows, capture):
+    """params: ε, α, variant (0 UCB, 1 KLUCB), fast, noise multiplier, write_actions."""
+    eps = params[0]
+    alpha = params[1]
+    klucb = params[2] != 0.0
+    fast = params[3] != 0.0
+    mult = params[4]
+    write = params[5] != 0.0
+    mu = np.zeros(K)
+    n_last = np.ones(K)
+    N = np.zeros(K, np.int64)
+    index = np.zeros(K)
+    n_rows = 0
+    t = 0                                   # rounds played
+    for a in range(min(K, stop)):           # initial pulls: episodes of size 1
+        x = draw_reward(rng, env, a, t)
+        noise = laplace_noise(rng, 1.0 / eps, rows, n_rows, a, 0, 1, 0) * mult
+        n_rows += 1
+        if capture.shape[1] > 0 and a == 0:
+            capture[0, 0] = x + noise
+            capture[1, 0] = x
+        mu[a] = x + noise
+        N[a] = 1
+        actions[t] = a
+        t += 1
+    while t < stop:
+        lt = np.log(t + 1.0)                # ln t_ℓ, t_ℓ = t + 1 the episode's first round
+        for j in range(K):
+            n = n_last[j]
+            if klucb:
+                m = clip01(mu[j] + alpha * lt / (eps * n))
+                index[j] = kl_ucb_newton(m, alpha * lt / n)
+            else:
+                index[j] = mu[j] + np.sqrt(alpha * lt / (2.0 * n)) + alpha * lt / (eps * n)
+        a = argmax_random_tie(index, rng)
+        n_ep = N[a]                         # the episode doubles the arm's count
+        m_ep = min(n_ep, stop - t)
+        if fast:
+            s = draw_sum(rng, env, a, t, m_ep)
+            if write:
+                actions[t:t + m_ep] = a
+        else:
+            s = 0.0
+            for i in range(m_ep):
+                s += draw_reward(rng, env, a, t + i)
+                actions[t + i] = a
+        if m_ep == n_ep:                    # completed episode: release its private mean
+            k = 0
+            while (1 << k) < n_ep:
+                k += 1
+            noise = laplace_noise(rng, 1.0 / (eps * n_ep), rows, n_rows, a, N[a], N[a] + n_ep,
+                                  k) * mult
+            n_rows += 1
+            mu[a] = s / n_ep + noise
+            n_last[a] = n_ep
+        N[a] += m_ep
+        t += m_ep
+    return t, n_rows, n_rows
+
+
+class _AdaP(KernelPolicy):
+    provenance = "faithful"
+    params_spec = (EPSILON, ALPHA) + HIDDEN
+    kernel = _adap
+    variant: int = 0
+
+    def describe(self):
+        d = super().describe()
+        d["params"] = [p for p in d["params"] if p["name"] in ("epsilon", "alpha")]
+        return d
+
+    def kernel_params(self, T, K):
+        p = self.params
+        return np.array([p["epsilon"], p["alpha"], float(self.variant), float(p["fast"]),
+                         float(p["noise"]), float(p["write_actions"])])
+
+    def row_capacity(self, T, K):
+        return K + K * (int(math.log2(T)) + 2)
+
+    def releases(self, T, K):
+        eps = self.params["epsilon"]
+        return [LaplaceRelease(scale=1.0 / (eps * 2.0 ** k), sensitivity=1.0 / 2.0 ** k)
+                for k in range(int(math.log2(T)) + 1)]
+
+    def certificate(self, T, K):
+        lap = self.releases(T, K)[0]
+        return Certificate(candidates=(Candidate(
+            Composition.of([lap]), Witness(arm=0, index=0, round=1),
+            "episodes of one arm do not overlap: each reward lies in exactly one episode mean "
+            "(sensitivity 1/n) released once with Lap(1/(εn)), i.e. ε; the index is "
+            "post-processing"),))
+
+
+class AdaPUCB(_AdaP):
+    name = "adap-ucb"
+    title = "AdaP-UCB (Azize & Basu 2022)"
+    variant = 0
+
+    def theorem(self, T, K):
+        return theorems.azize_basu_2022_adap(self.params["epsilon"], "AdaP-UCB")
+
+
+class AdaPKLUCB(_AdaP):
+    name = "adap-klucb"
+    title = "AdaP-KLUCB (Azize & Basu 2022)"
+    variant = 1
+
+    def theorem(self, T, K):
+        return theorems.azize_basu_2022_adap(self.params["epsilon"], "AdaP-KLUCB")
