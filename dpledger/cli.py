@@ -8,11 +8,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 
 from dpledger.errors import DpledgerError, InvariantViolation
 
-COMMANDS = ("compose", "policies", "run", "curve", "verify", "show", "audit", "experiment", "plot")
+COMMANDS = {
+    "compose": "compose releases and print their privacy",
+    "policies": "list policies",
+    "run": "simulate a policy and write run.json",
+    "curve": "ε(δ) and δ(ε) curves of a run's worst reward",
+    "verify": "re-check a run.json's privacy numbers and invariants",
+    "show": "summary and per-reward privacy of a run",
+    "audit": "neighbouring-stream audit: a lower bound on ε (or μ)",
+    "experiment": "reproduce a paper's experiment",
+    "plot": "overlay the regret curves of several runs",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -21,20 +32,25 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that command's module is imported (heavy dependencies
+    such as numba and scipy load only for the command that needs them)."""
     parser = _Parser(prog="dpledger", description="Per-reward differential-privacy ledgers for "
                      "private bandit policies.")
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"dpledger.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"dpledger.commands.{name}":
-                continue
-            raise
-        module.register(sub)
+        if not _present(name):
+            continue
+        if only is None:        # listing only: a placeholder, no import
+            sub.add_parser(name, help=COMMANDS[name], add_help=False)
+        elif name == only:
+            importlib.import_module(f"dpledger.commands.{name}").register(sub)
     return parser
+
+
+def _present(name: str) -> bool:
+    return importlib.util.find_spec(f"dpledger.commands.{name}") is not None
 
 
 def _version() -> str:
@@ -43,7 +59,9 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
