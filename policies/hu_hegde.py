@@ -1,9 +1,17 @@
-"""Hu & Hegde 2022 (UAI): Lazy-DP-TS (Algorithm 2).  Logarithms are base 2 (algorithms.md A1).
+"""Hu & Hegde 2022 (UAI): DP-TS (Algorithm 1) and Lazy-DP-TS (Algorithm 2).  Logarithms are
+base 2 (algorithms.md A1).
 
 Lazy-DP-TS keeps, per arm, a buffer of fresh rewards; when it holds 2^{r+1} rewards the arm's
 private mean becomes (Σ buffer + Lap(1/ε)) / 2^{r+1} and the buffer is emptied (B §4.2).  Each
 reward enters exactly one released sum of sensitivity 1 — the certificate is one Laplace
 release of ε — and the Beta sampling is post-processing (Theorem 3).
+
+DP-TS (B §4.1, A4, A5) keeps all observations: per arm a modified logarithmic mechanism (budget
+ε/2: the first reward, then blocks of 2, 4, … rewards each released once with Lap(2/ε)) and, on
+the current epoch buffer, a 2^{r+1}-bounded binary mechanism (budget ε/2: levels r + 1, each
+p-sum Lap(2(r+1)/ε)).  Both counters are the compiled state updates of
+:mod:`dpledger.mechanisms.counters` (one source for the binary mechanism); the noise is drawn
+here through helpers that write the ledger record in the same call.
 """
 from __future__ import annotations
 
@@ -18,6 +26,9 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import KernelPolicy, Param
 from dpledger.policies.environments import draw_reward
+from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
+                                          binary_reset, log_commit, log_new, log_output, log_push)
+from dpledger.policies.base import RunOutput
 from dpledger.policies.noise import laplace_noise
 from dpledger.policies.rules import argmax_random_tie, clip01
 
@@ -27,6 +38,7 @@ EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
 @njit(cache=True)
 def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     eps = params[0]
+    mult = params[1] if params.size > 1 else 1.0   # hidden noise multiplier (tests: 0 = off)
     scale = 1.0 / eps
     mu_tilde = np.zeros(K)
     O = np.zeros(K)             # size of the last released epoch
@@ -40,7 +52,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         if t <= K:
             a = t - 1
             x = draw_reward(rng, env, a, t - 1)
-            noise = laplace_noise(rng, scale, rows, n_rows, a, 0, 1, 0)
+            noise = laplace_noise(rng, scale, rows, n_rows, a, 0, 1, 0) * mult
             n_rows += 1
             if capture.shape[1] > 0 and a == 0:
                 capture[0, 0] = x + noise
@@ -61,7 +73,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             size = 2 ** (r[a] + 1)
             if buf_len[a] == size:
                 start = n_obs[a] - size
-                noise = laplace_noise(rng, scale, rows, n_rows, a, start, n_obs[a], 0)
+                noise = laplace_noise(rng, scale, rows, n_rows, a, start, n_obs[a], 0) * mult
                 n_rows += 1
                 mu_tilde[a] = (buf_sum[a] + noise) / size
                 O[a] = size
@@ -76,11 +88,17 @@ class LazyDPTS(KernelPolicy):
     name = "lazy-dp-ts"
     title = "Lazy-DP-TS (Hu & Hegde 2022, Algorithm 2)"
     provenance = "faithful"
-    params_spec = (EPSILON,)
+    params_spec = (EPSILON, Param("noise", 1.0, "float",
+                                  "hidden test switch: multiplier of the drawn noise (0 = off)"))
     kernel = _lazy_dp_ts
 
+    def describe(self):
+        d = super().describe()
+        d["params"] = [p for p in d["params"] if p["name"] == "epsilon"]
+        return d
+
     def kernel_params(self, T, K):
-        return np.array([self.params["epsilon"]])
+        return np.array([self.params["epsilon"], float(self.params["noise"])])
 
     def row_capacity(self, T, K):
         # K initial releases plus at most one per completed epoch of each arm
@@ -98,3 +116,171 @@ class LazyDPTS(KernelPolicy):
 
     def theorem(self, T, K):
         return theorems.hu_hegde_2022_lazy_dp_ts(self.params["epsilon"])
+
+
+# ---- DP-TS -------------------------------------------------------------------------------
+
+@njit(cache=True)
+def tree_noise(rng, scale, rows, n, arm, offset, n_items, levels, release_id):
+    """Lap(scale) for one binary-mechanism p-sum; writes (or updates) the epoch buffer's tree
+    record in row n: columns (arm, offset, n_items, −(release_id + 1), levels) — the negative
+    release id marks a tree record, which :meth:`DPTS.finish` turns into ``RunOutput.trees``.
+    One record per epoch buffer, so the ledger grows with K·log T, not with T."""
+    rows[0, n] = arm
+    rows[1, n] = offset
+    rows[2, n] = n_items
+    rows[3, n] = -(release_id + 1)
+    rows[4, n] = levels
+    return rng.laplace(0.0, scale)
+
+
+@njit(cache=True)
+def dp_ts_shift(eps, o, t):
+    """υ(ε, O, t) = 6·√8·log2(O+1)·log2(t) / (ε·O)  (A5: the radical covers 8 only)."""
+    return 6.0 * np.sqrt(8.0) * np.log2(o + 1.0) * np.log2(t) / (eps * o)
+
+
+@njit(cache=True)
+def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
+    """params: ε, noise multiplier (hidden; 0 switches noise off for tests)."""
+    eps = params[0]
+    mult = params[1]
+    log_scale = 2.0 / eps                  # Lap(1/(0.5ε))
+    maxlev = 1
+    while (1 << maxlev) <= T:
+        maxlev += 1
+    lfs = np.zeros((K, 2))
+    lis = np.zeros((K, 4), np.int64)
+    bfs = np.zeros((K, 2 * (maxlev + 1)))
+    bis = np.zeros((K, 4), np.int64)
+    r = np.zeros(K, np.int64)
+    O = np.zeros(K)
+    slot = np.full(K, -1, np.int64)         # row of the current epoch buffer's tree record
+    mu_tilde = np.zeros(K)
+    theta = np.zeros(K)
+    n_rows = 0
+    draws = 0
+    for a in range(K):
+        fs, ist = log_new(1, 0)             # modified logarithmic mechanism (Hu & Hegde)
+        lfs[a] = fs
+        lis[a] = ist
+    for t in range(1, stop + 1):
+        if t <= K:
+            a = t - 1
+        else:
+            for j in range(K):
+                m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
+                theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
+            a = argmax_random_tie(theta, rng)
+        x = draw_reward(rng, env, a, t - 1)
+        O[a] += 1.0
+        code, value, start, stop_ = log_push(lfs[a], lis[a], x)
+        if code >= 0:                       # O = 2^{r+1} − 1: the log mechanism absorbs
+            noise = laplace_noise(rng, log_scale, rows, n_rows, a, start, stop_, 0) * mult
+            n_rows += 1
+            draws += 1
+            if capture.shape[1] > 0 and a == 0 and t <= K:
+                capture[0, 0] = value + noise
+                capture[1, 0] = value
+            log_commit(lfs[a], lis[a], code, value + noise)
+            if t > K:
+                r[a] += 1
+            # the next epoch buffer: L = 2^{r+1} − 1 items, levels r + 1, from observation O
+            binary_reset(bfs[a], bis[a], r[a] + 1, (1 << (r[a] + 1)) - 1, np.int64(O[a]))
+            slot[a] = -1
+            b_out = 0.0
+        else:
+            bcode, value, start, stop_ = binary_push(bfs[a], bis[a], x)
+            if slot[a] < 0:
+                slot[a] = n_rows
+                n_rows += 1
+            noise = tree_noise(rng, (r[a] + 1) * log_scale, rows, slot[a], a, bis[a, 2],
+                               bis[a, 0], r[a] + 1, r[a]) * mult
+            draws += 1
+            binary_commit(bfs[a], bis[a], bcode, value + noise)
+            b_out = binary_output(bfs[a], bis[a])
+        mu_tilde[a] = (log_output(lfs[a], lis[a]) + b_out) / O[a]
+        actions[t - 1] = a
+    return stop, n_rows, draws
+
+
+class DPTS(KernelPolicy):
+    name = "dp-ts"
+    title = "DP-TS (Hu & Hegde 2022, Algorithm 1)"
+    provenance = "faithful"
+    params_spec = (EPSILON, Param("noise", 1.0, "float",
+                                  "hidden test switch: multiplier of the drawn noise (0 = off)"))
+    kernel = _dp_ts
+
+    def describe(self):
+        d = super().describe()
+        d["params"] = [p for p in d["params"] if p["name"] == "epsilon"]
+        return d
+
+    def kernel_params(self, T, K):
+        return np.array([self.params["epsilon"], float(self.params["noise"])])
+
+    def row_capacity(self, T, K):
+        return 2 * K * (int(math.log2(T)) + 3)
+
+    @staticmethod
+    def max_epoch(T, K):
+        """Largest epoch r whose buffer can receive a binary-mechanism item within T rounds
+        (one arm holds at most T − K + 1 observations; epoch r's buffer starts after
+        2^{r+1} − 1 of them)."""
+        n_max = T - K + 1
+        r = 0
+        while (1 << (r + 2)) <= n_max:
+            r += 1
+        return r
+
+    @staticmethod
+    def max_depth(T, K):
+        """M: the most p-sums (levels) one reward can enter within T rounds.  Item 1 of epoch
+        r's buffer enters the level-r p-sum once the buffer holds 2^r items, i.e. after
+        2^{r+1} − 1 + 2^r observations of the arm."""
+        n_max = T - K + 1
+        m = 0
+        while 3 * (1 << m) - 1 <= n_max:
+            m += 1
+        return m
+
+    def releases(self, T, K):
+        eps = self.params["epsilon"]
+        # id 0: Lap(2/ε) — the log mechanism's blocks and epoch 0's p-sums; id r: Lap(2(r+1)/ε)
+        return [LaplaceRelease(scale=2.0 * (k + 1) / eps, sensitivity=1.0)
+                for k in range(self.max_epoch(T, K) + 1)]
+
+    def certificate(self, T, K):
+        eps = self.params["epsilon"]
+        log_rel = LaplaceRelease(scale=2.0 / eps, sensitivity=1.0)
+        cands = [Candidate(Composition.of([log_rel]), Witness(arm=0, index=0, round=1),
+                           "the first reward of each arm (and the last of each epoch) enters one "
+                           "logarithmic-mechanism block only: Lap(2/ε), ε/2")]
+        for m in range(1, self.max_depth(T, K) + 1):
+            cands.append(Candidate(
+                Composition.of([(log_rel, 1),
+                                (LaplaceRelease(scale=2.0 * m / eps, sensitivity=1.0), m)]),
+                Witness(arm=0, index=(1 << m) - 1, round=None),
+                f"the first reward of epoch {m - 1}'s buffer: one log-mechanism block (ε/2) and "
+                f"the {m} p-sums of the {m}-level binary mechanism on its root path "
+                f"(ε/(2·{m}) each)"))
+        return Certificate(candidates=tuple(cands))
+
+    def theorem(self, T, K):
+        return theorems.hu_hegde_2022_dp_ts(self.params["epsilon"])
+
+    def finish(self, out: RunOutput, T: int, K: int) -> RunOutput:
+        """Split the kernel's rows into Laplace rows and binary-mechanism tree records.
+
+        The ledger's tree record counts every completed node at levels 0 … r; the CSS binary
+        mechanism releases only the p-sum closed by each item, so for items other than the
+        buffer's first the record is an upper bound of their touches (exact for the first, the
+        worst-off reward)."""
+        rows = out.rows
+        tree = rows[3] < 0
+        tr = rows[:, tree]
+        out.trees = {"arm": tr[0].copy(), "offset": tr[1].copy(), "n_items": tr[2].copy(),
+                     "levels": tr[4].copy(), "release_id": (-tr[3] - 1).copy()}
+        out.rows = rows[:, ~tree]
+        return out
