@@ -122,9 +122,11 @@ class SimulationResult:
         return len(self.run_indices)
 
 
-def _run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequence[int],
-               stop_at: int | None, capture: bool, keep_actions: bool,
-               progress: Callable[[int], None] | None = None) -> dict:
+def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequence[int],
+              stop_at: int | None = None, capture: bool = False, keep_actions: bool = False,
+              progress: Callable[[int], None] | None = None) -> dict:
+    """The runs ``indices`` of one simulation: the unit of work any executor ships (a local
+    process, a Dask worker, a resumed sweep); :func:`assemble` joins chunks in run order."""
     K = env.n_arms
     ledger = RewardLedger()
     for r in policy.releases(T, K):
@@ -197,21 +199,29 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
         raise DpledgerError(f"seed must be an integer >= 0, got {seed!r}")
     workers = max(1, int(workers))
     if workers == 1 or len(run_indices) == 1:
-        parts = [_run_chunk(policy, env, T, seed, run_indices, stop_at, capture, keep_actions,
-                            progress)]
+        parts = [run_chunk(policy, env, T, seed, run_indices, stop_at, capture, keep_actions,
+                           progress)]
     else:
         chunks = [run_indices[k::workers] for k in range(workers) if run_indices[k::workers]]
         with ProcessPoolExecutor(max_workers=len(chunks)) as pool:
-            futs = [pool.submit(_run_chunk, policy, env, T, seed, c, stop_at, capture,
+            futs = [pool.submit(run_chunk, policy, env, T, seed, c, stop_at, capture,
                                 keep_actions) for c in chunks]
             parts = []
             for f in futs:
                 parts.append(f.result())
                 if progress is not None:
                     progress(len(parts[-1]["indices"]))
+    return assemble(policy, env, T, seed, parts, keep_actions)
+
+
+def assemble(policy: Policy, env: Environment, T: int, seed: int, parts: Sequence[dict],
+             keep_actions: bool = False) -> SimulationResult:
+    """Join :func:`run_chunk` outputs in run-index order (independent of how runs were split)."""
     by_run: dict[int, tuple[dict, int]] = {}
     for part in parts:
         for j, i in enumerate(part["indices"]):
+            if i in by_run:
+                raise DpledgerError(f"run {i} appears in two chunks")
             by_run[i] = (part, j)
     order = sorted(by_run)
     ledger = RewardLedger()
