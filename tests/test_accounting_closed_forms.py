@@ -103,7 +103,7 @@ def test_gdp_epsilon_zero_iff_delta_above_delta0(mu):
     assert gdp_epsilon(mu, d0 * 0.999) > 0.0
 
 
-@pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 2.0, 5.0])
+@pytest.mark.parametrize("eps", [1e-12, 3.3e-10, 1e-7, 2.7e-5, 1e-3, 0.1, 0.5, 1.0, 2.0, 5.0])
 def test_mu_of_pure_epsilon_is_randomized_response(eps):
     # μ = 2Φ⁻¹(e^ε/(1+e^ε)) (notes §4.1); dp-accounting's test expects ≈ 2.358 at ε = 2
     exact = 2 * mp.sqrt(2) * mp.erfinv(2 * mp.exp(eps) / (1 + mp.exp(eps)) - 1)
@@ -111,6 +111,15 @@ def test_mu_of_pure_epsilon_is_randomized_response(eps):
     assert got >= float(exact) and got == pytest.approx(float(exact), rel=1e-11)
     if eps == 2.0:
         assert got == pytest.approx(2.358, abs=5e-4)
+
+
+def test_mu_of_pure_epsilon_small_epsilon_sweep():
+    # 40 log-spaced ε in [1e-12, 1e-2]: the μ bound must never fall below exact (R6)
+    for eps in np.geomspace(1e-12, 1e-2, 40):
+        exact = 2 * mp.sqrt(2) * mp.erfinv(mp.tanh(mp.mpf(float(eps)) / 2))
+        got = mu_of_pure_epsilon(float(eps))
+        assert got >= exact, eps
+        assert float((got - exact) / exact) < 1e-11, eps
 
 
 # -- Laplace δ(ε) -------------------------------------------------------------------------------
@@ -155,7 +164,7 @@ def test_gaussian_rdp_is_alpha_mu2_over_2(mu):
     np.testing.assert_allclose(curve, exact, rtol=1e-9)
 
 
-@pytest.mark.parametrize("eps", [1e-6, 0.05, 1.0, 4.0])
+@pytest.mark.parametrize("eps", [1e-9, 1e-6, 0.05, 1.0, 4.0])
 def test_laplace_and_rr_rdp_against_mpmath(eps):
     orders = rdp_mod.ORDERS[::11]
     lap = rdp_mod.laplace_rdp(eps, orders)
