@@ -1,0 +1,209 @@
+"""Sweeps: many simulations split into cells of run indices, on a local process pool or a Dask
+cluster, resumable.
+
+* A :class:`RunConfig` names one simulation (policy, parameters, environment, T, runs, seed).
+* It is split into cells of run indices; a cell is computed by :func:`compute_cell` — a plain
+  top-level function, so any executor can ship it — and saved atomically as
+  ``<out>/cells/<config key>-<first>-<last>.json`` the moment it arrives.
+* An interrupted sweep restarted with the same output folder finds the finished cells and
+  recomputes only the rest (R5); nothing is half-written, because every file is written to a
+  temporary name and renamed.
+* Once every cell of a config exists, the cells are joined in run-index order
+  (:func:`dpledger.policies.simulator.assemble`), so the run.json of a config is the same bytes
+  whichever executor or cell size produced it (R4).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from dpledger.accounting.schema import read_json, write_json_atomic
+from dpledger.errors import DpledgerError
+
+CELL_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One simulation of a sweep.  ``env`` is a spec: {"kind": "bernoulli", "means": [...]} or
+    {"kind": "truncexp", "rates": [...]}, {"kind": "beta", "ab": [[a, b], ...]}, optional
+    "range": [lo, hi]."""
+
+    label: str
+    policy: str
+    params: dict
+    env: dict
+    horizon: int
+    runs: int
+    seed: int = 0
+    tags: dict = field(default_factory=dict, compare=False)
+
+    def key(self) -> str:
+        body = json.dumps({"policy": self.policy, "params": self.params, "env": self.env,
+                           "horizon": self.horizon, "runs": self.runs, "seed": self.seed,
+                           "cell_schema": CELL_SCHEMA}, sort_keys=True)
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def make_policy(self):
+        from dpledger.policies.registry import make_policy
+        return make_policy(self.policy, **self.params)
+
+    def make_env(self):
+        return make_env(self.env)
+
+
+def make_env(spec: dict):
+    from dpledger.policies import environments as E
+    lo, hi = spec.get("range", [0.0, 1.0])
+    kind = spec.get("kind")
+    if kind == "bernoulli":
+        return E.bernoulli(spec["means"], lo, hi)
+    if kind == "truncexp":
+        return E.truncated_exponential(spec["rates"], lo, hi)
+    if kind == "beta":
+        return E.beta(spec["ab"], lo, hi)
+    raise DpledgerError(f"unknown environment kind {kind!r}")
+
+
+def compute_cell(config: dict, indices: Sequence[int]) -> dict:
+    """Simulate runs ``indices`` of ``config``; JSON-ready (floats round-trip exactly)."""
+    from dpledger.policies.simulator import run_chunk
+    cfg = RunConfig(**config)
+    part = run_chunk(cfg.make_policy(), cfg.make_env(), cfg.horizon, cfg.seed, list(indices))
+    return {"cell_schema": CELL_SCHEMA, "config_key": cfg.key(), "indices": list(part["indices"]),
+            "regret": [r.tolist() for r in part["regret"]], "draws": part["draws"],
+            "played": part["played"], "ledger": part["ledger"].compact().to_json()}
+
+
+def _cell_part(cell: dict) -> dict:
+    from dpledger.accounting.ledger import RewardLedger
+    return {"indices": cell["indices"], "regret": [np.array(r) for r in cell["regret"]],
+            "draws": cell["draws"], "played": cell["played"],
+            "ledger": RewardLedger.from_json(cell["ledger"]),
+            "actions": [None] * len(cell["indices"]), "captured": [None] * len(cell["indices"])}
+
+
+# -- executors -------------------------------------------------------------------------------
+class LocalExecutor:
+    """A local process pool (``workers`` processes; 1 = in this process)."""
+
+    def __init__(self, workers: int = 1):
+        if workers < 1:
+            raise DpledgerError(f"workers must be >= 1, got {workers}")
+        self.workers = workers
+
+    def map_unordered(self, fn: Callable, tasks: Sequence[tuple]) -> Iterator[tuple[tuple, Any]]:
+        if self.workers == 1:
+            for t in tasks:
+                yield t, fn(*t)
+            return
+        with ProcessPoolExecutor(max_workers=self.workers) as pool:
+            pending = {pool.submit(fn, *t): t for t in tasks}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    yield pending.pop(f), f.result()
+
+
+class DaskExecutor:
+    """Tasks on a Dask distributed cluster at ``address`` (e.g. tcp://127.0.0.1:8786), or on a
+    given ``client``."""
+
+    def __init__(self, address: str | None = None, client=None):
+        try:
+            from distributed import Client
+        except ImportError:
+            raise DpledgerError("--scheduler needs the 'distributed' package "
+                                "(pip install 'dask[distributed]')") from None
+        if client is None:
+            if not address:
+                raise DpledgerError("a Dask executor needs a scheduler address")
+            try:
+                client = Client(address, timeout="10s")
+            except (OSError, TimeoutError) as exc:
+                raise DpledgerError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+        self.client = client
+
+    def map_unordered(self, fn: Callable, tasks: Sequence[tuple]) -> Iterator[tuple[tuple, Any]]:
+        from distributed import as_completed
+        futures = {}
+        for t in tasks:
+            futures[self.client.submit(fn, *t, pure=False)] = t
+        for fut in as_completed(list(futures)):
+            yield futures[fut], fut.result()
+
+
+def executor_for(workers: int = 1, scheduler: str | None = None):
+    return DaskExecutor(scheduler) if scheduler else LocalExecutor(workers)
+
+
+# -- the sweep --------------------------------------------------------------------------------
+def cells_of(config: RunConfig, cell_runs: int) -> list[list[int]]:
+    idx = list(range(config.runs))
+    return [idx[i:i + cell_runs] for i in range(0, len(idx), cell_runs)]
+
+
+def cell_path(out: str, config: RunConfig, indices: Sequence[int]) -> str:
+    return os.path.join(out, "cells", f"{config.key()}-{indices[0]}-{indices[-1]}.json")
+
+
+class _Progress:
+    def __init__(self, total: int, quiet: bool):
+        self.total, self.done, self.quiet = total, 0, quiet
+        self.t0 = self.last = time.monotonic()
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        now = time.monotonic()
+        if not self.quiet and (now - self.last >= 1.0 or self.done == self.total):
+            self.last = now
+            sys.stderr.write(f"  cells {self.done}/{self.total} ({label}), "
+                             f"{now - self.t0:.0f}s\n")
+
+
+def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: int = 5,
+              deltas: Sequence[float] | None = None, quiet: bool = False,
+              stop_after: int | None = None) -> dict[str, dict]:
+    """Compute every config (resuming from ``out``), write ``out/runs/<label>.json`` and return
+    {label: run report}.  ``stop_after`` cells: stop early (simulates an interruption; tests)."""
+    from dpledger.policies.simulator import assemble
+    from dpledger.report import build_run_report
+
+    labels = [c.label for c in configs]
+    if len(set(labels)) != len(labels):
+        raise DpledgerError("sweep labels must be distinct")
+    executor = executor or LocalExecutor(1)
+    todo = []
+    for cfg in configs:
+        for idx in cells_of(cfg, cell_runs):
+            if not os.path.exists(cell_path(out, cfg, idx)):
+                todo.append((cfg.to_json(), idx))
+    progress = _Progress(len(todo), quiet)
+    by_key = {c.key(): c for c in configs}
+    for n, ((cfg_json, idx), cell) in enumerate(executor.map_unordered(compute_cell, todo)):
+        cfg = by_key[cell["config_key"]]
+        write_json_atomic(cell_path(out, cfg, idx), cell)
+        progress.step(cfg.label)
+        if stop_after is not None and n + 1 >= stop_after:
+            raise KeyboardInterrupt("sweep stopped after %d cells" % (n + 1))
+    reports = {}
+    for cfg in configs:
+        parts = [_cell_part(read_json(cell_path(out, cfg, idx))) for idx in cells_of(cfg, cell_runs)]
+        res = assemble(cfg.make_policy(), cfg.make_env(), cfg.horizon, cfg.seed, parts)
+        rep = build_run_report(res, deltas)
+        rep["label"] = cfg.label
+        rep["tags"] = cfg.tags
+        write_json_atomic(os.path.join(out, "runs", f"{cfg.label}.json"), rep)
+        reports[cfg.label] = rep
+    return reports

@@ -1,0 +1,58 @@
+"""Sweeps: resume after an interruption (R5) and identical results on Dask (R4)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dpledger.sweep import LocalExecutor, RunConfig, run_sweep
+
+CONFIGS = [
+    RunConfig("lazy", "lazy-dp-ts", {"epsilon": 0.5}, {"kind": "bernoulli", "means": [0.9, 0.4]},
+              horizon=600, runs=6, seed=11),
+    RunConfig("ucb", "ucb1", {}, {"kind": "bernoulli", "means": [0.7, 0.5, 0.2]},
+              horizon=400, runs=4, seed=12),
+]
+
+
+def _run_files(folder):
+    return {f: open(os.path.join(folder, "runs", f), "rb").read()
+            for f in sorted(os.listdir(os.path.join(folder, "runs")))}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("ref"))
+    run_sweep(CONFIGS, out, LocalExecutor(1), cell_runs=2, quiet=True)
+    return out
+
+
+def test_interrupted_sweep_resumes_without_recomputing(reference, tmp_path):
+    out = str(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(CONFIGS, out, LocalExecutor(1), cell_runs=2, quiet=True, stop_after=2)
+    cells = sorted(os.listdir(os.path.join(out, "cells")))
+    assert len(cells) == 2 and not os.path.exists(os.path.join(out, "runs"))
+    stamps = {c: os.stat(os.path.join(out, "cells", c)).st_mtime_ns for c in cells}
+    run_sweep(CONFIGS, out, LocalExecutor(1), cell_runs=2, quiet=True)
+    for c, t in stamps.items():     # finished cells were not recomputed
+        assert os.stat(os.path.join(out, "cells", c)).st_mtime_ns == t
+    assert len(os.listdir(os.path.join(out, "cells"))) == 5
+    assert _run_files(out) == _run_files(reference)
+    assert not [f for f in os.listdir(os.path.join(out, "cells")) if f.startswith(".tmp")]
+
+
+def test_cell_size_and_pool_do_not_change_results(reference, tmp_path):
+    run_sweep(CONFIGS, str(tmp_path), LocalExecutor(2), cell_runs=3, quiet=True)
+    assert _run_files(str(tmp_path)) == _run_files(reference)
+
+
+def test_dask_local_cluster_matches_local_pool(reference, tmp_path):
+    import distributed
+
+    from dpledger.sweep import DaskExecutor
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        run_sweep(CONFIGS, str(tmp_path), DaskExecutor(client=client), cell_runs=2, quiet=True)
+    assert _run_files(str(tmp_path)) == _run_files(reference)
