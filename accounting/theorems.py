@@ -53,3 +53,85 @@ def hu_huang_mehta_2021_anytime_lazy_ucb(epsilon: float) -> Theorem:
                              "fresh rewards",
                    provenance="reconstructed", pure_epsilon=epsilon,
                    notes=("index constants reconstructed (algorithms.md A9)",))
+
+
+# ---- issue 5: Gaussian and tree-based policies ------------------------------------------------
+
+def ou_2024_ts_gaussian(T: int, b: int = 0, c: float = 1.0) -> Theorem:
+    """Ou, Avella Medina & Cummings 2024: TS-Gaussian (b = 0, c = 1) and M-TS-Gaussian are
+    ``√(T / (c·(b+1)))``-GDP.
+
+    RECONSTRUCTED constant (algorithms.md A8, B §3.4): the paper's lemma statements were not
+    recovered; this is the per-round bound μ_t ≤ 1/√(c(b+1)) composed over T rounds (T counting
+    the b·K pre-pull rounds).  This function is the one place the formula lives."""
+    mu = math.sqrt(T / (c * (b + 1)))
+    label = "TS-Gaussian" if (b == 0 and c == 1.0) else f"M-TS-Gaussian (b={b}, c={c!r})"
+    return Theorem(paper=f"Ou, Avella Medina & Cummings 2024 (arXiv 2407.14879), {label}",
+                   theorem="GDP composition over T rounds (reconstructed)",
+                   statement="√(T/(c(b+1)))-GDP: each round's posterior sample is a Gaussian "
+                             "mechanism with μ ≤ 1/√(c(b+1)); T rounds compose",
+                   provenance="reconstructed", gdp_mu=mu,
+                   notes=("constant factor reconstructed from the papers' scalings, not the "
+                          "paper's statement (algorithms.md A8)",
+                          "the certificate is smaller: a reward is read only by later rounds "
+                          "(T − bK of them, or T − 1 at k ≥ 1 when b = 0)"))
+
+
+def hu_2025_dp_ts_ucb(T: int, K: int, alpha: float = 0.5, c0: float = 1.0) -> Theorem:
+    """Hu, Huang, Zhang, Lécuyer, Hegde 2025 (ICML), DP-TS-UCB, Theorem 4.4 as recovered from
+    SECONDARY sources: ``√(2·c0·T^{0.5(1−α)}·ln(T)^{1.5(1−α)})``-GDP (algorithms.md A7, B §2.5).
+
+    ``finding`` is set when the integer budget makes the certificate exceed it: with
+    φ = c0·T^{0.5(1−α)}·ln(T)^{0.5(3−α)}, certificate μ² = min(⌈φ⌉, T−K)/ln(T)^α and theorem
+    μ² = 2φ/ln(T)^α, so the theorem falls below when min(⌈φ⌉, T−K) > 2φ (⌈φ⌉ > 2φ: tiny c0)."""
+    lnT = math.log(T)
+    mu = math.sqrt(2.0 * c0 * T ** (0.5 * (1.0 - alpha)) * lnT ** (1.5 * (1.0 - alpha)))
+    phi = c0 * T ** (0.5 * (1.0 - alpha)) * lnT ** (0.5 * (3.0 - alpha))
+    finding = ""
+    if min(math.ceil(phi), T - K) > 2.0 * phi:
+        finding = (f"⌈φ⌉ = {math.ceil(phi)} > 2φ = {2.0 * phi!r}: the integer sampling budget "
+                   f"exceeds the factor 2 the recovered Theorem 4.4 allows (tiny c0), so the "
+                   f"certificate exceeds the theorem — a finding about the theorem, not the code")
+    return Theorem(paper="Hu, Huang, Zhang, Lécuyer & Hegde 2025 (ICML), DP-TS-UCB",
+                   theorem="Theorem 4.4 (recovered from secondary sources)",
+                   statement="√(2·c0·T^{0.5(1−α)}·ln(T)^{1.5(1−α)})-GDP: at most φ Gaussian "
+                             "samples per epoch mean (Thm 4.7), UCB phase post-processing "
+                             "(Thm 4.8)",
+                   provenance="reconstructed", gdp_mu=mu, finding=finding,
+                   notes=("recovered from secondary sources (AI-generated paper notes), not read "
+                          "in the paper; c0 = the paper's constant was not recovered "
+                          "(algorithms.md A7)",
+                          "expect certificate/theorem ≈ 1/√2: the ledger's √(min(φ, T−K)/ln(T)^α) "
+                          "has no factor 2 — but the paper's proof takes its per-round bound from "
+                          "Ou et al.'s Lemma 5, so the factor 2 may be a convention shared with "
+                          "A8 (TS-Gaussian) rather than slack (algorithms.md A7)"))
+
+
+def mishra_thakurta_2015_dp_ucb(epsilon: float, per_tree_budget: str = "split") -> Theorem:
+    """Mishra & Thakurta 2015 (UAI), Algorithm 1, Theorem 3: ε-DP (K trees, each ε/K, basic
+    composition).  With ``per_tree_budget="full"`` (each tree ε, as Azize & Basu describe
+    DP-UCB) the same statement holds by parallel composition."""
+    notes = ["each reward enters one arm's tree only (parallel composition), so the ledger "
+             "certifies the per-tree budget: ε/K under the printed split — the split is "
+             "conservative; this is reported, not hidden (algorithms.md A10)"]
+    if per_tree_budget == "full":
+        notes = ["per_tree_budget='full': ε per tree (Azize & Basu's description); ε-DP by "
+                 "parallel composition (each reward enters one tree)"]
+    return Theorem(paper="Mishra & Thakurta 2015 (UAI), private UCB (Algorithm 1)",
+                   theorem="Theorem 3",
+                   statement="Algorithm 1 is ε-DP: rewards are read only through K tree-based "
+                             "aggregations, each ε/K-DP",
+                   provenance="faithful", pure_epsilon=epsilon, notes=tuple(notes))
+
+
+def mishra_thakurta_2015_private_ts(epsilon: float) -> Theorem:
+    """Mishra & Thakurta 2015 (UAI), Algorithm 2, Theorem 7: ε-DP (gap estimation ε/2 by
+    parallel composition of ε/(2K) batches; trees ε/2 with ε0 = ε/(2K) each)."""
+    return Theorem(paper="Mishra & Thakurta 2015 (UAI), private Thompson sampling (Algorithm 2)",
+                   theorem="Theorem 7",
+                   statement="Algorithm 2 is ε-DP: gap estimation ε/2 (batches of ε/(2K), "
+                             "parallel composition), trees ε/2 (K trees of ε/(2K))",
+                   provenance="faithful", pure_epsilon=epsilon,
+                   notes=("each reward sits in one ε/(2K) Laplace batch or one ε/(2K) tree, so "
+                          "the ledger certifies ε/(2K): the proof's composition over phases and "
+                          "arms is conservative by 2K (algorithms.md A11)",))
