@@ -1,0 +1,199 @@
+"""Policy benchmarks (SPEC §8 P1, P2, P4).  Run: ``python benchmarks/bench_policies.py [--quick]``.
+
+P1  run-rounds per second per core, in process (warm compile), for UCB1, Beta-TS and KL-UCB,
+    beside a batched-numpy per-round reference (R runs advanced together, one numpy op per
+    round) in the same command.  5 Bernoulli arms {0.75, 0.625, 0.5, 0.375, 0.25}.
+P2  one run at T = 1e7 for AdaP-UCB, AdaP-KLUCB, DP-SE, Anytime-Lazy-UCB (warm): the event loop
+    alone (no output: ``write_actions`` off), the full ``run_one`` (allocating and filling the
+    1e7-entry actions array), and the per-round loop (``fast`` off).
+P4  ledger overhead: the simulator's ledger recording against the kernel runs it records.
+Times are medians of repeats; not a test (SPEC §8).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+
+from dpledger.policies.environments import bernoulli
+from dpledger.policies.registry import make_policy
+from dpledger.policies.simulator import run_generator, simulate
+
+MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
+
+
+def _median_time(fn, repeats):
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return float(np.median(out))
+
+
+def _numpy_ucb1(R, T, means, rng):
+    K = len(means)
+    s, n = np.zeros((R, K)), np.zeros((R, K))
+    rows = np.arange(R)
+    for t in range(1, T + 1):
+        if t <= K:
+            a = np.full(R, t - 1)
+        else:
+            a = np.argmax(s / n + np.sqrt(2 * np.log(t) / n), axis=1)
+        x = rng.random(R) < means[a]
+        s[rows, a] += x
+        n[rows, a] += 1
+
+
+def _numpy_beta_ts(R, T, means, rng):
+    K = len(means)
+    s, f = np.zeros((R, K)), np.zeros((R, K))
+    rows = np.arange(R)
+    for t in range(T):
+        a = np.argmax(rng.beta(s + 1, f + 1), axis=1)
+        x = rng.random(R) < means[a]
+        s[rows, a] += x
+        f[rows, a] += ~x
+
+
+def _numpy_klucb(R, T, means, rng, steps=25):
+    K = len(means)
+    s, n = np.zeros((R, K)), np.zeros((R, K))
+    rows = np.arange(R)
+    for t in range(1, T + 1):
+        if t <= K:
+            a = np.full(R, t - 1)
+        else:
+            p = np.clip(s / n, 1e-15, 1 - 1e-15)
+            b = np.log(t) / n
+            lo, hi = p.copy(), np.ones_like(p)
+            for _ in range(steps):         # vectorised bisection (1e-7.5: coarser than ours)
+                q = 0.5 * (lo + hi)
+                with np.errstate(divide="ignore"):
+                    d = p * np.log(p / q) + (1 - p) * np.log((1 - p) / (1 - q))
+                big = d > b
+                hi = np.where(big, q, hi)
+                lo = np.where(big, lo, q)
+            a = np.argmax(hi, axis=1)
+        x = rng.random(R) < means[a]
+        s[rows, a] += x
+        n[rows, a] += 1
+
+
+def p1(quick):
+    T = 10 ** 5 if quick else 10 ** 6
+    runs = 2 if quick else 4
+    env = bernoulli(MEANS).as_tuple()
+    means = np.array(MEANS)
+    rows = []
+    for name, ref, target in (("ucb1", _numpy_ucb1, 1e7), ("ts-beta", _numpy_beta_ts, 2e6),
+                              ("klucb", _numpy_klucb, 2e6)):
+        pol = make_policy(name)
+        pol.run_one(run_generator(0, 0), env, 1000)                # warm compile
+        dt = _median_time(lambda: [pol.run_one(run_generator(1, i), env, T)
+                                   for i in range(runs)], 3)
+        rate = runs * T / dt
+        R, Tn = 100, (2000 if quick else 10000)
+        rng = np.random.default_rng(0)
+        dtn = _median_time(lambda: ref(R, Tn, means, rng), 1)
+        rows.append((name, rate, R * Tn / dtn, target))
+    print(f"\nP1  run-rounds/s per core (K = 5, T = {T:.0e}, in process, warm)")
+    print(f"{'policy':<10}{'numba kernel':>16}{'batched numpy':>16}{'target':>10}  ok")
+    for name, rate, nrate, target in rows:
+        print(f"{name:<10}{rate:>16.3e}{nrate:>16.3e}{target:>10.0e}  {'yes' if rate >= target else 'NO'}")
+    return rows
+
+
+def p2(quick):
+    T = 10 ** 7
+    env = bernoulli(MEANS).as_tuple()
+    K = len(MEANS)
+    out = []
+    for name in ("adap-ucb", "adap-klucb", "dp-se", "anytime-lazy-ucb"):
+        ev = make_policy(name, write_actions=False)
+        full = make_policy(name)
+        slow = make_policy(name, fast=False)
+        ev.run_one(run_generator(0, 0), env, 1000)
+        slow.run_one(run_generator(0, 0), env, 1000)
+        kern = type(ev).kernel
+        params = ev.kernel_params(T, K)
+        rows = np.zeros((5, ev.row_capacity(T, K)), np.int64)
+        acts = np.zeros(K, np.int64)            # the initial pulls are always written
+        cap = np.zeros((2, 0))
+        seeds = iter(range(10 ** 6))
+        reps = 5 if quick else 20
+        t_event = _median_time(lambda: kern(run_generator(2, next(seeds)), env, T, K, T, params,
+                                            acts, rows, cap), reps)
+        t_full = _median_time(lambda: full.run_one(run_generator(3, next(seeds)), env, T),
+                              2 if quick else 5)
+        t_slow = _median_time(lambda: slow.run_one(run_generator(4, next(seeds)), env, T), 1)
+        out.append((name, t_event, t_full, t_slow))
+    print(f"\nP2  one run at T = 1e7 (K = 5, warm; target ≤ 10 ms)")
+    print(f"{'policy':<18}{'event loop':>12}{'run_one':>12}{'per-round':>12}  ok")
+    for name, a, b, c in out:
+        print(f"{name:<18}{a * 1e3:>10.3f}ms{b * 1e3:>10.1f}ms{c * 1e3:>10.0f}ms  "
+              f"{'yes' if a <= 0.01 else 'NO'}")
+    print("    event loop = kernel without the actions output; run_one also allocates and fills "
+          "the 1e7 int64 actions array")
+    return out
+
+
+def p4(quick):
+    """Ledger recording (the simulator's ``_record``: rows, trees, segments, stream lengths) timed
+    separately from the kernel runs it records, over the same runs."""
+    from dpledger.accounting.ledger import RewardLedger
+    from dpledger.policies.simulator import _record
+
+    env_obj = bernoulli(MEANS)
+    env = env_obj.as_tuple()
+    K = len(MEANS)
+    out = []
+    for name, T, runs in (("lazy-dp-ts", 10 ** 5, 10), ("dp-ts", 10 ** 5, 10),
+                          ("adap-ucb", 10 ** 6, 20), ("klucb", 10 ** 5, 10)):
+        if quick:
+            T //= 10
+        pol = make_policy(name)
+        simulate(pol, env_obj, T, seed=0, runs=1)          # warm every compiled piece
+        t_run = t_led = 0.0
+        ledger = RewardLedger()
+        for r in pol.releases(T, K):
+            ledger.intern(r)
+        for i in range(runs):
+            t0 = time.perf_counter()
+            o = pol.run_one(run_generator(5, i), env, T)
+            t1 = time.perf_counter()
+            _record(ledger, i, K, o, np.asarray(o.actions, dtype=np.int64))
+            t2 = time.perf_counter()
+            t_run += t1 - t0
+            t_led += t2 - t1
+        t0 = time.perf_counter()
+        ledger.worst_reward()
+        t_worst = time.perf_counter() - t0
+        out.append((name, T, runs, t_run, t_led, t_worst, ledger.n_rows()))
+    print("\nP4  ledger overhead: recording time / kernel time over the same runs (target ≤ 10 %)")
+    print(f"{'policy':<12}{'T':>9}{'runs':>6}{'kernels':>10}{'ledger':>10}{'overhead':>10}"
+          f"{'rows':>8}{'worst_reward':>14}")
+    for name, T, runs, a, b, c, n in out:
+        print(f"{name:<12}{T:>9.0e}{runs:>6}{a:>9.3f}s{b:>9.3f}s{b / a * 100:>9.1f}%{n:>8}"
+              f"{c * 1e3:>12.1f}ms")
+    print("    ledger time includes deriving the index→round segments from the actions (O(T))")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (a few seconds)")
+    args = ap.parse_args(argv)
+    p1(args.quick)
+    p2(args.quick)
+    p4(args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
