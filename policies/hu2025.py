@@ -1,0 +1,194 @@
+"""Hu, Huang, Zhang, Lécuyer & Hegde 2025 (ICML), "Connecting Thompson Sampling and UCB":
+DP-TS-UCB (Algorithm 1) — RECONSTRUCTED (algorithms.md A7, B §2): c0 (the paper's constant was
+not recovered), the epoch rule and the theorem's factor 2 are ours or from secondary sources.
+
+* Budget ``φ = ⌈c0 · T^{0.5(1−α)} · ln(T)^{0.5(3−α)}⌉`` (natural log, A1).
+* Start: pull each arm once; that reward is epoch 0 (n = 1).  Epochs then collect 2, 4, 8, …
+  fresh rewards; when an arm's buffer reaches its epoch size its model becomes
+  ``N(mean of the epoch's n rewards, ln(T)^α / n)``, older rewards are dropped, the budget
+  resets to φ and the running maximum to −∞.
+* Each round, each arm: with budget left, one fresh sample (used, budget −1, running max
+  updated); otherwise the running maximum (no new noise: post-processing).
+
+Ledger: each fresh sample is a Gaussian release on the epoch mean (sensitivity 1/n, σ² =
+ln(T)^α/n, μ² = 1/(n·ln(T)^α)) touching that epoch's n rewards; the kernel counts the samples
+drawn from each model and writes one row per model (arm, epoch start, start + n, release id =
+log2 n, count).  A reward's i-th release has parameters fixed by its position (its epoch), so
+``adaptive = False``.
+Certificate: the first reward of an arm (n = 1) is read by at most min(φ, T − K) samples:
+``μ = √(min(φ, T − K)/ln(T)^α)``.  Theorem (secondary sources):
+``√(2·c0·T^{0.5(1−α)}·ln(T)^{1.5(1−α)})``-GDP, :func:`theorems.hu_2025_dp_ts_ucb`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from dpledger.accounting import theorems
+from dpledger.accounting.certificate import Candidate, Certificate, Witness
+from dpledger.accounting.composition import Composition
+from dpledger.accounting.releases import GaussianRelease
+from dpledger.policies.base import KernelPolicy, Param
+from dpledger.policies.environments import draw_reward
+from dpledger.policies.rules import argmax_random_tie
+
+
+def sampling_budget(T: int, alpha: float, c0: float) -> int:
+    """φ = ⌈c0 · T^{0.5(1−α)} · ln(T)^{0.5(3−α)}⌉ (A7), at least 1."""
+    lnT = math.log(T)
+    return max(1, math.ceil(c0 * T ** (0.5 * (1.0 - alpha)) * lnT ** (0.5 * (3.0 - alpha))))
+
+
+def variance_scale(T: int, alpha: float) -> float:
+    """ln(T)^α, the numerator of the model variance ln(T)^α / n."""
+    return math.log(T) ** alpha
+
+
+def max_epoch(T: int, K: int) -> int:
+    """Largest epoch r (n = 2^r) whose model can exist within T rounds: an arm holds at most
+    T − K + 1 rewards and epoch r completes at its (2^{r+1} − 1)-th."""
+    n_max = T - K + 1
+    r = 0
+    while (1 << (r + 2)) - 1 <= n_max:
+        r += 1
+    return r
+
+
+@njit(cache=True)
+def epoch_gaussian_noise(rng, sigma, pending, arm):
+    """N(0, σ²) for the current epoch mean of ``arm``, recorded in the same call: ``pending``
+    counts the samples of the arm's current model; they become one ledger row (arm, epoch
+    start, start + n, log2 n, count) when the model is replaced or the run ends."""
+    pending[arm] += 1
+    return rng.normal(0.0, sigma)
+
+
+@njit(cache=True)
+def _flush(rows, n, pending, arm, start, size, rid):
+    if pending[arm] > 0:
+        rows[0, n] = arm
+        rows[1, n] = start
+        rows[2, n] = start + size
+        rows[3, n] = rid
+        rows[4, n] = pending[arm]
+        pending[arm] = 0
+        return n + 1
+    return n
+
+
+@njit(cache=True)
+def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
+    """params: ln(T)^α, φ (integer budget)."""
+    L = params[0]
+    phi = np.int64(params[1])
+    mu_hat = np.zeros(K)
+    sig = np.zeros(K)
+    n = np.zeros(K, np.int64)            # model size (2^r)
+    r = np.zeros(K, np.int64)            # model epoch (release id)
+    start = np.zeros(K, np.int64)        # first observation of the model's epoch
+    h = np.zeros(K, np.int64)            # remaining budget
+    mx = np.full(K, -np.inf)
+    buf_sum = np.zeros(K)
+    buf_len = np.zeros(K, np.int64)
+    obs = np.zeros(K, np.int64)
+    pending = np.zeros(K, np.int64)
+    theta = np.zeros(K)
+    n_rows = 0
+    draws = 0
+    witness = capture.shape[1] > 0
+    for t in range(1, stop + 1):
+        if t <= K:
+            a = t - 1
+            x = draw_reward(rng, env, a, t - 1)
+            mu_hat[a] = x
+            n[a] = 1
+            r[a] = 0
+            start[a] = 0
+            sig[a] = np.sqrt(L)
+            h[a] = phi
+            mx[a] = -np.inf
+            obs[a] = 1
+        else:
+            for j in range(K):
+                if h[j] >= 1:
+                    noise = epoch_gaussian_noise(rng, sig[j], pending, j)
+                    theta[j] = mu_hat[j] + noise
+                    draws += 1
+                    h[j] -= 1
+                    if theta[j] > mx[j]:
+                        mx[j] = theta[j]
+                    if witness and j == 0:
+                        capture[0, 0] = theta[j]
+                        capture[1, 0] = mu_hat[j]
+                        witness = False
+                else:
+                    theta[j] = mx[j]
+            a = argmax_random_tie(theta, rng)
+            x = draw_reward(rng, env, a, t - 1)
+            obs[a] += 1
+            buf_sum[a] += x
+            buf_len[a] += 1
+            size = np.int64(1) << (r[a] + 1)
+            if buf_len[a] == size:
+                n_rows = _flush(rows, n_rows, pending, a, start[a], n[a], r[a])
+                mu_hat[a] = buf_sum[a] / size
+                n[a] = size
+                r[a] += 1
+                start[a] = obs[a] - size
+                sig[a] = np.sqrt(L / size)
+                h[a] = phi
+                mx[a] = -np.inf
+                buf_sum[a] = 0.0
+                buf_len[a] = 0
+        actions[t - 1] = a
+    for j in range(K):
+        n_rows = _flush(rows, n_rows, pending, j, start[j], n[j], r[j])
+    return stop, n_rows, draws
+
+
+ALPHA = Param("alpha", 0.5, "fraction", "trade-off α ∈ [0, 1] (α = 1: constant GDP)")
+C0 = Param("c0", 1.0, "positive",
+           "constant c0 of the budget φ (the paper's value was not recovered; ours)")
+
+
+class DPTSUCB(KernelPolicy):
+    name = "dp-ts-ucb"
+    title = "DP-TS-UCB (Hu, Huang, Zhang, Lécuyer & Hegde 2025, Algorithm 1; reconstructed)"
+    provenance = "reconstructed"
+    params_spec = (ALPHA, C0)
+    adaptive = False
+    kernel = _dp_ts_ucb
+
+    def phi(self, T: int) -> int:
+        return sampling_budget(T, self.params["alpha"], self.params["c0"])
+
+    def kernel_params(self, T, K):
+        return np.array([variance_scale(T, self.params["alpha"]), float(self.phi(T))])
+
+    def row_capacity(self, T, K):
+        return K * (max_epoch(T, K) + 2) + 1
+
+    def releases(self, T, K):
+        """Release id r: one sample of the epoch-r model, N(0, ln(T)^α/2^r) on a mean of 2^r
+        rewards (sensitivity 2^{−r})."""
+        L = variance_scale(T, self.params["alpha"])
+        return [GaussianRelease(sigma=math.sqrt(L / 2 ** r), sensitivity=1.0 / 2 ** r)
+                for r in range(max_epoch(T, K) + 1)]
+
+    def certificate(self, T, K):
+        L = variance_scale(T, self.params["alpha"])
+        reads = min(self.phi(T), T - K)
+        comp = (Composition.of([(GaussianRelease(sigma=math.sqrt(L), sensitivity=1.0), reads)])
+                if reads > 0 else Composition())
+        return Certificate(candidates=(Candidate(
+            comp, Witness(arm=0, index=0, round=1),
+            f"the first reward of an arm is its epoch-0 mean (n = 1), read by at most "
+            f"min(φ, T − K) = {reads} samples of N(·, ln(T)^α) with sensitivity 1 (μ² = "
+            f"1/ln(T)^α each); later epochs have n ≥ 2 and at most φ samples; the UCB phase "
+            f"reuses the maximum (post-processing)"),),
+            note="all-Gaussian: GDP composes under fully adaptive choice")
+
+    def theorem(self, T, K):
+        return theorems.hu_2025_dp_ts_ucb(T, K, self.params["alpha"], self.params["c0"])

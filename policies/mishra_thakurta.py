@@ -1,0 +1,501 @@
+"""Mishra & Thakurta 2015 (UAI), "(Nearly) Optimal Differentially Private Stochastic Multi-Arm
+Bandits": private UCB (Algorithm 1, DP-UCB, algorithms.md A10) and private Thompson sampling
+(Algorithm 2, A11).  Natural logarithms (A1).  Provenance: faithful (A16).
+
+Both read rewards only through one binary (tree) mechanism per arm (Chan–Shi–Song 2011), run
+with the numba state updates of :mod:`dpledger.mechanisms.counters` (``binary_new`` /
+``binary_push`` / ``binary_commit`` / ``binary_output``: one source for the tree).  The noise
+of each p-sum is drawn by :func:`tree_noise`, which updates the arm's tree record in the same
+call; the ledger holds tree records (``RunOutput.trees``: arm, offset, n_items, levels,
+release id), never one row per p-sum.  CSS11's mechanism releases one p-sum per item; the
+ledger's tree record counts every completed node at each level, which is exact for an arm's
+first tree item (the worst-off reward) and an upper bound for the others.
+
+**DP-UCB.**  One T-bounded tree per arm (``levels = ⌈log2(T+1)⌉``, each p-sum
+``Lap(levels/ε0)``), ``ε0 = ε/K`` (``per_tree_budget="split"``, as printed) or ``ε``
+(``"full"``, Azize & Basu's description).  Pull each arm once, then the argmax of
+``r/n + √(2 ln t/n) + Γ/n`` with ``Γ = ln²T·ln(K·T·ln T/γ)/ε0`` (``width="printed"``) or
+``r/n + √(max(r, 0)·ln t)/n + ln t/n`` (``width="experimental"``, the width of the paper's own
+experiments), r the tree's noisy running sum.  Certificate: ``n × Lap(ε0/levels)`` with
+n = bit length of T − K + 1 (the item-1 nodes of an arm pulled T − K + 1 times).
+
+**Private TS.**  Gap estimation (``gap_estimation=True``): Δ̂ ← 1; repeat: pull every arm
+``m = ⌈192·K·ln T/(ε·Δ̂²)⌉`` times (round-robin), release each arm's batch mean with
+``Lap(2K/(ε·m))`` (one release of ε/(2K) per batch), Δ̂ ← Δ̂/2, until the two largest private
+means differ by more than Δ̂.  Then trees with ``T − τ`` leaves and ``ε0 = ε/(2K)``; random
+pulls: every arm ``random_pulls`` times (default the printed ``⌈Γ/Δ̂²⌉``, ``Γ = 192·ln³T/ε``),
+each arm's total inserted as ONE tree item; then Thompson sampling with
+``Beta(r + 1, n − r + 1)``, r the tree's noisy sum clipped to [0, n] (post-processing), n the
+arm's pulls including gap-estimation pulls (``n_mode="printed"``) or the tree's rewards only
+(``"tree"``).  A batch (gap or random) that the horizon cuts makes no release; the remaining
+rounds go round-robin.  The random-pull item spans P observations: the ledger gets the tree
+record from the batch's last observation plus one row for its first P − 1 observations with the
+item's node count.  With gap estimation the tree depth depends on τ (data-dependent), so the
+policy is adaptive; without, it is not.  Certificate: one Lap(ε/(2K)) for gap rewards and, for
+each reachable exit τ, ``n_τ × Lap(ε0/levels_τ)`` — ε/(2K) against the theorem's ε.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from dpledger.accounting import theorems
+from dpledger.accounting.certificate import Candidate, Certificate, Witness
+from dpledger.accounting.composition import Composition
+from dpledger.accounting.releases import LaplaceRelease
+from dpledger.errors import DpledgerError
+from dpledger.mechanisms.counters import (binary_commit, binary_new, binary_output, binary_push)
+from dpledger.policies.base import KernelPolicy, Param, RunOutput
+from dpledger.policies.environments import draw_reward
+from dpledger.policies.noise import laplace_noise
+from dpledger.policies.rules import argmax_random_tie
+
+BATCH_ROW = 0              # count placeholder of a random-pull batch row (filled in finish)
+
+
+def bit_length(n: int) -> int:
+    """⌈log2(n+1)⌉: the binary mechanism's levels for bound n; also the number of nodes item 1
+    of a tree holding n items lies in."""
+    return int(n).bit_length()
+
+
+@njit(cache=True)
+def tree_noise(rng, scale, rows, slot, arm, offset, n_items, levels, release_id):
+    """Lap(scale) for one p-sum of ``arm``'s tree; writes (updates) the tree record in row
+    ``slot`` in the same call: columns (arm, offset, n_items, −(release_id + 1), levels) — the
+    negative release id marks a tree record, turned into ``RunOutput.trees`` by ``finish``."""
+    rows[0, slot] = arm
+    rows[1, slot] = offset
+    rows[2, slot] = n_items
+    rows[3, slot] = -(release_id + 1)
+    rows[4, slot] = levels
+    return rng.laplace(0.0, scale)
+
+
+def split_tree_records(out: RunOutput) -> RunOutput:
+    rows = out.rows
+    tree = rows[3] < 0
+    tr = rows[:, tree]
+    keep = tr[2] > 0
+    tr = tr[:, keep]
+    out.trees = {"arm": tr[0].copy(), "offset": tr[1].copy(), "n_items": tr[2].copy(),
+                 "levels": tr[4].copy(), "release_id": (-tr[3] - 1).copy()}
+    out.rows = rows[:, ~tree]
+    return out
+
+
+# ---- DP-UCB --------------------------------------------------------------------------------
+
+@njit(cache=True)
+def dp_ucb_index(r, n, lt, gamma_, experimental):
+    """r/n + √(2 ln t/n) + Γ/n (printed) or r/n + √(max(r,0)·ln t)/n + ln t/n (experimental)."""
+    if experimental:
+        return r / n + np.sqrt(max(r, 0.0) * lt) / n + lt / n
+    return r / n + np.sqrt(2.0 * lt / n) + gamma_ / n
+
+
+@njit(cache=True)
+def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
+    """params: ε0, Γ, experimental width (0/1)."""
+    eps0 = params[0]
+    gamma_ = params[1]
+    experimental = params[2] != 0.0
+    fs0, is0 = binary_new(T, 0)
+    levels = is0[1]
+    scale = levels / eps0
+    bfs = np.zeros((K, fs0.size))
+    bis = np.zeros((K, 4), np.int64)
+    for a in range(K):
+        bis[a] = is0
+        rows[0, a] = a
+        rows[1, a] = 0
+        rows[2, a] = 0
+        rows[3, a] = -1
+        rows[4, a] = levels
+    r = np.zeros(K)
+    n = np.zeros(K)
+    idx = np.zeros(K)
+    draws = 0
+    for t in range(1, stop + 1):
+        if t <= K:
+            a = t - 1
+        else:
+            lt = np.log(t)
+            for j in range(K):
+                idx[j] = dp_ucb_index(r[j], n[j], lt, gamma_, experimental)
+            a = argmax_random_tie(idx, rng)
+        x = draw_reward(rng, env, a, t - 1)
+        code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
+        noise = tree_noise(rng, scale, rows, a, a, 0, bis[a, 0], levels, 0)
+        draws += 1
+        if capture.shape[1] > 0 and a == 0 and bis[0, 0] == 1:
+            capture[0, 0] = value + noise
+            capture[1, 0] = value
+        binary_commit(bfs[a], bis[a], code, value + noise)
+        r[a] = binary_output(bfs[a], bis[a])
+        n[a] += 1.0
+        actions[t - 1] = a
+    return stop, K, draws
+
+
+class DPUCB(KernelPolicy):
+    name = "dp-ucb"
+    title = "DP-UCB, private UCB sampling (Mishra & Thakurta 2015, Algorithm 1)"
+    provenance = "faithful"
+    params_spec = (Param("epsilon", 1.0, "positive", "privacy budget ε"),
+                   Param("gamma", 0.1, "positive", "failure probability γ of the confidence "
+                                                   "relaxation Γ"),
+                   Param("per_tree_budget", "split", "choice",
+                         "ε0 = ε/K per tree (split, as printed) or ε (full, Azize & Basu)",
+                         choices=("split", "full")),
+                   Param("width", "printed", "choice",
+                         "confidence width: printed √(2 ln t/n) + Γ/n, or experimental "
+                         "√(r ln t)/n + ln t/n (the paper's experiments)",
+                         choices=("printed", "experimental")))
+    adaptive = False
+    kernel = _dp_ucb
+
+    def epsilon0(self, K: int) -> float:
+        eps = self.params["epsilon"]
+        return eps / K if self.params["per_tree_budget"] == "split" else eps
+
+    def confidence_relaxation(self, T: int, K: int) -> float:
+        """Γ = ln²T·ln(K·T·ln T/γ)/ε0 (= the printed K·ln²T·ln(…)/ε for ε0 = ε/K)."""
+        lnT = math.log(T)
+        return lnT ** 2 * math.log(K * T * lnT / self.params["gamma"]) / self.epsilon0(K)
+
+    def kernel_params(self, T, K):
+        return np.array([self.epsilon0(K), self.confidence_relaxation(T, K),
+                         1.0 if self.params["width"] == "experimental" else 0.0])
+
+    def row_capacity(self, T, K):
+        return K
+
+    def releases(self, T, K):
+        return [LaplaceRelease(scale=bit_length(T) / self.epsilon0(K), sensitivity=1.0)]
+
+    def certificate(self, T, K):
+        levels = bit_length(T)
+        nodes = bit_length(T - K + 1)
+        eps0 = self.epsilon0(K)
+        lap = LaplaceRelease(scale=levels / eps0, sensitivity=1.0)
+        return Certificate(candidates=(Candidate(
+            Composition.of([(lap, nodes)]), Witness(arm=0, index=0, round=1),
+            f"each reward enters one arm's tree (parallel composition across arms); the first "
+            f"item of a tree holding T − K + 1 = {T - K + 1} items lies in {nodes} of its "
+            f"{levels} levels' p-sums, each Lap(levels/ε0) with sensitivity 1 (ε0/levels); "
+            f"reading the running sums is post-processing"),),
+            note=f"per-tree budget ε0 = {eps0!r} ({self.params['per_tree_budget']})")
+
+    def theorem(self, T, K):
+        return theorems.mishra_thakurta_2015_dp_ucb(self.params["epsilon"],
+                                                    self.params["per_tree_budget"])
+
+    def finish(self, out, T, K):
+        return split_tree_records(out)
+
+
+# ---- private Thompson sampling -------------------------------------------------------------
+
+class _PullsParam(Param):
+    """``random_pulls``: "printed" (⌈Γ/Δ̂²⌉) or an integer ≥ 0."""
+
+    def parse(self, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == "printed":
+            return "printed"
+        return Param("random_pulls", 0, "int", self.doc).parse(value)
+
+
+def _ceil_capped(x: float, cap: int) -> int:
+    return cap if not x < cap else int(math.ceil(x))
+
+
+@njit(cache=True)
+def _top_two_gap(v):
+    best = -np.inf
+    second = -np.inf
+    for i in range(v.size):
+        if v[i] > best:
+            second = best
+            best = v[i]
+        elif v[i] > second:
+            second = v[i]
+    return best - second
+
+
+@njit(cache=True)
+def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
+    """params: ε, gap estimation (0/1), n_mode tree (0/1), J, m_0 … m_{J−1}, then for each exit
+    e = 0 … J: P_e, release id of the tree, tree bound L_e = T − τ_e."""
+    eps = params[0]
+    gap = params[1] != 0.0
+    tree_mode = params[2] != 0.0
+    J = np.int64(params[3])
+    base = 4 + J
+    obs = np.zeros(K, np.int64)
+    n_tot = np.zeros(K)
+    n_tree = np.zeros(K)
+    bsum = np.zeros(K)
+    mu = np.zeros(K)
+    n_rows = 0
+    draws = 0
+    t = 0                       # rounds played
+    e = 0                       # completed gap iterations at exit
+    gap_scale = 2.0 * K / eps   # Lap(2K/(εm)) on the mean = Lap(2K/ε) on the batch sum
+    if gap:
+        j = 0
+        done = False
+        delta = 1.0
+        while not done:
+            if j >= J:
+                m = T + 1       # no batch fits in the horizon any more
+            else:
+                m = np.int64(params[4 + j])
+            if t + K * m > T:   # the horizon cuts this batch: round-robin, no release
+                while t < stop:
+                    a = t % K
+                    draw_reward(rng, env, a, t)
+                    obs[a] += 1
+                    actions[t] = a
+                    t += 1
+                return t, n_rows, draws
+            for a in range(K):
+                bsum[a] = 0.0
+            for s in range(K * m):
+                if t >= stop:
+                    return t, n_rows, draws
+                a = s % K
+                bsum[a] += draw_reward(rng, env, a, t)
+                obs[a] += 1
+                n_tot[a] += 1.0
+                actions[t] = a
+                t += 1
+            for a in range(K):
+                noise = laplace_noise(rng, gap_scale, rows, n_rows, a, obs[a] - m, obs[a], 0)
+                n_rows += 1
+                draws += 1
+                if capture.shape[1] > 0 and a == 0 and j == 0:
+                    capture[0, 0] = (bsum[a] + noise) / m
+                    capture[1, 0] = bsum[a] / m
+                mu[a] = (bsum[a] + noise) / m
+            delta = delta / 2.0
+            j += 1
+            if _top_two_gap(mu) > delta:
+                done = True
+        e = j
+    P = np.int64(params[base + 3 * e])
+    rid = np.int64(params[base + 3 * e + 1])
+    L = np.int64(params[base + 3 * e + 2])
+    fs0, is0 = binary_new(L, 0)
+    levels = is0[1]
+    scale = levels / (eps / (2.0 * K))
+    bfs = np.zeros((K, fs0.size))
+    bis = np.zeros((K, 4), np.int64)
+    slot = np.zeros(K, np.int64)
+    rsum = np.zeros(K)
+    # random pulls: every arm P times round-robin; each arm's total is one tree item
+    if P > 0:
+        if t + K * P > T:
+            while t < stop:
+                a = t % K
+                draw_reward(rng, env, a, t)
+                obs[a] += 1
+                actions[t] = a
+                t += 1
+            return t, n_rows, draws
+        for a in range(K):
+            bsum[a] = 0.0
+        for s in range(K * P):
+            if t >= stop:
+                return t, n_rows, draws
+            a = s % K
+            bsum[a] += draw_reward(rng, env, a, t)
+            obs[a] += 1
+            n_tot[a] += 1.0
+            actions[t] = a
+            t += 1
+    for a in range(K):
+        off = obs[a] - 1 if P > 0 else obs[a]
+        bis[a] = is0
+        bis[a, 2] = off
+        slot[a] = n_rows
+        rows[0, n_rows] = a
+        rows[1, n_rows] = off
+        rows[2, n_rows] = 0
+        rows[3, n_rows] = -(rid + 1)
+        rows[4, n_rows] = levels
+        n_rows += 1
+    if P > 0:
+        for a in range(K):
+            if P > 1:           # the item's first P − 1 observations (count set in finish)
+                rows[0, n_rows] = a
+                rows[1, n_rows] = obs[a] - P
+                rows[2, n_rows] = obs[a] - 1
+                rows[3, n_rows] = rid
+                rows[4, n_rows] = 0
+                n_rows += 1
+            code, value, s0, s1 = binary_push(bfs[a], bis[a], bsum[a])
+            noise = tree_noise(rng, scale, rows, slot[a], a, bis[a, 2], bis[a, 0], levels, rid)
+            draws += 1
+            binary_commit(bfs[a], bis[a], code, value + noise)
+            rsum[a] = binary_output(bfs[a], bis[a])
+            n_tree[a] += P
+    theta = np.zeros(K)
+    while t < stop:
+        for j2 in range(K):
+            nn = n_tree[j2] if tree_mode else n_tot[j2]
+            rr = min(max(rsum[j2], 0.0), nn)
+            theta[j2] = rng.beta(rr + 1.0, nn - rr + 1.0)
+        a = argmax_random_tie(theta, rng)
+        x = draw_reward(rng, env, a, t)
+        obs[a] += 1
+        n_tot[a] += 1.0
+        n_tree[a] += 1.0
+        code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
+        noise = tree_noise(rng, scale, rows, slot[a], a, bis[a, 2], bis[a, 0], levels, rid)
+        draws += 1
+        binary_commit(bfs[a], bis[a], code, value + noise)
+        rsum[a] = binary_output(bfs[a], bis[a])
+        actions[t] = a
+        t += 1
+    return t, n_rows, draws
+
+
+class PrivateTS(KernelPolicy):
+    name = "dp-ts-mt"
+    title = "Private Thompson sampling (Mishra & Thakurta 2015, Algorithm 2)"
+    provenance = "faithful"
+    params_spec = (Param("epsilon", 1.0, "positive", "privacy budget ε"),
+                   Param("gap_estimation", True, "bool",
+                         "run the gap-estimation phase (their experiments skipped it)"),
+                   _PullsParam("random_pulls", "printed", "int",
+                               "random pulls per arm: 'printed' = ⌈Γ/Δ̂²⌉ with Γ = 192 ln³T/ε, "
+                               "or an integer ≥ 0 (their experiments used a smaller m)"),
+                   Param("n_mode", "printed", "choice",
+                         "n of the Beta posterior: all pulls (printed) or the tree's rewards",
+                         choices=("printed", "tree")))
+    kernel = _private_ts
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        # with gap estimation the tree depth depends on τ (data-dependent): adaptive
+        self.adaptive = bool(self.params["gap_estimation"])
+
+    def schedule(self, T: int, K: int) -> dict:
+        """The deterministic skeleton: gap batch sizes m_j (for the iterations whose batch fits
+        within T), and for each exit e (number of completed gap iterations; e = 0 without gap
+        estimation) τ_e, P_e, the tree bound L_e = T − τ_e and its levels."""
+        eps = self.params["epsilon"]
+        lnT = math.log(T)
+        cap = T + 1
+        ms, taus = [], [0]
+        if self.params["gap_estimation"]:
+            j = 0
+            while True:
+                m = _ceil_capped(192.0 * K * lnT * 4.0 ** j / eps, cap)
+                if taus[-1] + K * m > T:
+                    break
+                ms.append(m)
+                taus.append(taus[-1] + K * m)
+                j += 1
+            exits = list(range(1, len(ms) + 1))
+        else:
+            exits = [0]
+        gamma_ = 192.0 * lnT ** 3 / eps
+        out = []
+        for e in exits:
+            tau = taus[e]
+            if self.params["random_pulls"] == "printed":
+                P = _ceil_capped(gamma_ * 4.0 ** e, cap)
+            else:
+                P = int(self.params["random_pulls"])
+            out.append({"e": e, "tau": tau, "P": P, "L": T - tau,
+                        "levels": bit_length(T - tau) if T - tau > 0 else 1})
+        return {"m": ms, "exits": out}
+
+    def _tree_levels(self, T, K) -> list[int]:
+        return sorted({x["levels"] for x in self.schedule(T, K)["exits"]})
+
+    def releases(self, T, K):
+        eps = self.params["epsilon"]
+        eps0 = eps / (2 * K)
+        return ([LaplaceRelease(scale=2.0 * K / eps, sensitivity=1.0)]
+                + [LaplaceRelease(scale=lv / eps0, sensitivity=1.0)
+                   for lv in self._tree_levels(T, K)])
+
+    def kernel_params(self, T, K):
+        sch = self.schedule(T, K)
+        levels = self._tree_levels(T, K)
+        J = len(sch["m"])
+        vals = [self.params["epsilon"], 1.0 if self.params["gap_estimation"] else 0.0,
+                1.0 if self.params["n_mode"] == "tree" else 0.0, float(J)]
+        vals += [float(m) for m in sch["m"]]
+        by_e = {x["e"]: x for x in sch["exits"]}
+        for e in range(J + 1):
+            x = by_e.get(e)
+            if x is None:       # e = 0 with gap estimation: never used
+                vals += [0.0, 1.0, float(max(T, 1))]
+            else:
+                vals += [float(min(x["P"], T + 1)), float(1 + levels.index(x["levels"])),
+                         float(max(x["L"], 1))]
+        return np.array(vals)
+
+    def row_capacity(self, T, K):
+        return K * (len(self.schedule(T, K)["m"]) + 3) + 1
+
+    def finish(self, out, T, K):
+        rows = out.rows
+        out = split_tree_records(out)
+        batch = out.rows[4] == BATCH_ROW
+        if batch.any():
+            trees = out.trees
+            nodes = {int(a): bit_length(int(n)) for a, n in zip(trees["arm"], trees["n_items"])}
+            cnt = np.array([nodes.get(int(a), 0) for a in out.rows[0, batch]], dtype=np.int64)
+            fixed = out.rows.copy()
+            fixed[4, batch] = cnt
+            keep = np.ones(fixed.shape[1], bool)
+            keep[np.flatnonzero(batch)[cnt == 0]] = False
+            out.rows = fixed[:, keep]
+        return out
+
+    def certificate(self, T, K):
+        eps = self.params["epsilon"]
+        eps0 = eps / (2 * K)
+        sch = self.schedule(T, K)
+        cands = []
+        if sch["m"]:
+            cands.append(Candidate(
+                Composition.of([LaplaceRelease(scale=2.0 * K / eps, sensitivity=1.0)]),
+                Witness(arm=0, index=0, round=1),
+                "a gap-estimation reward lies in one batch mean released once with "
+                "Lap(2K/(εm)) (sensitivity 1/m): ε/(2K); batches are disjoint"))
+        seen = set()
+        for x in sch["exits"]:
+            rem, P = x["L"], x["P"]
+            if rem <= 0 or (P > 0 and K * P > rem):
+                continue            # no tree item can be inserted within T
+            items = 1 + rem - K * P if P > 0 else rem
+            nodes = bit_length(items)
+            comp = Composition.of([(LaplaceRelease(scale=x["levels"] / eps0, sensitivity=1.0),
+                                    nodes)])
+            if comp in seen:
+                continue
+            seen.add(comp)
+            g = x["tau"] // K
+            cands.append(Candidate(
+                comp, Witness(arm=0, index=g + (P - 1 if P > 0 else 0), round=None),
+                f"exit after {x['e']} gap iterations (τ = {x['tau']}): trees of T − τ = {rem} "
+                f"leaves, {x['levels']} levels, Lap(levels/ε0) per p-sum, ε0 = ε/(2K); the "
+                f"first item of a tree holding {items} items lies in {nodes} p-sums"))
+        if not cands:
+            cands.append(Candidate(Composition(), Witness(arm=0, index=0, round=None),
+                                   "no release can complete within T"))
+        return Certificate(candidates=tuple(cands), adaptive=self.adaptive,
+                           note="ε/(2K) per reward against the theorem's ε (parallel "
+                                "composition over arms and phases)")
+
+    def theorem(self, T, K):
+        return theorems.mishra_thakurta_2015_private_ts(self.params["epsilon"])

@@ -1,0 +1,200 @@
+"""Ou, Avella Medina & Cummings 2024, "Thompson Sampling Itself is Differentially Private":
+TS-Gaussian (Algorithm 1, Agrawal–Goyal Gaussian TS) and Modified TS, M-TS-Gaussian
+(Algorithm 2).  Provenance: reconstructed constants (algorithms.md A8, A16).
+
+Model per arm: ``N(S/(k+1), c/(k+1))`` with S the sum and k the count of the arm's rewards.
+M-TS-Gaussian first pulls every arm ``b`` times round-robin (inside the horizon T); TS-Gaussian
+is b = 0, c = 1.
+
+Privacy (A8).  Every round after the pre-pulls, every arm's sample θ_j = S_j/(k_j+1) + N(0,
+c/(k_j+1)) is a Gaussian mechanism on the arm's prefix of k_j rewards: the mean S/(k+1) has
+sensitivity 1/(k+1) and σ² = c/(k+1), so μ² = 1/(c(k+1)) per draw.  The ledger records these as
+inline Gaussian prefix rows (arm, 0, k, count, μ²), one row per distinct prefix length k of
+each arm (the kernel counts the draws made at each k and writes one row when k changes), so a
+run costs at most (pulls + K) rows, never T × K.  A draw at k = 0 reads no reward and records
+nothing.  σ depends on k, which depends on the (public) history: ``adaptive = True`` and the
+realized ledger is an odometer reading.
+
+Certificate: a reward is read by every later sample of its arm; pre-pull rewards are read by
+all T − bK post-pull rounds at k ≥ b: μ² = (T − bK)/(c(b+1)) for b ≥ 1; for b = 0 the reward
+of round 1 is read by rounds 2 … T at k ≥ 1: μ² = (T − 1)/(2c).
+Theorem: √(T/(c(b+1)))-GDP (reconstructed constant, :func:`theorems.ou_2024_ts_gaussian`).
+
+Capture: with ``capture.shape[1] ≥ stop·K`` the kernel records, per round t and arm j
+(column (t−1)·K + j), row 0 the sample θ, row 1 the clean mean S/(k+1), row 2 (if present) σ —
+NaN for rounds without samples (pre-pulls); otherwise, if ``capture.shape[1] > 0``, the
+witness release: arm 0's first sample that reads a reward (θ, clean mean).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from dpledger.accounting import theorems
+from dpledger.accounting.certificate import Candidate, Certificate, Witness
+from dpledger.accounting.composition import Composition
+from dpledger.accounting.releases import GaussianRelease
+from dpledger.policies.base import KernelPolicy, Param, RunOutput
+from dpledger.policies.environments import draw_reward
+from dpledger.policies.rules import argmax_random_tie
+
+GAUSS_PREFIX = -1          # release-id marker of an inline Gaussian prefix row in the kernel buffer
+
+
+@njit(cache=True)
+def prefix_gaussian_noise(rng, sigma, pending, arm, k):
+    """N(0, σ²) for a statistic over the first ``k`` observations of ``arm``, recorded in the
+    same call: ``pending[arm]`` counts the draws made at the arm's current prefix length; it
+    becomes one inline Gaussian row (arm, 0, k, count) when k changes or the run ends
+    (:func:`flush_prefix_row`).  A draw at k = 0 reads no reward and records nothing."""
+    if k > 0:
+        pending[arm] += 1
+    return rng.normal(0.0, sigma)
+
+
+@njit(cache=True)
+def flush_prefix_row(rows, n, pending, arm, k):
+    """Write the pending draws of ``arm`` at prefix length ``k`` as row n; returns the new n."""
+    if pending[arm] > 0:
+        rows[0, n] = arm
+        rows[1, n] = 0
+        rows[2, n] = k
+        rows[3, n] = GAUSS_PREFIX
+        rows[4, n] = pending[arm]
+        pending[arm] = 0
+        return n + 1
+    return n
+
+
+@njit(cache=True)
+def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
+    """params: b (pre-pulls per arm), c (variance scale)."""
+    b = np.int64(params[0])
+    c = params[1]
+    S = np.zeros(K)
+    k = np.zeros(K, np.int64)
+    inv = np.ones(K)                     # 1/(k+1)
+    sig = np.full(K, np.sqrt(c))         # √(c/(k+1))
+    pending = np.zeros(K, np.int64)
+    theta = np.zeros(K)
+    n_rows = 0
+    draws = 0
+    full_capture = capture.shape[1] >= stop * K and capture.shape[1] > 0
+    witness = capture.shape[1] > 0 and not full_capture
+    pre = b * K
+    for t in range(1, stop + 1):
+        if t <= pre:
+            a = (t - 1) % K
+            if full_capture:
+                for j in range(K):
+                    for row in range(capture.shape[0]):
+                        capture[row, (t - 1) * K + j] = np.nan
+        else:
+            for j in range(K):
+                mean = S[j] * inv[j]
+                noise = prefix_gaussian_noise(rng, sig[j], pending, j, k[j])
+                theta[j] = mean + noise
+                draws += 1
+                if full_capture:
+                    col = (t - 1) * K + j
+                    capture[0, col] = theta[j]
+                    capture[1, col] = mean
+                    if capture.shape[0] > 2:
+                        capture[2, col] = sig[j]
+                elif witness and j == 0 and k[0] > 0:
+                    capture[0, 0] = theta[j]
+                    capture[1, 0] = mean
+                    witness = False
+            a = argmax_random_tie(theta, rng)
+        x = draw_reward(rng, env, a, t - 1)
+        n_rows = flush_prefix_row(rows, n_rows, pending, a, k[a])
+        S[a] += x
+        k[a] += 1
+        inv[a] = 1.0 / (k[a] + 1.0)
+        sig[a] = np.sqrt(c * inv[a])
+        actions[t - 1] = a
+    for j in range(K):
+        n_rows = flush_prefix_row(rows, n_rows, pending, j, k[j])
+    return stop, n_rows, draws
+
+
+def prefix_mu2(k, c: float) -> np.ndarray:
+    """μ² of one posterior draw over a prefix of k rewards: (1/(k+1))² / (c/(k+1)) = 1/(c(k+1))."""
+    return 1.0 / (c * (np.asarray(k, dtype=np.float64) + 1.0))
+
+
+class MTSGaussian(KernelPolicy):
+    name = "mts-gaussian"
+    title = "Modified Thompson sampling with Gaussian priors, M-TS-Gaussian (Ou et al. 2024, Alg. 2)"
+    provenance = "reconstructed"
+    params_spec = (Param("b", 0, "int", "pre-pulls of every arm (round-robin, inside T)"),
+                   Param("c", 1.0, "positive", "variance scale c of N(S/(k+1), c/(k+1))"))
+    adaptive = True
+    kernel = _mts_gaussian
+
+    @property
+    def b(self) -> int:
+        return int(self.params.get("b", 0))
+
+    @property
+    def c(self) -> float:
+        return float(self.params.get("c", 1.0))
+
+    def kernel_params(self, T, K):
+        return np.array([float(self.b), self.c])
+
+    def row_capacity(self, T, K):
+        return T + K + 1           # one row per (arm, prefix length): at most pulls + K
+
+    def releases(self, T, K):
+        return []                  # every release is an inline Gaussian prefix row
+
+    def finish(self, out: RunOutput, T: int, K: int) -> RunOutput:
+        rows = out.rows
+        g = rows[3] == GAUSS_PREFIX
+        gr = rows[:, g]
+        out.gauss_rows = {"arm": gr[0].copy(), "start": gr[1].copy(), "stop": gr[2].copy(),
+                          "count": gr[4].copy(), "mu2": prefix_mu2(gr[2], self.c)}
+        out.rows = rows[:, ~g]
+        return out
+
+    def certificate_mu2(self, T: int, K: int) -> tuple[float, int, float]:
+        """(μ², number of reads, μ² per read) of the worst-off reward (A8)."""
+        b, c = self.b, self.c
+        if b >= 1:
+            reads = max(T - b * K, 0)
+            per = 1.0 / (c * (b + 1))
+        else:
+            reads = max(T - 1, 0)
+            per = 1.0 / (2.0 * c)
+        return reads * per, reads, per
+
+    def certificate(self, T, K):
+        _, reads, per = self.certificate_mu2(T, K)
+        b = self.b
+        comp = Composition.of([(GaussianRelease(sigma=1.0 / math.sqrt(per), sensitivity=1.0),
+                                reads)]) if reads > 0 else Composition()
+        if b >= 1:
+            basis = (f"a pre-pull reward of an arm never pulled again is read by all T − bK = "
+                     f"{reads} later samples of its arm, each at k = b: μ² = 1/(c(b+1)) per read "
+                     f"(mean S/(k+1) of sensitivity 1/(k+1), σ² = c/(k+1)); later rewards are "
+                     f"read fewer times at larger k")
+            witness = Witness(arm=0, index=0, round=1)
+        else:
+            basis = ("the reward of round 1, its arm never pulled again, is read by the samples "
+                     f"of rounds 2 … T ({reads} reads) at k = 1: μ² = 1/(2c) per read; every "
+                     "other reward is read by fewer rounds at k ≥ 1")
+            witness = Witness(arm=0, index=0, round=1)
+        return Certificate(candidates=(Candidate(comp, witness, basis),), adaptive=True,
+                           note="all-Gaussian: GDP composes under fully adaptive choice of σ")
+
+    def theorem(self, T, K):
+        return theorems.ou_2024_ts_gaussian(T, self.b, self.c)
+
+
+class TSGaussian(MTSGaussian):
+    name = "ts-gaussian"
+    title = "Thompson sampling with Gaussian priors, TS-Gaussian (Ou et al. 2024, Alg. 1)"
+    params_spec = ()
