@@ -38,7 +38,7 @@ def rate(fn, per_call: int, seconds: float) -> float:
             return calls * per_call / dt
 
 
-@njit(cache=True)
+@njit
 def _kernel_laplace(rng, n, cols):
     s = 0.0
     for i in range(n):

@@ -81,7 +81,7 @@ def binary_new(max_items, offset):
     return fs, ist
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def binary_reset(fs, ist, levels, max_items, offset):
     for j in range(2 * levels):
         fs[j] = 0.0
@@ -91,7 +91,7 @@ def binary_reset(fs, ist, levels, max_items, offset):
     ist[3] = max_items
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def binary_push(fs, ist, x):
     t = ist[0] + 1
     if t > ist[3]:
@@ -109,7 +109,7 @@ def binary_push(fs, ist, x):
     return 0, s, stop - (1 << i), stop
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def binary_commit(fs, ist, code, noisy):
     levels = ist[1]
     t = ist[0]
@@ -121,7 +121,7 @@ def binary_commit(fs, ist, code, noisy):
     fs[levels + i] = noisy
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def binary_output(fs, ist):
     levels = ist[1]
     t = ist[0]
@@ -132,7 +132,7 @@ def binary_output(fs, ist):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def binary_step(fs, ist, x, rng, scales, rids, cols, n, run, arm):
     code, value, start, stop = binary_push(fs, ist, x)
     noise = laplace_row(rng, scales[code], cols, n, run, arm, start, stop, rids[code])
@@ -154,7 +154,7 @@ def log_new(variant, offset):
     return np.zeros(2), np.array([0, variant, offset, 0], dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def log_push(fs, ist, x):
     t = ist[0] + 1
     ist[0] = t
@@ -166,19 +166,19 @@ def log_push(fs, ist, x):
     return -1, 0.0, 0, 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def log_commit(fs, ist, code, noisy):
     fs[0] += noisy
     fs[1] = 0.0
     ist[3] = ist[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def log_output(fs, ist):
     return fs[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def log_step(fs, ist, x, rng, scales, rids, cols, n, run, arm):
     code, value, start, stop = log_push(fs, ist, x)
     if code >= 0:
@@ -204,7 +204,7 @@ def hybrid_new(offset):
     return fs, ist
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def hybrid_push(fs, ist, x):
     code, value, start, stop = log_push(fs[:2], ist[:4], x)
     if code == 0:
@@ -221,7 +221,7 @@ def hybrid_push(fs, ist, x):
     return ist[5], value, start, stop         # code k = the epoch's number of levels
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def hybrid_commit(fs, ist, code, noisy):
     if code == 0:
         log_commit(fs[:2], ist[:4], code, noisy)
@@ -229,12 +229,12 @@ def hybrid_commit(fs, ist, code, noisy):
         binary_commit(fs[2:], ist[4:], code, noisy)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def hybrid_output(fs, ist):
     return fs[0] + binary_output(fs[2:], ist[4:])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def hybrid_step(fs, ist, x, rng, scales, rids, cols, n, run, arm):
     code, value, start, stop = hybrid_push(fs, ist, x)
     noise = laplace_row(rng, scales[code], cols, n, run, arm, start, stop, rids[code])

@@ -21,7 +21,7 @@ from dpledger.accounting.releases import Release
 from dpledger.errors import DpledgerError, check_count
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def write_row(cols, n, run, arm, start, stop, release_id, count):
     """Write row ``n`` of RowBuffer columns (run, arm, start, stop, release_id, count)."""
     if n >= cols[0].shape[0]:
@@ -34,7 +34,7 @@ def write_row(cols, n, run, arm, start, stop, release_id, count):
     cols[5][n] = count
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def laplace_row(rng, scale, cols, n, run, arm, start, stop, release_id):
     """Lap(scale) for a statistic over observations [start, stop) of ``arm``; writes row ``n``
     first (so a full buffer fails before any noise exists)."""
@@ -42,7 +42,7 @@ def laplace_row(rng, scale, cols, n, run, arm, start, stop, release_id):
     return rng.laplace(0.0, scale)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def gaussian_row(rng, sigma, cols, n, run, arm, start, stop, release_id):
     """N(0, σ²) for a statistic over observations [start, stop) of ``arm``; writes row ``n``."""
     write_row(cols, n, run, arm, start, stop, release_id, 1)
