@@ -1,0 +1,223 @@
+"""Neighbouring reward streams for audits (SPEC §2, §6; notes §7.3).
+
+Two streams are neighbours when their reward tables differ in exactly one row.  An audit runs
+the policy on a fixed table D and on D′ (the auditor controls the environment, so the only
+randomness is the policy's; notes §7.3.4).
+
+**Default pair.**  Row t* — the witness round of the certificate's worst candidate, where the
+per-reward composition is attained — goes from the range's low end in D to its high end in D′
+*for every arm* (legal: neighbours differ in one row, and only the reward of the arm played at
+t* is ever observed; notes §7.3.2).  The other rows come from the policy's **adversarial
+table**, chosen to make the changed reward matter:
+
+``generic`` (lazy-dp-ts, dp-ts, adap-ucb, adap-klucb, anytime-lazy-ucb, and any policy without
+    its own entry): the witness arm is bad (every reward at the low end), every other arm good
+    (high end).  The changed reward is the witness arm's first observation; whether and when the
+    witness arm is pulled again depends on its noisy released mean, and the arm stays rarely
+    pulled, so that release keeps steering decisions for as long as possible.
+``dp-se``: successive elimination (Sajed & Sheffet).  Epoch 1 pulls every arm n₁ = ⌈R₁⌉ times
+    and eliminates arm a when μ̃₀ − μ̃_a > 2h₁ + 2c₁.  The witness arm 0 gets epoch-1 rewards
+    whose clean sum sits ``offset`` (default ½) below n₁·(2h₁ + 2c₁) in D, the other arms 0, so
+    the changed reward carries arm 0's clean lead across the elimination threshold: without
+    noise D never eliminates and D′ always does, and with noise the elimination event is a
+    one-shot decision on L₀ − L_a (notes §4.4).  Needs K·n₁ ≤ T for the epoch to complete
+    (T = 3000 at ε = 1, β = 1/T, K = 2); the black-box score needs the rounds up to K·n₁ + 2K.
+
+Users can pass their own pair: two tables that differ in exactly one row
+(:meth:`NeighbourPair.from_tables`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from dpledger.errors import DpledgerError
+
+
+@dataclass(frozen=True)
+class NeighbourPair:
+    """Two reward tables (T, K) that differ in exactly one row, ``round`` (1-based)."""
+
+    table0: np.ndarray = field(compare=False)      # D
+    table1: np.ndarray = field(compare=False)      # D′
+    lo: float
+    hi: float
+    round: int
+    arm: int | None = None                         # the witness arm, when known
+    design: str = "custom"
+    description: str = ""
+    stop_hint: int | None = None                   # last round a black-box score needs
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_tables(cls, table0, table1, lo: float = 0.0, hi: float = 1.0, *, arm: int | None = None,
+                    description: str = "user-supplied pair", design: str = "custom",
+                    stop_hint: int | None = None, notes: tuple[str, ...] = ()) -> "NeighbourPair":
+        from dpledger.policies.environments import table as make_table
+        e0 = make_table(table0, lo, hi)          # validates shape, finiteness and range
+        e1 = make_table(table1, lo, hi)
+        t0, t1 = e0.table, e1.table
+        if t0.shape != t1.shape:
+            raise DpledgerError(f"the two tables must have the same shape, got {t0.shape} and {t1.shape}")
+        rows = np.flatnonzero(np.any(t0 != t1, axis=1))
+        if rows.size != 1:
+            raise DpledgerError(f"neighbouring tables differ in exactly one row; these differ in "
+                                f"{rows.size} rows" + (f" (first {[int(r) + 1 for r in rows[:5]]})"
+                                                      if rows.size else ""))
+        return cls(t0, t1, float(lo), float(hi), int(rows[0]) + 1, arm, design, description,
+                   stop_hint, tuple(notes))
+
+    @property
+    def horizon(self) -> int:
+        return int(self.table0.shape[0])
+
+    @property
+    def n_arms(self) -> int:
+        return int(self.table0.shape[1])
+
+    def envs(self):
+        from dpledger.policies.environments import table as make_table
+        return make_table(self.table0, self.lo, self.hi), make_table(self.table1, self.lo, self.hi)
+
+    def to_json(self) -> dict:
+        r0 = self.table0[self.round - 1]
+        r1 = self.table1[self.round - 1]
+        changed = np.flatnonzero(r0 != r1)
+        return {"round": self.round, "from": _row_value(r0), "to": _row_value(r1),
+                "arms_changed": [int(a) for a in changed],
+                "witness_arm": self.arm, "design": self.design, "description": self.description,
+                "horizon": self.horizon, "arms": self.n_arms,
+                "table_sha256": [_sha(self.table0), _sha(self.table1)],
+                "notes": list(self.notes)}
+
+
+def _row_value(row: np.ndarray):
+    """One number when every arm has the same value in the row, else the list."""
+    vals = [float(v) for v in row]
+    return vals[0] if all(v == vals[0] for v in vals) else vals
+
+
+def _sha(t: np.ndarray) -> str:
+    import hashlib
+    return hashlib.sha256(np.ascontiguousarray(t, dtype=np.float64).tobytes()).hexdigest()
+
+
+# ---- the certificate's witness ---------------------------------------------------------------
+
+def worst_candidate(certificate):
+    """The candidate attaining the certificate (largest pure ε, then largest GDP μ²)."""
+    if certificate.unbounded or not certificate.candidates:
+        return None
+    return max(certificate.candidates,
+               key=lambda c: (c.composition.pure_epsilon(), c.composition.gdp_mu2()))
+
+
+def witness(certificate) -> tuple[int, int, object, tuple[str, ...]]:
+    """(round t*, arm, candidate, notes): the worst candidate's witness round when it names one;
+    else the worst candidate that names one (the audit then targets that weaker candidate, and a
+    note says so); round 1, arm 0 when no candidate names a round (e.g. unbounded certificates)."""
+    top = worst_candidate(certificate)
+    if top is None:
+        return 1, 0, None, ("no bounded certificate: round 1, arm 0 audited",)
+    if top.witness.round is not None:
+        return int(top.witness.round), int(top.witness.arm), top, ()
+    ranked = sorted(certificate.candidates, key=lambda c: (c.composition.pure_epsilon(),
+                                                           c.composition.gdp_mu2()), reverse=True)
+    for c in ranked:
+        if c.witness.round is not None:
+            note = (f"the worst candidate's witness (arm {top.witness.arm}, observation "
+                    f"{top.witness.index}) has a trajectory-dependent round; audited the worst "
+                    f"candidate with a fixed round (round {c.witness.round}, arm {c.witness.arm})",)
+            return int(c.witness.round), int(c.witness.arm), c, note
+    return 1, 0, top, ("no candidate names its round: round 1 audited",)
+
+
+# ---- adversarial tables ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Design:
+    table: np.ndarray          # D's table on [0, 1] (rescaled to [lo, hi] by the caller)
+    description: str
+    stop_hint: int | None = None
+    notes: tuple[str, ...] = ()
+
+
+def generic_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
+    tab = np.ones((T, K))
+    tab[:, arm] = 0.0
+    return Design(tab, f"arm {arm} (witness) bad: every reward at the low end; the other arms "
+                       "good: every reward at the high end")
+
+
+def dp_se_design(policy, T: int, K: int, t_star: int, arm: int, offset: float = 0.5, **_) -> Design:
+    from dpledger.policies.dp_se import epoch_length
+    p = policy.resolved_params(T, K)
+    eps, beta_ = float(p["epsilon"]), float(p["beta"])
+    r1, l8, l4 = epoch_length(1, K, eps, beta_)
+    n1 = int(math.ceil(r1))
+    thr = 2.0 * math.sqrt(l8 / (2.0 * r1)) + 2.0 * l4 / (r1 * eps)
+    notes = []
+    if K * n1 > T:
+        notes.append(f"epoch 1 needs K·n1 = {K * n1} rounds > T = {T}: DP-SE makes no release and "
+                     "plays round-robin, so its actions do not depend on the rewards")
+    if not (0.0 < offset < 1.0):
+        raise DpledgerError(f"offset must lie in (0, 1), got {offset!r}")
+    target = n1 * thr - offset           # arm 0's clean epoch-1 sum in D (D′: + 1)
+    v = target / (n1 - 1)
+    if not 0.0 <= v <= 1.0:
+        raise DpledgerError(f"dp-se adversarial table: per-reward value {v} outside [0, 1]")
+    tab = np.zeros((T, K))
+    tab[:, arm] = v
+    tab[t_star - 1, arm] = 0.0
+    stop = min(T, K * n1 + 2 * K)
+    return Design(tab, f"arm {arm}: epoch-1 rewards {v:.6g} (clean sum n1·(2h1 + 2c1) − {offset} "
+                       f"in D, n1 = {n1}, threshold {thr:.6g}); other arms 0: the changed reward "
+                       "carries arm 0's lead across the elimination threshold",
+                  stop_hint=stop, notes=tuple(notes))
+
+
+DESIGNS: dict[str, Callable[..., Design]] = {
+    "dp-se": dp_se_design,
+    "lazy-dp-ts": generic_design,
+    "dp-ts": generic_design,
+    "adap-ucb": generic_design,
+    "adap-klucb": generic_design,
+    "anytime-lazy-ucb": generic_design,
+}
+
+
+def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
+                 **design_options) -> NeighbourPair:
+    """The default pair of SPEC §6 for ``policy`` at horizon T with K arms: row t* (the
+    certificate's witness round) from ``lo`` in D to ``hi`` in D′ for every arm, the other rows
+    from the policy's adversarial table (module docstring)."""
+    from dpledger.policies.base import validate_horizon
+    if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 2:
+        raise DpledgerError(f"K must be an integer >= 2, got {K!r}")
+    T = validate_horizon(T, int(K))
+    t_star, arm, cand, notes = witness(policy.certificate(T, K))
+    if not 1 <= t_star <= T:
+        raise DpledgerError(f"witness round {t_star} outside [1, {T}]")
+    name = getattr(policy, "name", "")
+    design_fn = DESIGNS.get(name, generic_design)
+    design = design_fn(policy, T, K, t_star, arm, **design_options)
+    d0 = design.table.copy()
+    d0[t_star - 1, :] = 0.0
+    d1 = d0.copy()
+    d1[t_star - 1, :] = 1.0
+    scale = hi - lo
+    t0 = lo + d0 * scale
+    t1 = lo + d1 * scale
+    t0[t_star - 1, :] = lo               # exact range ends in the changed row
+    t1[t_star - 1, :] = hi
+    label = "generic" if design_fn is generic_design else name
+    return NeighbourPair.from_tables(t0, t1, lo, hi, arm=arm, design=label,
+                                     description=design.description, stop_hint=design.stop_hint,
+                                     notes=tuple(notes) + design.notes)
+
+
+__all__ = ["NeighbourPair", "default_pair", "witness", "worst_candidate", "DESIGNS",
+           "generic_design", "dp_se_design", "Design"]

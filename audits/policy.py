@@ -1,0 +1,330 @@
+"""Audits of whole policies on a neighbouring pair (SPEC §6; notes §7.3–§7.4).
+
+* **White-box** (``mode="whitebox"``): the auditor sees the witness release — the noisy statistic
+  the policy captured through ``capture=True`` (its first release of the witness arm, with the
+  clean value beside it).  The score is the released value; it should come close to the
+  certificate's witness candidate.
+* **Black-box** (``mode="blackbox"``): the auditor sees only the action sequence, reduced to a
+  score.  Candidate scores (all computed from rounds t* + 1 … stop, where t* is the changed row):
+
+  - ``pulls``: the number of pulls of the witness arm;
+  - ``next``: the first round the witness arm is pulled again (stop + 1 if never);
+  - ``fitted``: a linear score on per-epoch counts — pulls of each arm in the dyadic windows
+    (t*, t*+1], (t*+1, t*+3], (t*+3, t*+7], … — with weights fitted on the selection trials only
+    (Fisher's discriminant, ridge-regularised), so it is a fixed function for the count trials.
+
+  ``score="auto"`` (default) lets the selection split choose among the three (and the direction
+  and threshold).  Runs stop at the last round the score needs: ``stop_at``, or the pair's
+  ``stop_hint``, or T.
+
+Trials.  Side s (0 for D, 1 for D′) is cut into chunks of ``CHUNK`` trials; chunk c draws from
+the Generator ``PCG64(SeedSequence(seed, spawn_key=(s, c)))`` — one SeedSequence tree, so any
+worker count gives the same trials.  For a :class:`~dpledger.policies.base.KernelPolicy` whose
+``run_one`` is the base one, a compiled loop calls the policy's numba kernel once per trial
+(the same function ``run_one`` calls, with ``stop_at``) and reduces the actions to the features
+on the fly; any other :class:`~dpledger.policies.base.Policy` goes through ``run_one``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+from dpledger.audits.pairs import NeighbourPair, default_pair
+from dpledger.audits.result import AuditResult, certificate_summary, currency_of, GDP_DELTA
+from dpledger.audits.stats import (DEFAULT_CONFIDENCE, DEFAULT_SELECTION_FRACTION, audit_scores,
+                                   split_sizes)
+from dpledger.errors import DpledgerError, check_count
+
+CHUNK = 2048
+SCORES = ("pulls", "next", "fitted")
+DEFAULT_BLACKBOX_T = 1000
+DEFAULT_WHITEBOX_T = 1000
+
+
+# ---- compiled trial loop -----------------------------------------------------------------------
+
+@njit(cache=True)
+def _features(actions, played, edges, arm, tstar, stop, counts, i):
+    """Per-window pulls of each arm over rounds tstar+1 … played into counts[i]; returns the
+    first round > tstar at which ``arm`` is played (stop + 1 if none)."""
+    nxt = stop + 1
+    w = 0
+    for t in range(tstar + 1, played + 1):
+        while t > edges[w + 1]:
+            w += 1
+        a = actions[t - 1]
+        counts[i, w, a] += 1
+        if a == arm and nxt > stop:
+            nxt = t
+    return nxt
+
+
+@njit
+def _batch(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar,
+           counts, nxt, rel, cln):
+    actions = np.zeros(stop, np.int64)
+    for i in range(n):
+        if cap.shape[1] > 0:
+            cap[0, 0] = np.nan
+            cap[1, 0] = np.nan
+        played, _, _ = kernel(rng, env, T, K, stop, params, actions, rows, cap)
+        if cap.shape[1] > 0:
+            rel[i] = cap[0, 0]
+            cln[i] = cap[1, 0]
+        nxt[i] = _features(actions, played, edges, arm, tstar, stop, counts, i)
+    return n
+
+
+def windows(t_star: int, stop: int) -> np.ndarray:
+    """Dyadic window edges after t*: t*, t*+1, t*+3, t*+7, …, stop (window w = (e_w, e_{w+1}])."""
+    edges = [t_star]
+    width = 1
+    while edges[-1] < stop:
+        edges.append(min(stop, edges[-1] + width))
+        width *= 2
+    if len(edges) == 1:
+        edges.append(t_star)
+    return np.array(edges, dtype=np.int64)
+
+
+def chunk_generator(seed: int, side: int, chunk: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(
+        np.random.SeedSequence(entropy=int(seed), spawn_key=(int(side), int(chunk)))))
+
+
+def _uses_kernel(policy) -> bool:
+    from dpledger.policies.base import KernelPolicy
+    return isinstance(policy, KernelPolicy) and type(policy).run_one is KernelPolicy.run_one
+
+
+def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, side: int,
+               chunk: int, capture: bool, edges: np.ndarray, arm: int, t_star: int) -> dict:
+    rng = chunk_generator(seed, side, chunk)
+    W = edges.size - 1
+    counts = np.zeros((n, W, K), dtype=np.int32)
+    nxt = np.zeros(n, dtype=np.int64)
+    rel = np.full(n, np.nan)
+    cln = np.full(n, np.nan)
+    if _uses_kernel(policy):
+        rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
+        cap = np.zeros((2, 4)) if capture else np.zeros((2, 0))
+        _batch(type(policy).kernel, rng, env_tuple, T, K, stop, policy.kernel_params(T, K), n,
+               rows, cap, edges, arm, t_star, counts, nxt, rel, cln)
+    else:
+        for i in range(n):
+            out = policy.run_one(rng, env_tuple, T, stop_at=stop, capture=capture)
+            acts = np.asarray(out.actions, dtype=np.int64)
+            full = np.zeros(stop, dtype=np.int64)
+            full[:acts.size] = acts
+            nxt[i] = _features(full, acts.size, edges, arm, t_star, stop, counts, i)
+            if capture and out.captured:
+                rel[i] = out.captured["released"][0]
+                cln[i] = out.captured["clean"][0]
+    return {"counts": counts, "next": nxt, "released": rel, "clean": cln}
+
+
+def run_trials(policy, env, T: int, n: int, *, seed: int, side: int, stop: int, capture: bool,
+               arm: int, t_star: int, workers: int = 1,
+               progress: Callable[[int], None] | None = None) -> dict:
+    """``n`` trials of ``policy`` on ``env`` (rounds 1 … stop), side ``side`` of the pair."""
+    K = env.n_arms
+    edges = windows(t_star, stop)
+    sizes = [min(CHUNK, n - c * CHUNK) for c in range(math.ceil(n / CHUNK))]
+    et = env.as_tuple()
+    args = [(policy, et, T, K, stop, m, seed, side, c, capture, edges, arm, t_star)
+            for c, m in enumerate(sizes)]
+    parts = []
+    if workers <= 1 or len(args) == 1:
+        for a in args:
+            parts.append(_run_chunk(*a))
+            if progress is not None:
+                progress(a[5])
+    else:
+        with ProcessPoolExecutor(max_workers=min(workers, len(args))) as pool:
+            futs = [pool.submit(_run_chunk, *a) for a in args]
+            for a, f in zip(args, futs):
+                parts.append(f.result())
+                if progress is not None:
+                    progress(a[5])
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+# ---- scores ----------------------------------------------------------------------------------
+
+def fisher_weights(x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
+    """Fisher's discriminant w = (S + λI)⁻¹(m₁ − m₀), S the pooled covariance, λ a small ridge
+    (1e-3 of its mean variance); fitted on selection trials only."""
+    m0, m1 = x0.mean(axis=0), x1.mean(axis=0)
+    p = x0.shape[1]
+    s = 0.5 * (np.cov(x0, rowvar=False).reshape(p, p) + np.cov(x1, rowvar=False).reshape(p, p))
+    lam = 1e-3 * max(float(np.trace(s)) / p, 1e-12) + 1e-12
+    return np.linalg.solve(s + lam * np.eye(p), m1 - m0)
+
+
+def blackbox_scores(f0: dict, f1: dict, arm: int, m0: int, m1: int, which: str) -> tuple[dict, dict, dict]:
+    """Candidate scores of both sides; the fitted score's weights use the first m0 / m1 trials
+    (the selection split) only."""
+    names = SCORES if which == "auto" else (which,)
+    s0, s1, info = {}, {}, {}
+    for name in names:
+        if name == "pulls":
+            s0[name] = f0["counts"][:, :, arm].sum(axis=1).astype(np.float64)
+            s1[name] = f1["counts"][:, :, arm].sum(axis=1).astype(np.float64)
+        elif name == "next":
+            s0[name] = f0["next"].astype(np.float64)
+            s1[name] = f1["next"].astype(np.float64)
+        elif name == "fitted":
+            x0 = f0["counts"].reshape(f0["counts"].shape[0], -1).astype(np.float64)
+            x1 = f1["counts"].reshape(f1["counts"].shape[0], -1).astype(np.float64)
+            if x0.shape[1] == 0:
+                s0[name], s1[name] = np.zeros(x0.shape[0]), np.zeros(x1.shape[0])
+                continue
+            w = fisher_weights(x0[:m0], x1[:m1])
+            s0[name], s1[name] = x0 @ w, x1 @ w
+            info["fitted_weights"] = [float(v) for v in w]
+        else:
+            raise DpledgerError(f"unknown black-box score {name!r}; known: auto, {', '.join(SCORES)}")
+    return s0, s1, info
+
+
+# ---- the audit -------------------------------------------------------------------------------
+
+def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None = None, K: int = 2,
+                 pair: NeighbourPair | None = None, lo: float = 0.0, hi: float = 1.0,
+                 score: str = "auto", stop_at: int | None = None, seed: int = 0,
+                 confidence: float = DEFAULT_CONFIDENCE,
+                 selection_fraction: float = DEFAULT_SELECTION_FRACTION, workers: int = 1,
+                 progress: Callable[[int, int], None] | None = None,
+                 design_options: dict | None = None) -> AuditResult:
+    """Audit ``policy`` on a neighbouring pair with ``trials`` runs per stream.
+
+    Defaults (SPEC §6): the default pair (:func:`~dpledger.audits.pairs.default_pair`), K = 2,
+    T = 1000, seed 0, selection fraction 0.1, confidence 0.95."""
+    from dpledger.policies.base import Policy, validate_horizon
+    if not isinstance(policy, Policy):
+        raise DpledgerError(f"not a policy: {policy!r}")
+    if mode not in ("whitebox", "blackbox"):
+        raise DpledgerError(f"mode must be 'whitebox' or 'blackbox', got {mode!r}")
+    trials = check_count("trials", trials, minimum=2)
+    seed = check_count("seed", seed, minimum=0)
+    workers = check_count("workers", workers, minimum=1)
+    if score != "auto" and score not in SCORES:
+        raise DpledgerError(f"unknown black-box score {score!r}; known: auto, {', '.join(SCORES)}")
+    if pair is None:
+        if T is None:
+            T = DEFAULT_BLACKBOX_T if mode == "blackbox" else DEFAULT_WHITEBOX_T
+        pair = default_pair(policy, T, K, lo, hi, **(design_options or {}))
+    else:
+        if not isinstance(pair, NeighbourPair):
+            raise DpledgerError("pair must be a NeighbourPair (see NeighbourPair.from_tables)")
+        T = pair.horizon if T is None else validate_horizon(T, pair.n_arms)
+        if T > pair.horizon:
+            raise DpledgerError(f"the pair's tables have {pair.horizon} rows, fewer than T = {T}")
+    K = pair.n_arms
+    t_star = pair.round
+    arm = pair.arm if pair.arm is not None else 0
+    cert = certificate_summary(policy.certificate(T, K))
+    currency = currency_of(cert)
+    env0, env1 = pair.envs()
+    total = 2 * trials
+    done = [0]
+
+    def tick(m: int) -> None:
+        done[0] += m
+        if progress is not None:
+            progress(done[0], total + pilot_total[0])
+
+    pilot_total = [0]
+    notes = list(pair.notes)
+    t0 = time.perf_counter()
+    if mode == "whitebox":
+        stop = _whitebox_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, workers)
+        f0 = run_trials(policy, env0, T, trials, seed=seed, side=0, stop=stop, capture=True,
+                        arm=arm, t_star=t_star, workers=workers, progress=tick)
+        f1 = run_trials(policy, env1, T, trials, seed=seed, side=1, stop=stop, capture=True,
+                        arm=arm, t_star=t_star, workers=workers, progress=tick)
+        missing = int(np.isnan(f0["released"]).sum() + np.isnan(f1["released"]).sum())
+        if missing:
+            raise DpledgerError(f"{missing} trials made no witness release within {stop} rounds; "
+                                "pass a larger stop_at")
+        s0, s1, info = f0["released"], f1["released"], {}
+        clean0, clean1 = np.unique(f0["clean"]), np.unique(f1["clean"])
+        info["clean"] = {"D": _few(clean0), "D_prime": _few(clean1)}
+        if clean0.size == 1 and clean1.size == 1 and clean0[0] == clean1[0]:
+            notes.append("the witness release's clean value is the same on D and D′: the pair does "
+                         "not touch the captured release")
+        score_used = "released"
+    else:
+        stop = int(stop_at) if stop_at is not None else int(pair.stop_hint or T)
+        if not t_star <= stop <= T:
+            raise DpledgerError(f"stop_at must lie in [{t_star}, {T}], got {stop}")
+        f0 = run_trials(policy, env0, T, trials, seed=seed, side=0, stop=stop, capture=False,
+                        arm=arm, t_star=t_star, workers=workers, progress=tick)
+        f1 = run_trials(policy, env1, T, trials, seed=seed, side=1, stop=stop, capture=False,
+                        arm=arm, t_star=t_star, workers=workers, progress=tick)
+        m0, _ = split_sizes(trials, selection_fraction) if 0 < selection_fraction < 1 else (1, 0)
+        s0, s1, info = blackbox_scores(f0, f1, arm, m0, m0, score)
+        score_used = score
+    elapsed = time.perf_counter() - t0
+    sa = audit_scores(s0, s1, confidence=confidence, selection_fraction=selection_fraction,
+                      delta=GDP_DELTA if currency == "mu" else 0.0, currency=currency)
+    extra = {"policy": {"name": getattr(policy, "name", type(policy).__name__),
+                        "params": _jsonable(policy.params)},
+             "horizon": int(T), "arms": int(K), "stop_at": int(stop), "seed": int(seed),
+             "score": score_used, "notes": notes}
+    extra.update(info)
+    res = AuditResult(score_audit=sa, certificate=cert, pair=pair.to_json(), trials=trials,
+                      mode=mode, extra=extra)
+    res.elapsed = elapsed            # not written to JSON (reproducible bytes)
+    return res
+
+
+def _whitebox_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, workers) -> int:
+    """The witness release's round: ``stop_at`` if given, else the smallest of t*, 2t*, 4t*, …, T
+    at which 16 pilot trials per side (a separate seed stream) all captured it."""
+    if stop_at is not None:
+        stop = int(stop_at)
+        if not t_star <= stop <= T:
+            raise DpledgerError(f"stop_at must lie in [{t_star}, {T}], got {stop_at}")
+        return stop
+    stop = t_star
+    while True:
+        ok = True
+        for side, env in ((2, env0), (3, env1)):
+            f = run_trials(policy, env, T, 16, seed=seed, side=side, stop=stop, capture=True,
+                           arm=arm, t_star=t_star)
+            if np.isnan(f["released"]).any():
+                ok = False
+                break
+        if ok:
+            return stop
+        if stop >= T:
+            raise DpledgerError(f"policy {getattr(policy, 'name', policy)!r} made no witness "
+                                f"release (capture) within T = {T} rounds on this pair")
+        stop = min(T, 2 * stop)
+
+
+def _few(values: np.ndarray):
+    vals = [float(v) for v in values[:5]]
+    return vals if values.size > 1 else (vals[0] if vals else None)
+
+
+def _jsonable(params: dict) -> dict:
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, (bool, int, str)) or v is None:
+            out[k] = v
+        elif isinstance(v, float):
+            out[k] = v if math.isfinite(v) else None
+        else:
+            out[k] = repr(v)
+    return out
+
+
+__all__ = ["audit_policy", "run_trials", "windows", "blackbox_scores", "fisher_weights",
+           "SCORES", "CHUNK"]

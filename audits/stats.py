@@ -1,0 +1,316 @@
+"""Statistics of an audit: Clopper–Pearson bounds, the ε and μ lower bounds, and the selection
+split (SPEC §6; notes ``auditing-anchors.md`` §1.1, §1.2, §7.2).
+
+Setting.  D and D′ are neighbours; each trial of the audited mechanism on D (side 0) or D′
+(side 1) is reduced to a real **score**.  An event S = {score > t} or {score < t} is a test that
+"guesses D′ when the output is in S"; with p0 = P[S | D] (the false-positive rate, FPR) and
+p1 = P[S | D′] (so FNR = 1 − p1):
+
+* **(ε, δ)-DP** implies FPR + e^ε·FNR ≥ 1 − δ and e^ε·FPR + FNR ≥ 1 − δ for every test
+  (Kairouz, Oh & Viswanath 2015).  From upper confidence bounds FPR_ub, FNR_ub::
+
+      ε_lower = max(log((1 − δ − FNR_ub) / FPR_ub),     # guess D′ when in S
+                    log((1 − δ − FPR_ub) / FNR_ub),     # the reverse rule
+                    0)                                  # a term counts only if its numerator > 0
+
+  (notes §1.1; the DP-Sniper / Delta-Siege estimator).
+* **μ-GDP** implies FNR ≥ Φ(Φ⁻¹(1 − FPR) − μ) for every test (Dong, Roth & Su 2022), so::
+
+      μ_lower = max(Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub), 0)
+
+  which is symmetric in (FPR, FNR), hence covers both rules at once (notes §1.2).  It is a valid
+  lower bound on μ for *any* output distribution.
+
+Confidence.  FPR_ub and FNR_ub are one-sided Clopper–Pearson bounds at level α/2 each (α = 1 −
+confidence), so by the union bound both hold with probability ≥ 1 − α, and then *both* terms of
+ε_lower, and μ_lower, hold simultaneously.  One-sided CP with k successes of n (notes §1.1)::
+
+      p_lcb = Beta.ppf(a, k, n − k + 1)       (0 if k = 0)
+      p_ucb = Beta.ppf(1 − a, k + 1, n − k)   (1 if k = n)
+
+Selection (SPEC §6, notes §7.2.1, StatDP's and Delta-Siege's design).  The first
+``selection_fraction`` (default 0.1) of each side's trials choose the event — the direction
+(> or <) and the threshold, from a grid of 200 quantiles of the pooled selection scores (and,
+for black-box audits, which score) — by the bound the same formula gives on those trials.  The
+remaining trials, disjoint from the selection trials, give the counts n0, k0, n1, k1 of the one
+chosen event, and only those counts enter the reported bound.  No α is spent on selection, and
+none is lost to the maximum over candidates: the reported bound is one pre-specified test on
+fresh data.  Trials are i.i.d., so taking the first part of each side is a valid random split.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtri
+from scipy.stats import beta
+
+from dpledger.errors import DpledgerError, check_count
+
+GRID_SIZE = 200
+DEFAULT_SELECTION_FRACTION = 0.1
+DEFAULT_CONFIDENCE = 0.95
+GREATER, LESS = "greater", "less"
+
+
+# ---- Clopper–Pearson -------------------------------------------------------------------------
+
+def cp_upper(k, n, a):
+    """One-sided Clopper–Pearson upper bound on a binomial rate: P[p ≤ p_ucb] ≥ 1 − a.
+
+    ``Beta.ppf(1 − a, k + 1, n − k)``, and 1 when k = n (notes §1.1).  Vectorised over k, n."""
+    k = np.asarray(k, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    full = k >= n
+    out = beta.ppf(1.0 - a, k + 1.0, np.where(full, 1.0, n - k))
+    out = np.where(full, 1.0, out)
+    return float(out) if out.ndim == 0 else out
+
+
+def cp_lower(k, n, a):
+    """One-sided Clopper–Pearson lower bound: P[p ≥ p_lcb] ≥ 1 − a.
+
+    ``Beta.ppf(a, k, n − k + 1)``, and 0 when k = 0 (notes §1.1).  Vectorised over k, n."""
+    k = np.asarray(k, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    none = k <= 0
+    out = beta.ppf(a, np.where(none, 1.0, k), n - k + 1.0)
+    out = np.where(none, 0.0, out)
+    return float(out) if out.ndim == 0 else out
+
+
+# ---- bounds from rates -----------------------------------------------------------------------
+
+def epsilon_from_rates(fpr_ub, fnr_ub, delta: float = 0.0):
+    """ε lower bound from upper bounds on FPR and FNR (notes §1.1, KOV 2015):
+    max(log((1 − δ − FNR_ub)/FPR_ub), log((1 − δ − FPR_ub)/FNR_ub), 0); a term counts only when
+    its numerator is positive.  Vectorised."""
+    fpr = np.asarray(fpr_ub, dtype=np.float64)
+    fnr = np.asarray(fnr_ub, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        num1 = 1.0 - delta - fnr
+        num2 = 1.0 - delta - fpr
+        t1 = np.where((num1 > 0) & (fpr > 0), np.log(np.where(num1 > 0, num1, 1.0) /
+                                                     np.where(fpr > 0, fpr, 1.0)), -np.inf)
+        t2 = np.where((num2 > 0) & (fnr > 0), np.log(np.where(num2 > 0, num2, 1.0) /
+                                                     np.where(fnr > 0, fnr, 1.0)), -np.inf)
+    out = np.maximum(np.maximum(t1, t2), 0.0)
+    return float(out) if out.ndim == 0 else out
+
+
+def mu_from_rates(fpr_ub, fnr_ub):
+    """μ lower bound from upper bounds on FPR and FNR (notes §1.2, Dong–Roth–Su 2022):
+    max(Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub), 0), computed as −Φ⁻¹(FPR_ub) − Φ⁻¹(FNR_ub)."""
+    fpr = np.asarray(fpr_ub, dtype=np.float64)
+    fnr = np.asarray(fnr_ub, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        out = -ndtri(fpr) - ndtri(fnr)
+    out = np.where(np.isnan(out), 0.0, np.maximum(out, 0.0))
+    return float(out) if out.ndim == 0 else out
+
+
+def rates_upper(n0, k0, n1, k1, alpha: float):
+    """(FPR_ub, FNR_ub) for event counts k0 of n0 on D and k1 of n1 on D′, each one-sided CP at
+    α/2 (the union bound over the two rates, notes §1.1)."""
+    a = alpha / 2.0
+    fpr_ub = cp_upper(k0, n0, a)
+    fnr_ub = cp_upper(np.asarray(n1) - np.asarray(k1), n1, a)
+    return fpr_ub, fnr_ub
+
+
+def bounds_from_counts(n0: int, k0: int, n1: int, k1: int, *, confidence: float = DEFAULT_CONFIDENCE,
+                       delta: float = 0.0) -> dict:
+    """ε_lower (at δ) and μ_lower from the counts of one event fixed before the counts were taken,
+    valid jointly at ``confidence``; also the rate bounds and point estimates."""
+    alpha = _alpha(confidence)
+    fpr_ub, fnr_ub = rates_upper(n0, k0, n1, k1, alpha)
+    return {"epsilon_lower": float(epsilon_from_rates(fpr_ub, fnr_ub, delta)),
+            "mu_lower": float(mu_from_rates(fpr_ub, fnr_ub)),
+            "fpr_upper": float(fpr_ub), "fnr_upper": float(fnr_ub),
+            "p0": k0 / n0, "p1": k1 / n1}
+
+
+def _alpha(confidence: float) -> float:
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)):
+        raise DpledgerError(f"confidence must be a number, got {confidence!r}")
+    c = float(confidence)
+    if not 0.0 < c < 1.0:
+        raise DpledgerError(f"confidence must lie in (0, 1), got {confidence!r}")
+    return 1.0 - c
+
+
+# ---- selection and the audit of two score samples -------------------------------------------
+
+@dataclass(frozen=True)
+class Event:
+    """S = {score > threshold} (``greater``) or {score < threshold} (``less``) of score ``score``."""
+
+    direction: str
+    threshold: float
+    score: str = "value"
+
+    def contains(self, s: np.ndarray) -> np.ndarray:
+        return s > self.threshold if self.direction == GREATER else s < self.threshold
+
+
+def split_sizes(n: int, fraction: float) -> tuple[int, int]:
+    """(selection, count) sizes of one side: ⌈fraction·n⌉ selection trials, at least one of each."""
+    m = int(math.ceil(fraction * n))
+    m = min(max(m, 1), n - 1)
+    return m, n - m
+
+
+def threshold_grid(pooled: np.ndarray, size: int = GRID_SIZE) -> np.ndarray:
+    """``size`` pooled quantiles at levels (i + ½)/size, as observed values (inverted CDF), unique."""
+    pooled = np.asarray(pooled, dtype=np.float64)
+    levels = (np.arange(size) + 0.5) / size
+    return np.unique(np.quantile(pooled, levels, method="inverted_cdf"))
+
+
+def event_counts(sorted_scores: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(#{s > t}, #{s < t}) for every t of ``grid``; ``sorted_scores`` ascending."""
+    n = sorted_scores.size
+    greater = n - np.searchsorted(sorted_scores, grid, side="right")
+    less = np.searchsorted(sorted_scores, grid, side="left")
+    return greater, less
+
+
+def candidate_bounds(n0, k0, n1, k1, alpha: float, currency: str, delta: float):
+    """The selection criterion of each candidate event: its bound (in the audited currency) on
+    the selection trials, then a smoothed plug-in log-ratio to break ties (all zero when the
+    selection split is small)."""
+    fpr_ub, fnr_ub = rates_upper(n0, k0, n1, k1, alpha)
+    if currency == "mu":
+        main = mu_from_rates(fpr_ub, fnr_ub)
+    else:
+        main = epsilon_from_rates(fpr_ub, fnr_ub, delta)
+    p0 = (np.asarray(k0) + 0.5) / (np.asarray(n0) + 1.0)
+    p1 = (np.asarray(k1) + 0.5) / (np.asarray(n1) + 1.0)
+    plug = np.maximum(np.abs(np.log(p1 / p0)), np.abs(np.log((1 - p0) / (1 - p1))))
+    return np.atleast_1d(main), np.atleast_1d(plug)
+
+
+@dataclass
+class Selection:
+    event: Event
+    criterion: float           # the chosen event's bound on the selection trials
+    candidates: int            # number of (score, direction, threshold) candidates compared
+    n0: int                    # selection trials per side
+    n1: int
+
+
+def select_event(sel0: dict[str, np.ndarray], sel1: dict[str, np.ndarray], *, alpha: float,
+                 currency: str, delta: float, grid_size: int = GRID_SIZE) -> Selection:
+    """Pick (score, direction, threshold) on the selection trials only.
+
+    ``sel0``/``sel1`` map score names to the selection trials' scores on D and D′ (the same keys,
+    in a fixed order).  Ties go to the earlier candidate, so the choice is deterministic."""
+    best = None
+    total = 0
+    for name in sel0:
+        s0 = np.sort(np.asarray(sel0[name], dtype=np.float64))
+        s1 = np.sort(np.asarray(sel1[name], dtype=np.float64))
+        grid = threshold_grid(np.concatenate([s0, s1]), grid_size)
+        g0, l0 = event_counts(s0, grid)
+        g1, l1 = event_counts(s1, grid)
+        for direction, c0, c1 in ((GREATER, g0, g1), (LESS, l0, l1)):
+            main, plug = candidate_bounds(s0.size, c0, s1.size, c1, alpha, currency, delta)
+            total += main.size
+            i = int(np.lexsort((-np.arange(main.size), plug, main))[-1])  # max main, then plug
+            key = (float(main[i]), float(plug[i]))
+            if best is None or key > best[0]:
+                best = (key, Event(direction, float(grid[i]), name))
+    (crit, _), event = best
+    return Selection(event=event, criterion=crit, candidates=total,
+                     n0=len(next(iter(sel0.values()))), n1=len(next(iter(sel1.values()))))
+
+
+@dataclass
+class ScoreAudit:
+    """The outcome of :func:`audit_scores`: the bounds and everything needed to re-check them."""
+
+    epsilon_lower: float        # at ``delta`` (δ = 0: pure ε)
+    mu_lower: float
+    delta: float
+    confidence: float
+    n0: int
+    k0: int
+    n1: int
+    k1: int
+    event: Event
+    selection: Selection
+    selection_fraction: float
+    fpr_upper: float
+    fnr_upper: float
+
+    def counts_json(self) -> dict:
+        return {"n0": self.n0, "k0": self.k0, "n1": self.n1, "k1": self.k1,
+                "direction": self.event.direction, "threshold": self.event.threshold,
+                "selection_fraction": self.selection_fraction, "score": self.event.score,
+                "fpr_upper": self.fpr_upper, "fnr_upper": self.fnr_upper,
+                "selection_trials": [self.selection.n0, self.selection.n1],
+                "selection_candidates": self.selection.candidates,
+                "selection_criterion": self.selection.criterion}
+
+
+def audit_scores(scores0, scores1, *, confidence: float = DEFAULT_CONFIDENCE,
+                 selection_fraction: float = DEFAULT_SELECTION_FRACTION, delta: float = 0.0,
+                 currency: str = "epsilon", grid_size: int = GRID_SIZE) -> ScoreAudit:
+    """Audit two samples of scores: trials of the mechanism on D (``scores0``) and on D′.
+
+    Each argument is an array (one score) or a dict {name: array} of candidate scores of the same
+    trials (the selection picks one).  ``currency`` ("epsilon" or "mu") is what the selection
+    maximises; both bounds are reported from the same counts.  See the module docstring for the
+    statistics and their sources."""
+    alpha = _alpha(confidence)
+    if currency not in ("epsilon", "mu"):
+        raise DpledgerError(f"currency must be 'epsilon' or 'mu', got {currency!r}")
+    if isinstance(selection_fraction, bool) or not isinstance(selection_fraction, (int, float)) \
+            or not 0.0 < float(selection_fraction) < 1.0:
+        raise DpledgerError(f"selection_fraction must lie in (0, 1), got {selection_fraction!r}")
+    if not (isinstance(delta, (int, float)) and 0.0 <= delta < 1.0):
+        raise DpledgerError(f"delta must lie in [0, 1), got {delta!r}")
+    grid_size = check_count("grid size", grid_size, minimum=1)
+    d0 = scores0 if isinstance(scores0, dict) else {"value": scores0}
+    d1 = scores1 if isinstance(scores1, dict) else {"value": scores1}
+    if list(d0) != list(d1) or not d0:
+        raise DpledgerError("both sides need the same score names")
+    d0 = {k: _as_scores(v, "scores of D") for k, v in d0.items()}
+    d1 = {k: _as_scores(v, "scores of D′") for k, v in d1.items()}
+    n0s = {v.size for v in d0.values()}
+    n1s = {v.size for v in d1.values()}
+    if len(n0s) != 1 or len(n1s) != 1:
+        raise DpledgerError("every score must have one value per trial")
+    n0, n1 = n0s.pop(), n1s.pop()
+    if min(n0, n1) < 2:
+        raise DpledgerError(f"an audit needs at least 2 trials per side, got {n0} and {n1}")
+    m0, _ = split_sizes(n0, float(selection_fraction))
+    m1, _ = split_sizes(n1, float(selection_fraction))
+    sel = select_event({k: v[:m0] for k, v in d0.items()}, {k: v[:m1] for k, v in d1.items()},
+                       alpha=alpha, currency=currency, delta=float(delta), grid_size=grid_size)
+    c0 = d0[sel.event.score][m0:]
+    c1 = d1[sel.event.score][m1:]
+    k0 = int(np.count_nonzero(sel.event.contains(c0)))
+    k1 = int(np.count_nonzero(sel.event.contains(c1)))
+    b = bounds_from_counts(c0.size, k0, c1.size, k1, confidence=confidence, delta=float(delta))
+    return ScoreAudit(epsilon_lower=b["epsilon_lower"], mu_lower=b["mu_lower"], delta=float(delta),
+                      confidence=float(confidence), n0=int(c0.size), k0=k0, n1=int(c1.size), k1=k1,
+                      event=sel.event, selection=sel, selection_fraction=float(selection_fraction),
+                      fpr_upper=b["fpr_upper"], fnr_upper=b["fnr_upper"])
+
+
+def _as_scores(v, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(v, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise DpledgerError(f"{name} must be numbers") from None
+    if np.isnan(arr).any():
+        raise DpledgerError(f"{name} contain NaN")
+    return arr
+
+
+__all__ = ["cp_upper", "cp_lower", "epsilon_from_rates", "mu_from_rates", "rates_upper",
+           "bounds_from_counts", "audit_scores", "select_event", "threshold_grid", "Event",
+           "ScoreAudit", "Selection", "split_sizes", "GRID_SIZE", "DEFAULT_SELECTION_FRACTION",
+           "DEFAULT_CONFIDENCE"]
