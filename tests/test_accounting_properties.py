@@ -21,7 +21,7 @@ from dpledger.accounting.gdp import gdp_delta, gdp_epsilon
 from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLaplaceRelease,
                                           GaussianRelease, LaplaceRelease, PureEpsilonRelease)
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 # Monotone up to SPEC §3's invariant tolerance a ≤ b·(1 + 1e-12): a root solver on a float
 # function is only monotone to a few ulps (μ = 1 vs 1.0000000000000004 at δ = 1e-6 gives

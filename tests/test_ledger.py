@@ -22,7 +22,7 @@ from dpledger.accounting.ledger import RewardLedger, RowBuffer
 from dpledger.accounting.releases import (DiscreteLaplaceRelease, GaussianRelease,
                                           LaplaceRelease, PureEpsilonRelease)
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 PURE_POOL = [LaplaceRelease.from_epsilon(0.5), LaplaceRelease.from_epsilon(0.25),
