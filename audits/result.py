@@ -64,8 +64,8 @@ def _summary_of_block(block: dict) -> dict:
 
 
 def currency_of(cert: dict) -> str:
-    """"mu" for GDP certificates, else "epsilon"."""
-    return "mu" if cert.get("gdp_mu") is not None else "epsilon"
+    """"mu" for Gaussian (GDP) certificates — a finite μ and no finite pure ε — else "epsilon"."""
+    return "mu" if cert.get("gdp_mu") is not None and cert.get("pure_epsilon") is None else "epsilon"
 
 
 def gdp_epsilon_lower(mu_lower: float, delta: float = GDP_DELTA) -> float:
