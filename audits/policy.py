@@ -37,7 +37,7 @@ from numba import njit
 from dpledger.audits.pairs import NeighbourPair, default_pair
 from dpledger.audits.result import AuditResult, certificate_summary, currency_of, GDP_DELTA
 from dpledger.audits.stats import (DEFAULT_CONFIDENCE, DEFAULT_SELECTION_FRACTION, audit_scores,
-                                   split_sizes)
+                                   check_options, split_sizes)
 from dpledger.errors import DpledgerError, check_count
 
 CHUNK = 2048
@@ -211,6 +211,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     if mode not in ("whitebox", "blackbox"):
         raise DpledgerError(f"mode must be 'whitebox' or 'blackbox', got {mode!r}")
     trials = check_count("trials", trials, minimum=2)
+    _, selection_fraction = check_options(confidence, selection_fraction)
     seed = check_count("seed", seed, minimum=0)
     workers = check_count("workers", workers, minimum=1)
     if score != "auto" and score not in SCORES:
@@ -267,7 +268,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                         arm=arm, t_star=t_star, workers=workers, progress=tick)
         f1 = run_trials(policy, env1, T, trials, seed=seed, side=1, stop=stop, capture=False,
                         arm=arm, t_star=t_star, workers=workers, progress=tick)
-        m0, _ = split_sizes(trials, selection_fraction) if 0 < selection_fraction < 1 else (1, 0)
+        m0, _ = split_sizes(trials, selection_fraction)
         s0, s1, info = blackbox_scores(f0, f1, arm, m0, m0, score)
         score_used = score
     elapsed = time.perf_counter() - t0

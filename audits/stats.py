@@ -254,6 +254,15 @@ class ScoreAudit:
                 "selection_criterion": self.selection.criterion}
 
 
+def check_options(confidence, selection_fraction) -> tuple[float, float]:
+    """(α, selection fraction) after validation: confidence and fraction in (0, 1)."""
+    alpha = _alpha(confidence)
+    if isinstance(selection_fraction, bool) or not isinstance(selection_fraction, (int, float)) \
+            or not 0.0 < float(selection_fraction) < 1.0:
+        raise DpledgerError(f"selection_fraction must lie in (0, 1), got {selection_fraction!r}")
+    return alpha, float(selection_fraction)
+
+
 def audit_scores(scores0, scores1, *, confidence: float = DEFAULT_CONFIDENCE,
                  selection_fraction: float = DEFAULT_SELECTION_FRACTION, delta: float = 0.0,
                  currency: str = "epsilon", grid_size: int = GRID_SIZE) -> ScoreAudit:
@@ -263,12 +272,9 @@ def audit_scores(scores0, scores1, *, confidence: float = DEFAULT_CONFIDENCE,
     trials (the selection picks one).  ``currency`` ("epsilon" or "mu") is what the selection
     maximises; both bounds are reported from the same counts.  See the module docstring for the
     statistics and their sources."""
-    alpha = _alpha(confidence)
+    alpha, selection_fraction = check_options(confidence, selection_fraction)
     if currency not in ("epsilon", "mu"):
         raise DpledgerError(f"currency must be 'epsilon' or 'mu', got {currency!r}")
-    if isinstance(selection_fraction, bool) or not isinstance(selection_fraction, (int, float)) \
-            or not 0.0 < float(selection_fraction) < 1.0:
-        raise DpledgerError(f"selection_fraction must lie in (0, 1), got {selection_fraction!r}")
     if not (isinstance(delta, (int, float)) and 0.0 <= delta < 1.0):
         raise DpledgerError(f"delta must lie in [0, 1), got {delta!r}")
     grid_size = check_count("grid size", grid_size, minimum=1)
@@ -311,6 +317,6 @@ def _as_scores(v, name: str) -> np.ndarray:
 
 
 __all__ = ["cp_upper", "cp_lower", "epsilon_from_rates", "mu_from_rates", "rates_upper",
-           "bounds_from_counts", "audit_scores", "select_event", "threshold_grid", "Event",
+           "bounds_from_counts", "audit_scores", "check_options", "select_event", "threshold_grid", "Event",
            "ScoreAudit", "Selection", "split_sizes", "GRID_SIZE", "DEFAULT_SELECTION_FRACTION",
            "DEFAULT_CONFIDENCE"]
