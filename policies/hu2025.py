@@ -56,16 +56,16 @@ def max_epoch(T: int, K: int) -> int:
     return r
 
 
-@njit(cache=True)
-def epoch_gaussian_noise(rng, sigma, pending, arm):
-    """N(0, σ²) for the current epoch mean of ``arm``, recorded in the same call: ``pending``
-    counts the samples of the arm's current model; they become one ledger row (arm, epoch
-    start, start + n, log2 n, count) when the model is replaced or the run ends."""
-    pending[arm] += 1
-    return rng.normal(0.0, sigma)
+@njit(cache=True, inline="always")
+def epoch_gaussian_noise(rng, sigma, count):
+    """N(0, σ²) for an arm's current epoch mean, recorded in the same call: returns (noise,
+    count + 1), ``count`` the samples drawn from the arm's current model (the caller keeps it in
+    ``pending[arm]``); they become one ledger row (arm, epoch start, start + n, log2 n, count)
+    when the model is replaced or the run ends."""
+    return rng.normal(0.0, sigma), count + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _flush(rows, n, pending, arm, start, size, rid):
     if pending[arm] > 0:
         rows[0, n] = arm
@@ -113,7 +113,7 @@ def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
         else:
             for j in range(K):
                 if h[j] >= 1:
-                    noise = epoch_gaussian_noise(rng, sig[j], pending, j)
+                    noise, pending[j] = epoch_gaussian_noise(rng, sig[j], pending[j])
                     theta[j] = mu_hat[j] + noise
                     draws += 1
                     h[j] -= 1

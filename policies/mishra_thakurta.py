@@ -62,7 +62,7 @@ def bit_length(n: int) -> int:
     return int(n).bit_length()
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tree_noise(rng, scale, rows, slot, arm, offset, n_items, levels, release_id):
     """Lap(scale) for one p-sum of ``arm``'s tree; writes (updates) the tree record in row
     ``slot`` in the same call: columns (arm, offset, n_items, −(release_id + 1), levels) — the
@@ -89,7 +89,7 @@ def split_tree_records(out: RunOutput) -> RunOutput:
 
 # ---- DP-UCB --------------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def dp_ucb_index(r, n, lt, gamma_, experimental):
     """r/n + √(2 ln t/n) + Γ/n (printed) or r/n + √(max(r,0)·ln t)/n + ln t/n (experimental)."""
     if experimental:

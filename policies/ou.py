@@ -43,18 +43,20 @@ from dpledger.policies.rules import argmax_random_tie
 GAUSS_PREFIX = -1          # release-id marker of an inline Gaussian prefix row in the kernel buffer
 
 
-@njit(cache=True)
-def prefix_gaussian_noise(rng, sigma, pending, arm, k):
-    """N(0, σ²) for a statistic over the first ``k`` observations of ``arm``, recorded in the
-    same call: ``pending[arm]`` counts the draws made at the arm's current prefix length; it
-    becomes one inline Gaussian row (arm, 0, k, count) when k changes or the run ends
-    (:func:`flush_prefix_row`).  A draw at k = 0 reads no reward and records nothing."""
+@njit(cache=True, inline="always")
+def prefix_gaussian_noise(rng, sigma, count, k):
+    """N(0, σ²) for a statistic over the first ``k`` observations of an arm, recorded in the same
+    call: returns (noise, count + 1) where ``count`` is the number of draws the arm made at its
+    current prefix length (the caller stores it in ``pending[arm]``); the pending draws become
+    one inline Gaussian row (arm, 0, k, count) when k changes or the run ends
+    (:func:`flush_prefix_row`).  A draw at k = 0 reads no reward and records nothing.  (Scalar
+    in, scalar out: a helper that mutates the pending array costs 2× in the round loop.)"""
     if k > 0:
-        pending[arm] += 1
-    return rng.normal(0.0, sigma)
+        count += 1
+    return rng.normal(0.0, sigma), count
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def flush_prefix_row(rows, n, pending, arm, k):
     """Write the pending draws of ``arm`` at prefix length ``k`` as row n; returns the new n."""
     if pending[arm] > 0:
@@ -94,7 +96,7 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
         else:
             for j in range(K):
                 mean = S[j] * inv[j]
-                noise = prefix_gaussian_noise(rng, sig[j], pending, j, k[j])
+                noise, pending[j] = prefix_gaussian_noise(rng, sig[j], pending[j], k[j])
                 theta[j] = mean + noise
                 draws += 1
                 if full_capture:

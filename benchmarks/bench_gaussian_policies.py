@@ -1,0 +1,143 @@
+"""SPEC §8 P1 and P4 for the Gaussian and tree policies (a command, never a timed test).
+
+    python benchmarks/bench_gaussian_policies.py [--horizon 1000000] [--runs 3] [--arms 5]
+
+P1: run-rounds per second per core, in process, warm compile: the policy kernel alone
+(``policy.run_one``) and ``simulate`` (kernel + ledger ingestion), for TS-Gaussian, DP-UCB (both
+widths), M-TS-Gaussian (b = 10), DP-TS-UCB and private TS (gap estimation off).
+P4: ledger overhead = (a) in the kernel: the same rule with its ledger writes stripped
+(benchmark-only copies below, never used by the package) against the real kernel; (b) outside
+the kernel: ``simulate`` time minus kernel time (row ingestion, segments, stream lengths).
+Target: P1 ≥ 1e7 run-rounds/s for TS-Gaussian and DP-UCB; P4 ≤ 10 %.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from numba import njit
+
+from dpledger.mechanisms.counters import binary_commit, binary_new, binary_output, binary_push
+from dpledger.policies.environments import bernoulli, draw_reward
+from dpledger.policies.mishra_thakurta import dp_ucb_index
+from dpledger.policies.registry import make_policy
+from dpledger.policies.rules import argmax_random_tie
+from dpledger.policies.simulator import run_generator, simulate
+
+
+# ---- benchmark-only copies of the rules without ledger writes (for P4 (a)) ----------------------
+
+@njit(cache=True)
+def _ts_no_ledger(rng, env, T, K, c):
+    S = np.zeros(K)
+    k = np.zeros(K, np.int64)
+    inv = np.ones(K)
+    sig = np.full(K, np.sqrt(c))
+    theta = np.zeros(K)
+    acc = 0
+    for t in range(1, T + 1):
+        for j in range(K):
+            theta[j] = S[j] * inv[j] + rng.normal(0.0, sig[j])
+        a = argmax_random_tie(theta, rng)
+        x = draw_reward(rng, env, a, t - 1)
+        S[a] += x
+        k[a] += 1
+        inv[a] = 1.0 / (k[a] + 1.0)
+        sig[a] = np.sqrt(c * inv[a])
+        acc += a
+    return acc
+
+
+@njit(cache=True)
+def _dp_ucb_no_ledger(rng, env, T, K, eps0, gamma_, experimental):
+    fs0, is0 = binary_new(T, 0)
+    levels = is0[1]
+    scale = levels / eps0
+    bfs = np.zeros((K, fs0.size))
+    bis = np.zeros((K, 4), np.int64)
+    for a in range(K):
+        bis[a] = is0
+    r = np.zeros(K)
+    n = np.zeros(K)
+    idx = np.zeros(K)
+    acc = 0
+    for t in range(1, T + 1):
+        if t <= K:
+            a = t - 1
+        else:
+            lt = np.log(t)
+            for j in range(K):
+                idx[j] = dp_ucb_index(r[j], n[j], lt, gamma_, experimental)
+            a = argmax_random_tie(idx, rng)
+        x = draw_reward(rng, env, a, t - 1)
+        code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
+        noise = rng.laplace(0.0, scale)
+        binary_commit(bfs[a], bis[a], code, value + noise)
+        r[a] = binary_output(bfs[a], bis[a])
+        n[a] += 1.0
+        acc += a
+    return acc
+
+
+def _best(fn, reps):
+    best = np.inf
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--horizon", type=int, default=10 ** 6)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--arms", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args(argv)
+    T, R, K = args.horizon, args.runs, args.arms
+    means = np.linspace(0.9, 0.3, K)
+    env = bernoulli(means)
+    et = env.as_tuple()
+    cases = [("ts-gaussian", {}), ("mts-gaussian", {"b": 10, "c": 2.0}),
+             ("dp-ts-ucb", {"alpha": 0.5}), ("dp-ucb", {}),
+             ("dp-ucb", {"width": "experimental", "per_tree_budget": "full"}),
+             ("dp-ts-mt", {"gap_estimation": False, "random_pulls": 50})]
+    print(f"T = {T}, runs = {R}, K = {K}, best of {args.reps}; one core")
+    print(f"{'policy':44s} {'kernel r-r/s':>14s} {'simulate r-r/s':>15s} {'ledger outside':>15s}")
+    kernel_time = {}
+    for name, params in cases:
+        pol = make_policy(name, **params)
+        pol.run_one(run_generator(0, 0), et, min(T, 1000))          # warm the compile cache
+
+        def kernels():
+            for i in range(R):
+                pol.run_one(run_generator(0, i), et, T)
+
+        tk = _best(kernels, args.reps)
+        ts = _best(lambda: simulate(pol, env, T, seed=0, runs=R), args.reps)
+        label = name + (" " + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
+        kernel_time[(name, tuple(sorted(params.items())))] = tk
+        print(f"{label:44s} {R * T / tk:14.3e} {R * T / ts:15.3e} {(ts - tk) / ts:14.1%}")
+
+    print("\nP4 (a): in-kernel ledger writes — real kernel vs the same rule without them")
+    c_ts = _ts_no_ledger
+    c_ts(run_generator(0, 0), et, 1000, K, 1.0)
+    t_plain = _best(lambda: [c_ts(run_generator(0, i), et, T, K, 1.0) for i in range(R)],
+                    args.reps)
+    t_real = kernel_time[("ts-gaussian", ())]
+    print(f"  ts-gaussian: real {t_real:.3f} s, without ledger {t_plain:.3f} s, overhead "
+          f"{(t_real - t_plain) / t_real:.1%}")
+    pol = make_policy("dp-ucb")
+    kp = pol.kernel_params(T, K)
+    _dp_ucb_no_ledger(run_generator(0, 0), et, 1000, K, kp[0], kp[1], False)
+    t_plain = _best(lambda: [_dp_ucb_no_ledger(run_generator(0, i), et, T, K, kp[0], kp[1], False)
+                             for i in range(R)], args.reps)
+    t_real = kernel_time[("dp-ucb", ())]
+    print(f"  dp-ucb:      real {t_real:.3f} s, without ledger {t_plain:.3f} s, overhead "
+          f"{(t_real - t_plain) / t_real:.1%}")
+
+
+if __name__ == "__main__":
+    main()
