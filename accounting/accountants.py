@@ -74,7 +74,7 @@ class PureAccountant:
         _require(self, comp, adaptive)
         if adaptive:
             return comp.pure_epsilon()
-        return _pure_curve(comp).epsilon(delta)
+        return _memo(("pure", comp, delta), lambda: _pure_curve(comp).epsilon(delta))
 
     def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
         check_nonnegative("epsilon", epsilon)
@@ -87,6 +87,17 @@ class PureAccountant:
 
 
 _PURE_CACHE: dict[Composition, PureComposition] = {}
+_VALUES: dict[tuple, float] = {}
+
+
+def _memo(key: tuple, compute) -> float:
+    """Results of the two expensive accountants, per (accountant, composition, δ)."""
+    value = _VALUES.get(key)
+    if value is None:
+        if len(_VALUES) > 20_000:
+            _VALUES.clear()
+        value = _VALUES[key] = compute()
+    return value
 
 
 def _pure_curve(comp: Composition) -> PureComposition:
@@ -174,7 +185,7 @@ class PldAccountant:
         _require(self, comp, adaptive)
         if self.supports_delta(delta) != OK:
             raise DpledgerError(f"pld: {self.supports_delta(delta)}")
-        return _pld.pld_epsilon(comp, delta)
+        return _memo(("pld", comp, delta), lambda: _pld.pld_epsilon(comp, delta))
 
     def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
         check_nonnegative("epsilon", epsilon)

@@ -286,3 +286,41 @@ class Composition:
 
         walk(event, 1)
         return cls.of(pairs)
+
+
+def maximal_compositions(compositions: Sequence[Composition]) -> list[Composition]:
+    """The distinct compositions not dominated by another, in a canonical order.
+
+    B is dominated by A when A holds every release of B at least as often (Gaussian parts
+    compared by total μ²): every accountant's bound for A is then at least B's (each composes
+    monotonically; a PLD value for A is an upper bound on A's exact curve, which is at least
+    B's), so the pointwise maximum over the remaining compositions bounds every reward.
+    """
+    import json
+
+    distinct = sorted(set(compositions), key=lambda c: json.dumps(c.to_json()))
+    if len(distinct) <= 1:
+        return distinct
+    keys: dict[tuple, int] = {}
+    rows = []
+    for c in distinct:
+        feat: dict[int, float] = {}
+        mu2 = 0.0
+        for r, n in c.items:
+            if isinstance(r, GaussianRelease):
+                mu2 += n * r.mu2
+            else:
+                feat[keys.setdefault(r.normal_form(), len(keys))] = float(n)
+        rows.append((feat, mu2))
+    m = np.zeros((len(distinct), len(keys) + 1))
+    for i, (feat, mu2) in enumerate(rows):
+        for k, v in feat.items():
+            m[i, k] = v
+        m[i, -1] = mu2
+    keep = []
+    for i in range(len(distinct)):
+        ge = np.all(m >= m[i], axis=1)
+        gt = np.any(m > m[i], axis=1)
+        if not np.any(ge & gt):
+            keep.append(distinct[i])
+    return keep

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from dpledger.accounting.accountants import ACCOUNTANTS, OK, BestAccountant
-from dpledger.accounting.composition import Composition
+from dpledger.accounting.composition import Composition, maximal_compositions
 from dpledger.accounting.pld import PldSkipped
 from dpledger.errors import DpledgerError, check_delta
 
@@ -56,15 +56,7 @@ def _finite(x: float | None) -> tuple[float | None, str]:
 
 
 def _dedupe(compositions: Sequence[Composition]) -> list[Composition]:
-    """Distinct compositions; among all-Gaussian ones only the largest μ can be the maximum
-    (ε(δ) of a Gaussian increases with μ), so the rest are dropped."""
-    # canonical order, so the result never depends on how runs were split across workers
-    seen = sorted(dict.fromkeys(compositions), key=lambda c: json.dumps(c.to_json()))
-    gauss = [c for c in seen if c.all_gaussian()]
-    if len(gauss) > 1:
-        top = max(gauss, key=lambda c: c.gdp_mu2())
-        seen = [c for c in seen if not c.all_gaussian() or c is top]
-    return seen
+    return maximal_compositions(compositions)
 
 
 def privacy_block(compositions: Sequence[Composition], deltas: Sequence[float] = DEFAULT_DELTAS,

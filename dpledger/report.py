@@ -22,7 +22,7 @@ import numpy as np
 
 from dpledger.accounting.accountants import OK
 from dpledger.accounting.certificate import Certificate, Theorem
-from dpledger.accounting.composition import Composition
+from dpledger.accounting.composition import Composition, maximal_compositions
 from dpledger.accounting.numerics import le_tol
 from dpledger.accounting.schema import (ACCOUNTANT_ORDER, SCHEMA_VERSION, delta_key, parse_deltas,
                                         privacy_block)
@@ -70,15 +70,8 @@ def realized_block(compositions: Sequence[Composition], deltas: Sequence[float],
 
 
 def _stored(compositions: Sequence[Composition]) -> list[Composition]:
-    """The compositions ``verify`` needs to recompute the realized block: distinct ones, and
-    among all-Gaussian ones only the largest μ (it dominates the rest)."""
-    import json
-    comps = sorted(dict.fromkeys(compositions), key=lambda c: json.dumps(c.to_json()))
-    gauss = [c for c in comps if c.all_gaussian()]
-    if len(gauss) > 1:
-        top = max(gauss, key=lambda c: c.gdp_mu2())
-        comps = [c for c in comps if not c.all_gaussian() or c is top]
-    return comps
+    """The compositions ``verify`` needs to recompute the realized block: the maximal ones."""
+    return maximal_compositions(compositions)
 
 
 def checks(theorem: dict, certificate: dict, realized: dict) -> dict:
