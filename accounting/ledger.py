@@ -419,6 +419,41 @@ class RewardLedger:
         return Composition.gaussian_total(self._inline_mu2_exact(run, arm, index),
                                           [(self.releases[i], c) for i, c in pairs.items()])
 
+    def _signature_groups(self, pt: PieceTotals) -> np.ndarray:
+        """Group id per piece by its interned-release counts (inline Gaussian μ² aside)."""
+        if pt.counts.shape[0] == 0:
+            return np.zeros(pt.start.size, dtype=np.int64)
+        _, inv = np.unique(pt.counts.T, axis=0, return_inverse=True)
+        return inv.ravel()
+
+    def n_distinct_compositions(self) -> int:
+        """Number of distinct per-reward compositions (inline μ² compared as floats)."""
+        pt = self.piece_totals()
+        if pt.start.size == 0:
+            return 0
+        grp = self._signature_groups(pt)
+        return int(np.unique(np.stack([grp.astype(np.float64), pt.mu2_inline]), axis=1).shape[1])
+
+    def maximal_compositions(self) -> list[Composition]:
+        """The per-reward compositions that can be a maximum in some currency: per group of
+        equal release counts, the rewards with the largest inline Gaussian μ² (within 1e-9,
+        recomputed exactly); then :func:`maximal_compositions` over those.  Cost: one pass over
+        the pieces plus one exact scan per candidate, never pieces × rows."""
+        from dpledger.accounting.composition import maximal_compositions
+        pt = self.piece_totals()
+        if pt.start.size == 0:
+            return []
+        grp = self._signature_groups(pt)
+        mu2 = pt.mu2_inline
+        top = np.full(grp.max() + 1, -np.inf)
+        np.maximum.at(top, grp, mu2)
+        cand = np.flatnonzero(mu2 >= top[grp] * (1 - 1e-9) - 1e-300)
+        # one representative per (group, float μ²) among the candidates
+        _, first = np.unique(np.stack([grp[cand].astype(np.float64), mu2[cand]]), axis=1,
+                             return_index=True)
+        comps = [self.piece_composition(pt, int(cand[i])) for i in first[:512]]
+        return maximal_compositions(comps)
+
     def distinct_compositions(self) -> list[tuple[Composition, int]]:
         """Each distinct per-reward composition with the number of rewards that have it."""
         pt = self.piece_totals()

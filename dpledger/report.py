@@ -79,6 +79,8 @@ def checks(theorem: dict, certificate: dict, realized: dict) -> dict:
     details = []
 
     def cmp(kind: str, what: str, a, a_status, b, b_status):
+        if a_status == "not_applicable" or b_status == "not_applicable":
+            return          # a side that states nothing in this currency bounds nothing
         if a_status == "unbounded" and b_status == "unbounded":
             ok = True
         elif b_status == "unbounded":
@@ -147,7 +149,7 @@ def build_run_report(res: SimulationResult, deltas: Sequence[float] | None = Non
     theorem = theorem_block(policy.theorem(T, K), deltas)
     certificate = certificate_block(policy.certificate(T, K), deltas)
     ledger = res.ledger
-    comps = [c for c, _ in ledger.distinct_compositions()] or [Composition()]
+    comps = ledger.maximal_compositions() or [Composition()]
     worst = ledger.worst_reward(deltas)
     worst_json = None
     if worst is not None:
@@ -185,7 +187,7 @@ def build_run_report(res: SimulationResult, deltas: Sequence[float] | None = Non
             "checks": checks(theorem, certificate, realized),
         },
         "ledger": {"rows": ledger.n_rows(), "distinct_releases": len(ledger.releases),
-                   "distinct_compositions": len(comps),
+                   "distinct_compositions": ledger.n_distinct_compositions(),
                    "noise_draws": int(sum(res.noise_draws))},
     }
     return report

@@ -68,7 +68,7 @@ def reference(pol, rng, env, T, capture=None):
 def checks_hold(report):
     """SPEC §2 invariants from run.json's checks.  A certificate pure ε that is unbounded while
     the theorem states no pure ε (a GDP theorem) is not a comparison: report.checks currently
-    counts it as a failure (see the xfail below), so it is skipped here."""
+    used to count it as a failure; it is skipped here as well."""
     p = report["privacy"]
     th = p["theorem"]
     bad = []
@@ -157,8 +157,6 @@ def test_dp_ts_ucb_finding_when_budget_rounds_up():
     assert chk["realized_le_certificate"]
 
 
-@pytest.mark.xfail(strict=True, reason="report.checks compares a certificate's unbounded pure ε "
-                   "with a GDP theorem's not_applicable pure ε and fails it (report.py)")
 def test_report_checks_gaussian_theorem_without_pure_epsilon():
     pol = make_policy("ts-gaussian")
     rep = build_run_report(simulate(pol, bernoulli([0.8, 0.3]), 200, seed=1, runs=1),
@@ -339,22 +337,16 @@ def _cli(*args, timeout):
                           text=True, timeout=timeout)
 
 
-def _only_report_pure_bug(rep):
-    """True when every failed check is the pure-ε comparison of a GDP theorem (report.py bug)."""
-    return not checks_hold(rep)
-
-
 def test_cli_run_ts_gaussian_small(tmp_path):
-    """A Gaussian run finishes quickly with PLD skipped.  The CLI currently exits 1 because of
-    the report.checks pure-ε comparison (xfail above); nothing else may fail."""
+    """A Gaussian run finishes quickly with PLD skipped and every check holding."""
     import json
     out = tmp_path / "run.json"
     t0 = time.time()
     r = _cli("run", "mts-gaussian", "--set", "b=2", "--set", "c=2", "--means", "0.9,0.5",
              "--horizon", "2000", "--runs", "2", "--seed", "0", "--out", str(out), timeout=120)
-    assert r.returncode in (0, 1), r.stderr
+    assert r.returncode == 0, r.stderr
     rep = json.loads(out.read_text())
-    assert _only_report_pure_bug(rep), checks_hold(rep)
+    assert rep["privacy"]["checks"]["certificate_le_theorem"]
     assert rep["privacy"]["checks"]["realized_le_certificate"]
     assert rep["privacy"]["certificate"]["epsilon_status"]["pld"]["1e-06"].startswith("skipped")
     assert rep["privacy"]["realized"]["epsilon_status"]["pld"]["1e-06"].startswith("skipped")
@@ -362,10 +354,6 @@ def test_cli_run_ts_gaussian_small(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="(1) report.checks pure-ε bug makes the CLI exit 1; "
-                   "(2) ledger.distinct_compositions recomputes each piece's inline μ² by "
-                   "scanning every Gaussian row (O(pieces × rows)) and TS-Gaussian has one "
-                   "distinct composition per reward: T = 1e5 takes many minutes (T = 1e4: ~20 s)")
 def test_cli_run_ts_gaussian_1e5_finishes_quickly(tmp_path):
     T = 10 ** 5 if FULL else 5000
     t0 = time.time()

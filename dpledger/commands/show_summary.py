@@ -30,7 +30,7 @@ def summary_text(rep: dict) -> str:
         b = priv[name]
         lines.append(f"  {name:12s} {_fmt(b['pure_epsilon']):>10s} {_fmt(b['gdp_mu']):>10s} "
                      f"{_fmt(b['epsilon_at_delta'][d]):>16s}")
-    lines.append(f"  realized is a {real['label'].split(':')[0]}")
+    lines.append(f"  realized: {real['label'].split(':')[0]}")
     chk = priv["checks"]
     mark = {True: "holds", False: "VIOLATED"}
     lines.append(f"checks: realized ≤ certificate {mark[chk['realized_le_certificate']]}; "

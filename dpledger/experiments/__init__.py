@@ -1,0 +1,30 @@
+"""Paper reproductions: ``dpledger experiment NAME [--quick]`` (SPEC §7–§8).
+
+Each experiment module defines ``NAME``, ``TITLE``, ``configs(quick) -> list[RunConfig]`` and
+``summarize(reports, out, quick) -> Summary`` (plots, table rows, claims with numbers).  The
+shared runner (:func:`run_experiment`) runs the sweep (resumable, local pool or Dask), then
+writes ``experiment.json`` (full configuration, seeds, ``quick``), ``table.csv``, ``table.md``,
+``claims.md`` and the plots, and prints where they are.
+
+``--quick``: every policy, parameter class and plot of the full experiment at T ≤ 2·10⁴ and
+R ≤ 3, grids thinned to their ends and middle; the same files with ``quick: true``.
+"""
+from __future__ import annotations
+
+import importlib
+
+EXPERIMENTS = {
+    "hu-hegde-2022": "hu_hegde_2022",
+    "azize-basu-2022": "azize_basu_2022",
+    "ou-2024": "ou_2024",
+    "hu-2025": "hu_2025",
+    "mishra-thakurta-2015": "mishra_thakurta_2015",
+}
+
+
+def experiment_module(name: str):
+    from dpledger.errors import DpledgerError
+    mod = EXPERIMENTS.get(name)
+    if mod is None:
+        raise DpledgerError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+    return importlib.import_module(f"dpledger.experiments.{mod}")

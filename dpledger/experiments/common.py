@@ -1,0 +1,211 @@
+"""The experiment runner and shared helpers (thinning grids, tables, plots, claims)."""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from dpledger.accounting.schema import write_json_atomic
+from dpledger.sweep import RunConfig, executor_for, run_sweep
+
+QUICK_T = 20_000
+QUICK_R = 3
+
+
+def thin(grid: Sequence, quick: bool) -> list:
+    """Ends and middle of a grid in quick mode."""
+    grid = list(grid)
+    if not quick or len(grid) <= 3:
+        return grid
+    return [grid[0], grid[len(grid) // 2], grid[-1]]
+
+
+def horizon(T: int, quick: bool) -> int:
+    return min(T, QUICK_T) if quick else T
+
+
+def runs(R: int, quick: bool) -> int:
+    return min(R, QUICK_R) if quick else R
+
+
+@dataclass
+class Claim:
+    """A qualitative claim of the paper, and whether the reproduction confirms it."""
+
+    text: str
+    confirmed: bool | None          # None: not testable at this size
+    evidence: str
+
+    def line(self) -> str:
+        mark = {True: "confirmed", False: "NOT confirmed", None: "not testable here"}[self.confirmed]
+        return f"- {self.text} — **{mark}**: {self.evidence}"
+
+
+@dataclass
+class Summary:
+    table: list[dict]
+    plots: list[str]
+    claims: list[Claim]
+    notes: list[str] = field(default_factory=list)
+
+
+def final_regret(rep: dict) -> tuple[float, float]:
+    r = rep["regret"]
+    return r["final_mean"], (r["final_std"] or 0.0)
+
+
+def privacy_row(rep: dict, delta: str = "1e-06") -> dict:
+    p = rep["privacy"]
+    return {
+        "theorem_pure_eps": p["theorem"]["pure_epsilon"],
+        "theorem_gdp_mu": p["theorem"]["gdp_mu"],
+        "certificate_pure_eps": p["certificate"]["pure_epsilon"],
+        "certificate_gdp_mu": p["certificate"]["gdp_mu"],
+        "certificate_eps_at_1e-6": p["certificate"]["epsilon_at_delta"].get(delta),
+        "realized_pure_eps": p["realized"]["pure_epsilon"],
+        "realized_gdp_mu": p["realized"]["gdp_mu"],
+        "checks_ok": p["checks"]["realized_le_certificate"] and (
+            p["checks"]["certificate_le_theorem"] or bool(p["checks"].get("theorem_finding"))),
+    }
+
+
+def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
+                   scheduler: str | None = None, quiet: bool = False,
+                   cell_runs: int | None = None) -> dict:
+    configs: list[RunConfig] = module.configs(quick)
+    os.makedirs(out, exist_ok=True)
+    executor = executor_for(workers, scheduler)
+    cell = cell_runs or (1 if quick else 5)
+    reports = run_sweep(configs, out, executor, cell_runs=cell, quiet=quiet)
+    summary: Summary = module.summarize(reports, out, quick)
+    meta = {"experiment": module.NAME, "title": module.TITLE, "quick": quick,
+            "configs": [c.to_json() for c in configs], "choices": getattr(module, "CHOICES", []),
+            "notes": summary.notes, "claims": [c.__dict__ for c in summary.claims],
+            "table": summary.table}
+    write_json_atomic(os.path.join(out, "experiment.json"), meta)
+    _write_table(summary.table, out)
+    with open(os.path.join(out, ".claims.md.tmp"), "w") as fh:
+        fh.write(f"# {module.TITLE}{' (quick)' if quick else ''}\n\n")
+        fh.write("\n".join(c.line() for c in summary.claims) + "\n")
+        if getattr(module, "CHOICES", None):
+            fh.write("\nSettings the paper does not state (our choices):\n")
+            fh.write("\n".join(f"- {c}" for c in module.CHOICES) + "\n")
+    os.replace(os.path.join(out, ".claims.md.tmp"), os.path.join(out, "claims.md"))
+    if not quiet:
+        sys.stdout.write(f"{module.TITLE}{' (quick)' if quick else ''}: {len(configs)} "
+                         f"simulations\n")
+        sys.stdout.write(_markdown(summary.table[:40]))
+        for c in summary.claims:
+            sys.stdout.write(c.line() + "\n")
+        sys.stdout.write(f"wrote {out}/experiment.json, table.csv, table.md, claims.md, runs/*.json"
+                         + "".join(f", {os.path.basename(p)}" for p in summary.plots) + "\n")
+    return {"reports": reports, "summary": summary, "meta": meta}
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}" if math.isfinite(v) else str(v)
+    return "" if v is None else str(v)
+
+
+def _markdown(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    cols = list(rows[0])
+    out = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
+    for r in rows:
+        out += "| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |\n"
+    return out
+
+
+def _write_table(rows: list[dict], out: str) -> None:
+    if not rows:
+        return
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in r.items()})
+    for name, text in (("table.csv", buf.getvalue()), ("table.md", _markdown(rows))):
+        tmp = os.path.join(out, f".{name}.tmp")
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, os.path.join(out, name))
+
+
+def plot_regret_panels(groups: dict[str, list[tuple[str, dict]]], path: str, title: str) -> str:
+    """One panel per group (e.g. per ε), one line per policy with its 95 % band."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    n = len(groups)
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
+    for ax, (gname, lines) in zip(axes.ravel(), groups.items()):
+        for label, rep in lines:
+            c = rep["regret"]["curve"]
+            ax.plot(c["t"], c["mean"], label=label)
+            ax.fill_between(c["t"], c["lo"], c["hi"], alpha=0.2)
+        ax.set_xscale("log")
+        ax.set_title(gname, fontsize=9)
+        ax.set_xlabel("round t")
+        ax.set_ylabel("pseudo-regret")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in axes.ravel()[n:]:
+        ax.axis("off")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+def plot_tradeoff(series: dict[str, list[tuple[float, float, float]]], path: str, xlabel: str,
+                  title: str, logx: bool = True, extra: dict | None = None) -> str:
+    """Final regret (mean ± 1.96·std/√R) against a privacy parameter, one line per series."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for name, pts in series.items():
+        pts = sorted(pts)
+        ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts],
+                    marker="o", capsize=3, label=name)
+    for name, (xs, ys) in (extra or {}).items():
+        ax.plot(xs, ys, "k--", label=name)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("pseudo-regret at T")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+def _save(fig, path: str) -> None:
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    os.replace(tmp, path)
+
+
+def band(rep: dict) -> float:
+    R = rep["runs"]
+    std = rep["regret"]["final_std"] or 0.0
+    return 1.96 * std / math.sqrt(R)
+
+
+def compare_less(a: dict, b: dict, name_a: str, name_b: str) -> tuple[bool, str]:
+    """Is a's final regret below b's?  Evidence with means, 95 % bands and whether they separate."""
+    ma, mb = a["regret"]["final_mean"], b["regret"]["final_mean"]
+    ba, bb = band(a), band(b)
+    sep = "bands separate" if (ma + ba < mb - bb or mb + bb < ma - ba) else "bands overlap"
+    return ma < mb, f"{name_a} {ma:.4g} ± {ba:.2g} vs {name_b} {mb:.4g} ± {bb:.2g} ({sep})"
