@@ -49,6 +49,42 @@ def gaussian_row(rng, sigma, cols, n, run, arm, start, stop, release_id):
     return rng.normal(0.0, sigma)
 
 
+# -- the kernel layout ------------------------------------------------------------------------
+# Policy kernels run one run at a time and write a (5, capacity) int64 block — columns arm,
+# start, stop, release_id, count — that the simulator tags with the run index.  Same rule as
+# above: the row is written first, then the noise is drawn; inlined so a draw costs no call.
+
+@njit(cache=True, inline="always")
+def write_kernel_row(rows, n, arm, start, stop, release_id, count):
+    """Write row ``n`` of a kernel's (5, capacity) row block."""
+    if n >= rows.shape[1]:
+        raise IndexError("ledger row buffer is full")
+    rows[0, n] = arm
+    rows[1, n] = start
+    rows[2, n] = stop
+    rows[3, n] = release_id
+    rows[4, n] = count
+
+
+@njit(cache=True, inline="always")
+def laplace_noise(rng, scale, rows, n, arm, start, stop, release_id):
+    """Lap(scale) for a statistic over observations [start, stop) of ``arm``; writes row n."""
+    write_kernel_row(rows, n, arm, start, stop, release_id, 1)
+    return rng.laplace(0.0, scale)
+
+
+@njit(cache=True, inline="always")
+def gaussian_noise(rng, sigma, rows, n, arm, start, stop, release_id):
+    """N(0, σ²) for a statistic over observations [start, stop) of ``arm``; writes row n."""
+    write_kernel_row(rows, n, arm, start, stop, release_id, 1)
+    return rng.normal(0.0, sigma)
+
+
+def new_kernel_rows(capacity: int):
+    import numpy as np
+    return np.zeros((5, max(int(capacity), 1)), dtype=np.int64)
+
+
 def new_buffer(capacity: int) -> RowBuffer:
     return RowBuffer(check_count("row buffer capacity", capacity))
 

@@ -34,7 +34,7 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import KernelPolicy, Param
 from dpledger.policies.environments import draw_reward, draw_sum
-from dpledger.policies.noise import laplace_noise
+from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import argmax_random_tie, clip01, kl_ucb_newton
 
 EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")

@@ -166,7 +166,7 @@ class KernelPolicy(Policy):
 
     ``kernel(rng, env, T, K, stop, params, actions, rows, capture)`` plays rounds 1 … stop,
     writes the arm of round t to ``actions[t−1]``, ledger rows into ``rows`` (see
-    :mod:`dpledger.policies.noise`), and returns (rounds played, rows written, noise draws).
+    :mod:`dpledger.mechanisms.noise`), and returns (rounds played, rows written, noise draws).
     The per-round reference run is ``kernel.py_func`` with the same Generator.
     """
 

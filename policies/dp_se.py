@@ -31,7 +31,7 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import KernelPolicy, Param
 from dpledger.policies.environments import BERNOULLI, draw_reward, draw_sum
-from dpledger.policies.noise import laplace_noise
+from dpledger.mechanisms.noise import laplace_noise
 
 EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
 BETA = Param("beta", None, "positive", "failure probability β (default 1/T)")

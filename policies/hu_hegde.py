@@ -29,7 +29,7 @@ from dpledger.policies.environments import draw_reward
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
-from dpledger.policies.noise import laplace_noise
+from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import argmax_random_tie, clip01
 
 EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")

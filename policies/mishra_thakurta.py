@@ -50,7 +50,7 @@ from dpledger.errors import DpledgerError
 from dpledger.mechanisms.counters import (binary_commit, binary_new, binary_output, binary_push)
 from dpledger.policies.base import KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.noise import laplace_noise
+from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import argmax_random_tie
 
 BATCH_ROW = 0              # count placeholder of a random-pull batch row (filled in finish)

@@ -19,7 +19,7 @@ FAST = ["adap-ucb", "adap-klucb", "dp-se", "anytime-lazy-ucb"]
 
 _MODULES = ["dpledger.policies." + m for m in
             ("baselines", "hu_hegde", "azize_basu", "dp_se", "anytime_lazy_ucb", "rules",
-             "environments", "noise")] + ["dpledger.mechanisms.counters"]
+             "environments")] + ["dpledger.mechanisms.counters", "dpledger.mechanisms.noise"]
 
 
 @contextlib.contextmanager
