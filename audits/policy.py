@@ -112,7 +112,9 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
     cln = np.full(n, np.nan)
     if _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
-        cap = np.zeros((2, 4)) if capture else np.zeros((2, 0))
+        # one column: the witness release.  (Kernels that support full capture, e.g. the
+        # Gaussian TS of ``ou.py``, switch to it when the array has ≥ stop·K columns.)
+        cap = np.zeros((2, 1)) if capture else np.zeros((2, 0))
         _batch(type(policy).kernel, rng, env_tuple, T, K, stop, policy.kernel_params(T, K), n,
                rows, cap, edges, arm, t_star, counts, nxt, rel, cln)
     else:
@@ -181,7 +183,7 @@ def blackbox_scores(f0: dict, f1: dict, arm: int, m0: int, m1: int, which: str) 
         elif name == "fitted":
             x0 = f0["counts"].reshape(f0["counts"].shape[0], -1).astype(np.float64)
             x1 = f1["counts"].reshape(f1["counts"].shape[0], -1).astype(np.float64)
-            if x0.shape[1] == 0:
+            if x0.shape[1] == 0 or min(m0, m1) < 3:      # nothing to fit on
                 s0[name], s1[name] = np.zeros(x0.shape[0]), np.zeros(x1.shape[0])
                 continue
             w = fisher_weights(x0[:m0], x1[:m1])
