@@ -234,9 +234,11 @@ class BestAccountant:
     def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
         check_nonnegative("epsilon", epsilon)
         values = []
-        for acc in ACCOUNTANTS.values():
+        for acc in ACCOUNTANTS.values():    # pld last: skipped when it cannot matter
             if acc.supports(comp, adaptive) != OK:
                 continue
+            if acc.name == "pld" and values and min(values) < _pld.MIN_DELTA:
+                continue    # its value would be discarded below (unreliable under 1e-10)
             value = acc.delta(comp, epsilon, adaptive)
             if acc.name == "pld" and value < _pld.MIN_DELTA:
                 continue    # dp-accounting is not reliable down there (SPEC §3)

@@ -45,23 +45,24 @@ def canonical(release: Release) -> Release:
 
 
 def _snap(value: float, forward, target: float) -> float:
-    """Among floats within 8 ulps of ``value`` whose image under ``forward`` is exactly
-    ``target``, the one with the shortest repr (the value a user most likely wrote); so that
-    export → import through a reciprocal or a logarithm returns the original float."""
-    best = value
-    cand = value
-    below = [value]
-    for _ in range(8):
-        cand = math.nextafter(cand, -math.inf)
-        below.append(cand)
-    cand = value
-    for _ in range(8):
-        cand = math.nextafter(cand, math.inf)
-        below.append(cand)
-    matches = [c for c in below if c > 0 and forward(c) == target]
-    if matches:
-        best = min(matches, key=lambda c: (len(repr(c)), abs(c - value)))
-    return best
+    """Among floats within 64 ulps of ``value`` whose image under ``forward`` is exactly
+    ``target``, the one with the shortest repr (the value a user most likely wrote), so that
+    export → import through a reciprocal or a logarithm returns the original float; when no
+    candidate has a short repr, the largest (the safe side: a larger ε or scale never
+    understates a cost)."""
+    cands = [value]
+    lo = hi = value
+    for _ in range(64):
+        lo = math.nextafter(lo, -math.inf)
+        hi = math.nextafter(hi, math.inf)
+        cands += [lo, hi]
+    matches = [c for c in cands if c > 0 and forward(c) == target]
+    if not matches:
+        return value
+    shortest = min(len(repr(c)) for c in matches)
+    if shortest < 17:
+        return min((c for c in matches if len(repr(c)) == shortest), key=lambda c: abs(c - value))
+    return max(matches)
 
 
 def _rr_parameter(epsilon: float) -> float:

@@ -11,11 +11,15 @@ Storage, all numpy columns, appended in bulk:
 * **Gaussian prefix rows** ``(run, arm, start, stop, count, mu2)``: Gaussian releases given by
   their μ² inline, for families with a different σ every round (a growing prefix read every
   round, e.g. TS-Gaussian's posterior sample) — no release object per round;
-* **tree records** ``(run, arm, offset, n_items, levels, release_id)``: a binary (tree)
-  mechanism over items ``offset … offset+n_items−1`` of the arm's stream, every completed node
-  at levels ``0 … levels−1`` released once (Chan–Shi–Song 2011).  Item ``i`` (1-based in the
-  tree) lies in the level-ℓ node completed by ``n_items`` iff ``i ≤ ⌊n_items/2^ℓ⌋·2^ℓ``, so a
-  record is ``levels`` range rows of count 1;
+* **tree records** ``(run, arm, offset, n_items, levels, release_id)``: a tree over items
+  ``offset … offset+n_items−1`` of the arm's stream in which every completed dyadic node at
+  levels ``0 … levels−1`` counts as one release.  Item ``i`` (1-based in the tree) lies in the
+  level-ℓ node completed by ``n_items`` iff ``i ≤ ⌊n_items/2^ℓ⌋·2^ℓ``, so a record is
+  ``levels`` range rows of count 1 — O(log n) per tree.  The Chan–Shi–Song binary mechanism
+  releases fewer nodes (one p-sum per item: level ℓ only for odd ⌈i/2^ℓ⌉), so for it a record
+  is a sound *upper bound* per reward, exact for the tree's first item — the worst-off reward,
+  in every node of every level — hence exact for the run's maximum and for certificates; the
+  exact per-reward CSS counts would need O(n) rows per tree;
 * **segments** ``(run, arm, first_index, first_round, stride, length)``: the index → round map;
 * **streams**: the number of observations of each (run, arm).
 

@@ -20,7 +20,7 @@ from dpledger.policies.rules import argmax_random_tie, bernoulli_kl, kl_ucb_newt
 
 class NonPrivatePolicy(KernelPolicy):
     private = False
-    provenance = "baseline"
+    provenance = "faithful"     # algorithms.md A16: UCB1, KL-UCB, Beta-TS are faithful
 
     def releases(self, T, K):
         return [NonPrivateRelease()]

@@ -359,16 +359,7 @@ def test_dp_event_round_trip_sensitivity_not_one(release):
     assert Composition.from_dp_event(comp.to_dp_event()) == comp
 
 
-_SMALL_EPS_REASON = (
-    "composition.py: for small ε the export p = 2/(1+e^ε) is many-to-one (p sits next to 1, "
-    "whose ulp is ~2^7 ulps of ε at ε = 0.01), so from_dp_event's 8-ulp snap cannot find the "
-    "original: 0.2 → 0.1999999999999996, 0.05 → 0.0500000000000001, 0.01 → 0.0099999999999999 "
-    "(the imported ε can be BELOW the original, i.e. on the unsafe side)")
-
-
-@pytest.mark.parametrize("eps", [0.1, 0.25, 0.3, 0.5, 1.0, 2.0, 7.3] + [
-    pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=_SMALL_EPS_REASON))
-    for e in (0.01, 0.05, 0.2)])
+@pytest.mark.parametrize("eps", [0.01, 0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 1.0, 2.0, 7.3, 1e-4])
 def test_dp_event_round_trip_pure_epsilon(eps):
     comp = Composition.of([(PureEpsilonRelease(eps), 3)])
     assert Composition.from_dp_event(comp.to_dp_event()) == comp
