@@ -240,21 +240,30 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     def tick(m: int) -> None:
         done[0] += m
         if progress is not None:
-            progress(done[0], total + pilot_total[0])
+            progress(done[0], total)
 
-    pilot_total = [0]
     notes = list(pair.notes)
     t0 = time.perf_counter()
     if mode == "whitebox":
         stop = _whitebox_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, workers)
-        f0 = run_trials(policy, env0, T, trials, seed=seed, side=0, stop=stop, capture=True,
-                        arm=arm, t_star=t_star, workers=workers, progress=tick)
-        f1 = run_trials(policy, env1, T, trials, seed=seed, side=1, stop=stop, capture=True,
-                        arm=arm, t_star=t_star, workers=workers, progress=tick)
-        missing = int(np.isnan(f0["released"]).sum() + np.isnan(f1["released"]).sum())
-        if missing:
-            raise DpledgerError(f"{missing} trials made no witness release within {stop} rounds; "
-                                "pass a larger stop_at")
+        while True:
+            f0 = run_trials(policy, env0, T, trials, seed=seed, side=0, stop=stop, capture=True,
+                            arm=arm, t_star=t_star, workers=workers, progress=tick)
+            f1 = run_trials(policy, env1, T, trials, seed=seed, side=1, stop=stop, capture=True,
+                            arm=arm, t_star=t_star, workers=workers, progress=tick)
+            missing = int(np.isnan(f0["released"]).sum() + np.isnan(f1["released"]).sum())
+            if not missing:
+                break
+            # the witness release comes later in some runs: rerun the same trials (same seeds)
+            # with twice the rounds; every trial is kept, none is dropped (dropping would
+            # condition on an event that may depend on the data)
+            if stop_at is not None or stop >= T:
+                raise DpledgerError(f"{missing} trials made no witness release within {stop} "
+                                    "rounds" + ("; pass a larger stop_at" if stop < T else ""))
+            notes.append(f"{missing} trials had not made the witness release by round {stop}; "
+                         f"all trials rerun to round {min(T, 2 * stop)}")
+            total += 2 * trials
+            stop = min(T, 2 * stop)
         s0, s1, info = f0["released"], f1["released"], {}
         clean0, clean1 = np.unique(f0["clean"]), np.unique(f1["clean"])
         info["clean"] = {"D": _few(clean0), "D_prime": _few(clean1)}
