@@ -45,24 +45,30 @@ def canonical(release: Release) -> Release:
 
 
 def _snap(value: float, forward, target: float) -> float:
-    """Among floats within 64 ulps of ``value`` whose image under ``forward`` is exactly
-    ``target``, the one with the shortest repr (the value a user most likely wrote), so that
-    export → import through a reciprocal or a logarithm returns the original float; when no
-    candidate has a short repr, the largest (the safe side: a larger ε or scale never
-    understates a cost)."""
-    cands = [value]
-    lo = hi = value
-    for _ in range(64):
-        lo = math.nextafter(lo, -math.inf)
-        hi = math.nextafter(hi, math.inf)
-        cands += [lo, hi]
-    matches = [c for c in cands if c > 0 and forward(c) == target]
-    if not matches:
-        return value
-    shortest = min(len(repr(c)) for c in matches)
-    if shortest < 17:
-        return min((c for c in matches if len(repr(c)) == shortest), key=lambda c: abs(c - value))
-    return max(matches)
+    """The float an import should return for an exported ``target = forward(x)``.
+
+    ``forward`` (a reciprocal, or ε ↦ 2/(1+e^ε)) is decreasing and many-to-one in floats, so a
+    plain inverse can land below the original.  First the shortest decimal near ``value`` with
+    ``forward(c) == target`` (the value a user most likely wrote); otherwise the *largest* float
+    with ``forward(c) >= target`` (the safe side: a larger ε or scale never understates a cost).
+    """
+    for digits in range(1, 18):
+        c = float(f"{value:.{digits}g}")
+        if c > 0 and forward(c) == target:
+            return c
+    lo, step = value, abs(value) * 2.0 ** -52
+    hi = value + step
+    while forward(hi) >= target:            # exponential search past the preimage
+        lo, step = hi, step * 2.0
+        hi = value + step
+    while True:                             # largest c in [lo, hi) with forward(c) >= target
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            return lo
+        if forward(mid) >= target:
+            lo = mid
+        else:
+            hi = mid
 
 
 def _rr_parameter(epsilon: float) -> float:
