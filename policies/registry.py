@@ -26,7 +26,23 @@ _REGISTRY = {
 }
 
 
+_USER: dict[str, type[Policy]] = {}
+
+
+def register_policy(cls: type[Policy]) -> type[Policy]:
+    """Make a user's policy class available by its ``name`` (API, ``verify``); usable as a
+    class decorator.  Built-in names cannot be replaced."""
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise DpledgerError(f"register_policy needs a Policy subclass, got {cls!r}")
+    if cls.name in _REGISTRY:
+        raise DpledgerError(f"policy name {cls.name!r} is taken by a built-in policy")
+    _USER[cls.name] = cls
+    return cls
+
+
 def policy_class(name: str) -> type[Policy]:
+    if name in _USER:
+        return _USER[name]
     target = _REGISTRY.get(name)
     if target is None:
         raise DpledgerError(f"unknown policy {name!r}; known: {', '.join(available())}")
