@@ -209,3 +209,42 @@ def compare_less(a: dict, b: dict, name_a: str, name_b: str) -> tuple[bool, str]
     ba, bb = band(a), band(b)
     sep = "bands separate" if (ma + ba < mb - bb or mb + bb < ma - ba) else "bands overlap"
     return ma < mb, f"{name_a} {ma:.4g} ± {ba:.2g} vs {name_b} {mb:.4g} ± {bb:.2g} ({sep})"
+
+
+# -- calibration to a GDP budget (issue #7: ou-2024, hu-2025) -----------------------------------
+MATCHINGS = ("theorem", "certificate")
+
+
+def gdp_mu_of(policy: str, params: dict, T: int, K: int, basis: str) -> float:
+    """GDP μ of ``policy(params)`` at (T, K) by its ``basis``: "theorem" (the paper's bound,
+    ``theorem(T, K).gdp_mu``) or "certificate" (the ledger's worst case: the largest μ over the
+    certificate's candidate compositions, as ``privacy.certificate.gdp_mu`` of run.json)."""
+    from dpledger.policies.registry import make_policy
+    pol = make_policy(policy, **params)
+    if basis == "theorem":
+        mu = pol.theorem(T, K).gdp_mu
+    elif basis == "certificate":
+        cert = pol.certificate(T, K)
+        mus = [c.gdp_mu() for c in cert.compositions if not c.is_empty()]
+        mu = max(mus) if mus else 0.0
+    else:
+        raise ValueError(f"basis must be 'theorem' or 'certificate', got {basis!r}")
+    if mu is None:
+        raise ValueError(f"{policy} states no GDP μ by its {basis}")
+    return float(mu)
+
+
+def calibrate_gdp(policy: str, params: dict, name: str, budget: float, basis: str, T: int,
+                  K: int, lo: float = 1e-6, hi: float = 1e12) -> float:
+    """The smallest value of parameter ``name`` (μ decreasing in it, e.g. M-TS-Gaussian's c) whose
+    μ by ``basis`` meets ``budget`` (bisection; the result always meets it)."""
+    from dpledger.accounting.calibration import smallest_parameter
+    return smallest_parameter(
+        lambda v: gdp_mu_of(policy, {**params, name: v}, T, K, basis) <= budget, lo, hi)
+
+
+def curve_at(rep: dict, t: float) -> float:
+    """Mean regret at round t, interpolated on the stored (log-spaced) curve."""
+    import numpy as np
+    c = rep["regret"]["curve"]
+    return float(np.interp(t, c["t"], c["mean"]))
