@@ -12,7 +12,9 @@ when the played arm's epoch ends or when another arm's index — whose differenc
 arm's is monotone in ln t — catches up.  From an event round s the kernel computes the argmax as
 the per-round rule does, then finds, for every other arm, the first integer round u at which its
 index (the same floating-point expression) is ≥ the played arm's, by bisection; the arm is
-played up to the earliest such u (or its epoch end), with one :func:`draw_sum` for the stretch.
+played up to the earliest such u (or its epoch end), with one :func:`draw_sum` for the stretch
+and, through ``run_one``, one segment (arm, first round, stride 1, length) per stretch
+(:func:`_anytime_lazy_ucb_segments`; the uniform ``kernel`` fills actions by a slice instead).
 Between events the per-round argmax is unique (no tie draw), so for fixed reward tables the fast
 path and the per-round reference (``fast=False``) make the same draws and the same actions.
 """
@@ -27,7 +29,7 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import KernelPolicy, Param
+from dpledger.policies.base import KernelPolicy, Param, push_segment
 from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import argmax_random_tie
@@ -70,11 +72,24 @@ def first_overtake(mu_k, o_k, mu_a, o_a, eps, lo, hi):
 
 @njit(cache=True)
 def _anytime_lazy_ucb(rng, env, T, K, stop, params, actions, rows, capture):
-    """params: ε, fast, noise multiplier, write_actions."""
+    """The uniform kernel (actions out): :func:`_anytime_lazy_ucb_segments` with an empty
+    segment buffer."""
+    played, n_rows, draws, _, _ = _anytime_lazy_ucb_segments(
+        rng, env, T, K, stop, params, actions, rows, capture, np.zeros((4, 0), np.int64))
+    return played, n_rows, draws
+
+
+@njit(cache=True)
+def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
+    """params: ε, fast, noise multiplier, write_actions.  A non-empty ``segs`` buffer: the play
+    goes there as segments (no actions written)."""
     eps = params[0]
     fast = params[1] != 0.0
     mult = params[2]
     write = params[3] != 0.0
+    emit = segs.shape[1] > 0
+    n_segs = 0
+    last = np.full(K, -1, np.int64)
     scale = 1.0 / eps
     mu = np.zeros(K)
     O = np.ones(K)
@@ -93,7 +108,10 @@ def _anytime_lazy_ucb(rng, env, T, K, stop, params, actions, rows, capture):
             capture[1, 0] = x
         mu[a] = x + noise
         N[a] = 1
-        actions[a] = a
+        if emit:
+            segs, n_segs = push_segment(segs, n_segs, last, a, a + 1, 1, 1)
+        else:
+            actions[a] = a
     s = K + 1                               # the next round to play (1-based)
     while s <= stop:
         for j in range(K):
@@ -110,12 +128,17 @@ def _anytime_lazy_ucb(rng, env, T, K, stop, params, actions, rows, capture):
                         nxt = u
             m = nxt - s
             x = draw_sum(rng, env, a, s - 1, m)
-            if write:
+            if emit:
+                segs, n_segs = push_segment(segs, n_segs, last, a, s, 1, m)
+            elif write:
                 actions[s - 1:s - 1 + m] = a
         else:
             m = 1
             x = draw_reward(rng, env, a, s - 1)
-            actions[s - 1] = a
+            if emit:
+                segs, n_segs = push_segment(segs, n_segs, last, a, s, 1, 1)
+            else:
+                actions[s - 1] = a
         buf[a] += x
         blen[a] += m
         N[a] += m
@@ -128,7 +151,7 @@ def _anytime_lazy_ucb(rng, env, T, K, stop, params, actions, rows, capture):
             buf[a] = 0.0
             blen[a] = 0
         s += m
-    return stop, n_rows, n_rows
+    return stop, n_rows, n_rows, segs, n_segs
 
 
 class AnytimeLazyUCB(KernelPolicy):
@@ -137,6 +160,10 @@ class AnytimeLazyUCB(KernelPolicy):
     provenance = "reconstructed"
     params_spec = (EPSILON,) + HIDDEN
     kernel = _anytime_lazy_ucb
+    segment_kernel = _anytime_lazy_ucb_segments
+
+    def emits_segments(self):
+        return bool(self.params["fast"])
 
     def describe(self):
         d = super().describe()

@@ -15,7 +15,9 @@ Release: Lap(1/(εn)) on a mean of n rewards, ``LaplaceRelease(scale=1/(εn), se
 
 Draw order: at an episode start the tie-break draw (only on a tie), then the episode's rewards,
 then its noise.  Fast path (default): one :func:`draw_sum` per episode (one Binomial draw for
-Bernoulli arms) and the actions filled by a slice — cost grows with episodes, not rounds.
+Bernoulli arms) and one segment (arm, first round, stride 1, length) per episode through
+``run_one`` (:func:`_adap_segments`; the uniform ``kernel`` fills actions by a slice instead) —
+cost grows with episodes, not rounds.
 ``fast = False`` draws reward by reward (the per-round reference; the same random stream for
 fixed reward tables, a different but equally distributed one for Bernoulli arms).
 Hidden kernel switches (not policy parameters): ``noise`` (a multiplier of the drawn noise, 0 to
@@ -32,7 +34,7 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import KernelPolicy, Param
+from dpledger.policies.base import KernelPolicy, Param, push_segment
 from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import argmax_random_tie, clip01, kl_ucb_newton
@@ -48,13 +50,25 @@ HIDDEN = (
 
 @njit(cache=True)
 def _adap(rng, env, T, K, stop, params, actions, rows, capture):
-    """params: ε, α, variant (0 UCB, 1 KLUCB), fast, noise multiplier, write_actions."""
+    """The uniform kernel (actions out): :func:`_adap_segments` with an empty segment buffer."""
+    played, n_rows, draws, _, _ = _adap_segments(rng, env, T, K, stop, params, actions, rows,
+                                                  capture, np.zeros((4, 0), np.int64))
+    return played, n_rows, draws
+
+
+@njit(cache=True)
+def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
+    """params: ε, α, variant (0 UCB, 1 KLUCB), fast, noise multiplier, write_actions.
+    A non-empty ``segs`` buffer: the play goes there as segments (no actions written)."""
     eps = params[0]
     alpha = params[1]
     klucb = params[2] != 0.0
     fast = params[3] != 0.0
     mult = params[4]
     write = params[5] != 0.0
+    emit = segs.shape[1] > 0
+    n_segs = 0
+    last = np.full(K, -1, np.int64)
     mu = np.zeros(K)
     n_last = np.ones(K)
     N = np.zeros(K, np.int64)
@@ -70,7 +84,10 @@ def _adap(rng, env, T, K, stop, params, actions, rows, capture):
             capture[1, 0] = x
         mu[a] = x + noise
         N[a] = 1
-        actions[t] = a
+        if emit:
+            segs, n_segs = push_segment(segs, n_segs, last, a, t + 1, 1, 1)
+        else:
+            actions[t] = a
         t += 1
     while t < stop:
         lt = np.log(t + 1.0)                # ln t_ℓ, t_ℓ = t + 1 the episode's first round
@@ -86,13 +103,18 @@ def _adap(rng, env, T, K, stop, params, actions, rows, capture):
         m_ep = min(n_ep, stop - t)
         if fast:
             s = draw_sum(rng, env, a, t, m_ep)
-            if write:
+            if emit:
+                segs, n_segs = push_segment(segs, n_segs, last, a, t + 1, 1, m_ep)
+            elif write:
                 actions[t:t + m_ep] = a
         else:
             s = 0.0
             for i in range(m_ep):
                 s += draw_reward(rng, env, a, t + i)
-                actions[t + i] = a
+                if emit:
+                    segs, n_segs = push_segment(segs, n_segs, last, a, t + i + 1, 1, 1)
+                else:
+                    actions[t + i] = a
         if m_ep == n_ep:                    # completed episode: release its private mean
             k = 0
             while (1 << k) < n_ep:
@@ -104,13 +126,17 @@ def _adap(rng, env, T, K, stop, params, actions, rows, capture):
             n_last[a] = n_ep
         N[a] += m_ep
         t += m_ep
-    return t, n_rows, n_rows
+    return t, n_rows, n_rows, segs, n_segs
 
 
 class _AdaP(KernelPolicy):
     provenance = "faithful"
     params_spec = (EPSILON, ALPHA) + HIDDEN
     kernel = _adap
+    segment_kernel = _adap_segments
+
+    def emits_segments(self):
+        return bool(self.params["fast"])
     variant: int = 0
 
     def describe(self):

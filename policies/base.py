@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 import numpy as np
+from numba import njit
 
 from dpledger.accounting.certificate import Certificate, Theorem
 from dpledger.accounting.releases import Release
@@ -81,19 +82,110 @@ def _from_text(text: str) -> Any:
         return text.strip()
 
 
-@dataclass
 class RunOutput:
     """What one run produces.  ``rows`` is the (5, n) block (arm, start, stop, release_id,
     count) the kernel wrote; ``gauss_rows`` optional (arm, start, stop, count, mu2) columns;
-    ``trees`` optional (arm, offset, n_items, levels, release_id) columns."""
+    ``trees`` optional (arm, offset, n_items, levels, release_id) columns.
 
-    actions: np.ndarray                    # int arm per round played (length = rounds played)
-    rows: np.ndarray
-    gauss_rows: dict | None = None
-    trees: dict | None = None
-    noise_draws: int = 0
-    captured: dict | None = None
-    extra: dict = field(default_factory=dict)
+    The play is given either as ``actions`` (the arm of every round played) or as ``segments``,
+    a (4, n) int64 array with rows (arm, first_round, stride, length): arithmetic runs of the
+    (1-based) rounds at which one arm was played — arm ``arm`` at rounds first_round,
+    first_round + stride, …, length rounds in all (stride 1 for a single pull).  Segments of
+    one arm do not interleave (each one's rounds come after the previous one's); together they
+    cover rounds 1 … rounds played exactly once.  Event-driven kernels give segments, so that a
+    run costs O(events), not O(T); the simulator derives everything from them
+    (:mod:`dpledger.policies.simulator`).  ``actions`` of a segments-only run is materialised
+    (O(T)) on first access, for callers that want the sequence.
+    """
+
+    def __init__(self, actions: np.ndarray | None = None, rows: np.ndarray | None = None,
+                 gauss_rows: dict | None = None, trees: dict | None = None,
+                 noise_draws: int = 0, captured: dict | None = None,
+                 extra: dict | None = None, segments: np.ndarray | None = None):
+        if actions is None and segments is None:
+            raise DpledgerError("a run output needs actions or segments")
+        self._actions = actions
+        self.segments = segments
+        self.rows = rows if rows is not None else np.zeros((5, 0), dtype=np.int64)
+        self.gauss_rows = gauss_rows
+        self.trees = trees
+        self.noise_draws = noise_draws
+        self.captured = captured
+        self.extra = {} if extra is None else extra
+
+    @property
+    def actions(self) -> np.ndarray:
+        """The arm of every round played (materialised from ``segments`` if not given)."""
+        if self._actions is None:
+            self._actions = actions_from_segments(self.segments)
+        return self._actions
+
+    @actions.setter
+    def actions(self, value: np.ndarray) -> None:
+        self._actions = value
+
+    @property
+    def has_actions(self) -> bool:
+        """Whether ``actions`` is held (False: only segments, actions would be materialised)."""
+        return self._actions is not None
+
+    def __repr__(self) -> str:
+        play = (f"segments={self.segments.shape[1]}" if self._actions is None
+                else f"actions={self._actions.size}")
+        return f"RunOutput({play}, rows={self.rows.shape[1]}, noise_draws={self.noise_draws})"
+
+
+@njit(cache=True)
+def push_segment(segs, n, last, arm, first_round, stride, length):
+    """Append the segment (arm, first_round, stride, length) to ``segs[:, :n]``, growing the
+    buffer by doubling when full; returns (buffer, n).  ``last[arm]`` is the column of the
+    arm's latest segment (−1 if none): a segment continuing it with the same stride is merged
+    into it.  Kernels call this in round order of their stretches."""
+    if length <= 0:
+        return segs, n
+    if length == 1:
+        stride = 1
+    j = last[arm]
+    if j >= 0 and segs[3, j] > 1 and length > 1 and segs[2, j] == stride \
+            and segs[1, j] + stride * segs[3, j] == first_round:
+        segs[3, j] += length
+        return segs, n
+    if j >= 0 and segs[3, j] >= 1 and stride == 1 and (segs[3, j] == 1 or segs[2, j] == 1) \
+            and segs[1, j] + segs[3, j] == first_round:
+        segs[2, j] = 1                      # contiguous: a stretch continued by the same arm
+        segs[3, j] += length
+        return segs, n
+    if n == segs.shape[1]:
+        grown = np.zeros((4, max(2 * n, 16)), np.int64)
+        grown[:, :n] = segs[:, :n]
+        segs = grown
+    segs[0, n] = arm
+    segs[1, n] = first_round
+    segs[2, n] = stride
+    segs[3, n] = length
+    last[arm] = n
+    return segs, n + 1
+
+
+@njit(cache=True)
+def _fill_actions(segs, out):
+    for j in range(segs.shape[1]):
+        a, r, s, m = segs[0, j], segs[1, j], segs[2, j], segs[3, j]
+        for i in range(m):
+            out[r - 1 + i * s] = a
+
+
+def actions_from_segments(segs: np.ndarray) -> np.ndarray:
+    """The action sequence (int64, one entry per round played) the segments describe."""
+    segs = np.asarray(segs, dtype=np.int64).reshape(4, -1)
+    if segs.shape[1] == 0:
+        return np.zeros(0, dtype=np.int64)
+    played = int(segs[3].sum())
+    out = np.full(played, -1, dtype=np.int64)
+    _fill_actions(segs, out)
+    if played and out.min() < 0:
+        raise DpledgerError("segments do not cover rounds 1 … rounds played exactly")
+    return out
 
 
 class Policy(ABC):
@@ -168,15 +260,34 @@ class KernelPolicy(Policy):
     writes the arm of round t to ``actions[t−1]``, ledger rows into ``rows`` (see
     :mod:`dpledger.mechanisms.noise`), and returns (rounds played, rows written, noise draws).
     The per-round reference run is ``kernel.py_func`` with the same Generator.
+
+    Event-driven policies (arm fixed for a stretch) may also set ``segment_kernel``: the same
+    rule with one more argument, a (4, capacity) int64 segment buffer, returning (rounds
+    played, rows written, noise draws, segment buffer, segments written).  With a non-empty
+    buffer it describes the play as segments (see :class:`RunOutput`) and writes no actions,
+    so a run costs O(events) whatever T.  ``kernel`` is then a thin wrapper calling it with an
+    empty buffer: the uniform signature above stays the one every caller (audits' compiled
+    trial loop, the per-round reference) uses, and no other policy module changes.  The base
+    ``run_one`` takes the segments route when :meth:`emits_segments` says so (never for
+    ``reference=True``).
     """
 
     kernel: ClassVar[Any]
+    segment_kernel: ClassVar[Any] = None
 
     def kernel_params(self, T: int, K: int) -> np.ndarray:
         return np.zeros(1)
 
     def row_capacity(self, T: int, K: int) -> int:
         return K
+
+    def emits_segments(self) -> bool:
+        """Whether ``run_one`` describes the play by segments (a ``segment_kernel`` exists)."""
+        return type(self).segment_kernel is not None
+
+    def segment_capacity(self, T: int, K: int) -> int:
+        """Initial size of the segment buffer (the kernel grows it when needed)."""
+        return self.row_capacity(T, K) + K + 2
 
     def finish(self, out: RunOutput, T: int, K: int) -> RunOutput:
         """Hook for policies that add non-row ledger records (non-private reads, trees)."""
@@ -185,9 +296,19 @@ class KernelPolicy(Policy):
     def run_one(self, rng, env, T, stop_at=None, capture=False, reference=False):
         K = int(env[1].shape[0])
         stop = T if stop_at is None else int(stop_at)
-        actions = np.zeros(stop, dtype=np.int64)
         rows = np.zeros((5, max(self.row_capacity(T, K), 1)), dtype=np.int64)
         cap = np.zeros((2, 4)) if capture else np.zeros((2, 0))
+        captured = None
+        if not reference and self.emits_segments():
+            segs = np.zeros((4, max(self.segment_capacity(T, K), 1)), dtype=np.int64)
+            played, n_rows, draws, segs, n_segs = type(self).segment_kernel(
+                rng, env, T, K, stop, self.kernel_params(T, K), _NO_ACTIONS, rows, cap, segs)
+            if capture:
+                captured = {"released": cap[0].tolist(), "clean": cap[1].tolist()}
+            out = RunOutput(segments=segs[:, :n_segs], rows=rows[:, :n_rows],
+                            noise_draws=int(draws), captured=captured)
+            return self.finish(out, T, K)
+        actions = np.zeros(stop, dtype=np.int64)
         kernel = type(self).kernel
         fn = kernel.py_func if reference else kernel
         played, n_rows, draws = fn(rng, env, T, K, stop, self.kernel_params(T, K), actions, rows, cap)
@@ -195,3 +316,6 @@ class KernelPolicy(Policy):
                         captured={"released": cap[0].tolist(), "clean": cap[1].tolist()}
                         if capture else None)
         return self.finish(out, T, K)
+
+
+_NO_ACTIONS = np.zeros(0, dtype=np.int64)

@@ -15,7 +15,9 @@ once with Lap(1/ε): the certificate is one Laplace release of ε.
 
 Draw order: at the end of an epoch, the noise of each surviving arm in arm order.  Fast path
 (default): each arm's epoch rewards as one strided :func:`draw_sum`-style draw (one Binomial for
-Bernoulli arms), the final commit as one draw, actions filled by strided slices.  ``fast=False``
+Bernoulli arms), the final commit as one draw; ``run_one`` gets one segment (arm, first round,
+stride = |S|, count) per surviving arm per epoch (:func:`_dp_se_segments`; the uniform
+``kernel`` fills actions by strided slices instead).  ``fast=False``
 is the per-round reference (one reward per round).  Hidden switches as in ``azize_basu``.
 """
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import KernelPolicy, Param
+from dpledger.policies.base import KernelPolicy, Param, push_segment
 from dpledger.policies.environments import BERNOULLI, draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 
@@ -68,12 +70,24 @@ def epoch_length(e, m, eps, beta):
 
 @njit(cache=True)
 def _dp_se(rng, env, T, K, stop, params, actions, rows, capture):
-    """params: ε, β, fast, noise multiplier, write_actions."""
+    """The uniform kernel (actions out): :func:`_dp_se_segments` with an empty segment buffer."""
+    played, n_rows, draws, _, _ = _dp_se_segments(rng, env, T, K, stop, params, actions, rows,
+                                                   capture, np.zeros((4, 0), np.int64))
+    return played, n_rows, draws
+
+
+@njit(cache=True)
+def _dp_se_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
+    """params: ε, β, fast, noise multiplier, write_actions.  A non-empty ``segs`` buffer: the
+    play goes there as segments (no actions written)."""
     eps = params[0]
     beta = params[1]
     fast = params[2] != 0.0
     mult = params[3]
     write = params[4] != 0.0
+    emit = segs.shape[1] > 0
+    n_segs = 0
+    last = np.full(K, -1, np.int64)
     alive = np.ones(K, np.bool_)
     members = np.zeros(K, np.int64)
     sums = np.zeros(K)
@@ -102,13 +116,18 @@ def _dp_se(rng, env, T, K, stop, params, actions, rows, capture):
                 a = members[pos]
                 cnt = (span - pos + m - 1) // m if span > pos else 0
                 sums[a] = strided_sum(rng, env, a, t + pos, m, cnt)
-                if write:
+                if emit:
+                    segs, n_segs = push_segment(segs, n_segs, last, a, t + pos + 1, m, cnt)
+                elif write:
                     actions[t + pos:t + span:m] = a
         else:
             for i in range(span):
                 a = members[i % m]
                 sums[a] += draw_reward(rng, env, a, t + i)
-                actions[t + i] = a
+                if emit:
+                    segs, n_segs = push_segment(segs, n_segs, last, a, t + i + 1, 1, 1)
+                else:
+                    actions[t + i] = a
         if not complete:                    # cut by the end of the run: no release
             for pos in range(m):
                 a = members[pos]
@@ -143,15 +162,20 @@ def _dp_se(rng, env, T, K, stop, params, actions, rows, capture):
         rem = stop - t
         if fast:
             draw_sum(rng, env, a, t, rem)
-            if write:
+            if emit:
+                segs, n_segs = push_segment(segs, n_segs, last, a, t + 1, 1, rem)
+            elif write:
                 actions[t:stop] = a
         else:
             for i in range(rem):
                 draw_reward(rng, env, a, t + i)
-                actions[t + i] = a
+                if emit:
+                    segs, n_segs = push_segment(segs, n_segs, last, a, t + i + 1, 1, 1)
+                else:
+                    actions[t + i] = a
         N[a] += rem
         t = stop
-    return t, n_rows, n_rows
+    return t, n_rows, n_rows, segs, n_segs
 
 
 class DPSE(KernelPolicy):
@@ -160,6 +184,10 @@ class DPSE(KernelPolicy):
     provenance = "faithful to public implementations"
     params_spec = (EPSILON, BETA) + HIDDEN
     kernel = _dp_se
+    segment_kernel = _dp_se_segments
+
+    def emits_segments(self):
+        return bool(self.params["fast"])
 
     def describe(self):
         d = super().describe()

@@ -3,10 +3,21 @@
 Seeding: one master seed; run ``i`` owns the Generator ``PCG64(SeedSequence(seed,
 spawn_key=(i,)))``, so any split of ``run_indices`` across workers gives the same runs, and
 aggregates reduce in run-index order (R4).  Each run's ledger rows are tagged with its run
-index; the index → round map is derived from the action sequence.
+index.
 
-Pseudo-regret at round t is Σ_{s ≤ t} (μ* − μ_{J_s}) with the environment's true means (column
-means for a fixed table), reported on about 200 log-spaced rounds including T.
+One description of the play per run, the segment table (arm, first_index, first_round, stride,
+length) — per-arm arithmetic runs of rounds, as :func:`_segments` builds them greedily from an
+action sequence.  A run that gives actions (per-round policies) is converted by
+:func:`_segments` (O(rounds)); a run that gives segments (event-driven kernels, see
+:class:`~dpledger.policies.base.RunOutput`) by :func:`_canonical`, which builds the same table
+in O(segments log segments).  From the table alone, with one implementation each: the
+ledger's index → round map, the stream lengths, rounds played, and the pull counts N_a(t) at
+the checkpoints (:func:`_pulls_at`, O(segments·log P + K·P)).  Actions are materialised only
+for ``keep_actions=True``.
+
+Pseudo-regret at round t is Σ_a (μ* − μ_a)·N_a(t) with the environment's true means (column
+means for a fixed table), reported on about 200 log-spaced rounds including T; N_a(t) is an
+exact integer, so the only rounding is the K products and their sum (in arm order).
 """
 from __future__ import annotations
 
@@ -48,25 +59,12 @@ def checkpoints(T: int, n: int = 200) -> np.ndarray:
 
 
 @njit(cache=True)
-def _regret_at(actions, gaps, points):
-    out = np.zeros(points.size)
-    total = 0.0
-    j = 0
-    for t in range(actions.size):
-        total += gaps[actions[t]]
-        while j < points.size and points[j] == t + 1:
-            out[j] = total
-            j += 1
-    while j < points.size:      # a run stopped early keeps its last value
-        out[j] = total
-        j += 1
-    return out
-
-
-@njit(cache=True)
 def _segments(actions, K, first_round):
-    """Per-arm arithmetic runs of the rounds each arm was played: two passes (count, fill)."""
-    out = np.zeros((6, 1), dtype=np.int64)
+    """Per-arm arithmetic runs of the rounds each arm was played, as the (5, n) table (arm,
+    first_index, first_round, stride, length): one greedy pass per arm (a run is closed by the
+    first pull that does not continue it), runs listed in the order they close, then the runs
+    still open in arm order.  Two passes (count, fill)."""
+    out = np.zeros((5, 1), dtype=np.int64)
     for fill in range(2):
         first_idx = np.zeros(K, np.int64)
         first_rnd = np.zeros(K, np.int64)
@@ -98,8 +96,131 @@ def _segments(actions, K, first_round):
                     out[3, n], out[4, n] = stride[a], length[a]
                 n += 1
         if fill == 0:
-            out = np.zeros((6, n), dtype=np.int64)
+            out = np.zeros((5, n), dtype=np.int64)
     return out
+
+
+@njit(cache=True)
+def _canonical(segs, K):
+    """The table :func:`_segments` would build from the actions ``segs`` describe — (4, n)
+    (arm, first_round, stride, length), any order, one arm's segments not interleaved — in
+    O(n log n), never O(rounds).  The greedy per-arm pass of :func:`_segments` is replayed one
+    input segment at a time: at most three of its rounds are taken singly, after which the
+    open run has the segment's stride and swallows the rest at once.  A run is keyed by the
+    round that closed it (the order :func:`_segments` lists them in).  Returns (table, rounds
+    played); raises on malformed segments (a cheap check: one arm's segments must not
+    interleave, and the last round must equal the number of rounds)."""
+    n = segs.shape[1]
+    order = np.argsort(segs[1], kind="mergesort")
+    first_idx = np.zeros(K, np.int64)
+    first_rnd = np.zeros(K, np.int64)
+    stride = np.zeros(K, np.int64)
+    length = np.zeros(K, np.int64)
+    count = np.zeros(K, np.int64)
+    out = np.zeros((5, n + K), np.int64)
+    key = np.zeros(n + K, np.int64)
+    m = 0
+    played = 0
+    last_round = 0
+    for jj in range(n):
+        j = order[jj]
+        a, r0, s, rem = segs[0, j], segs[1, j], segs[2, j], segs[3, j]
+        if a < 0 or a >= K or r0 < 1 or s < 1 or rem < 1:
+            raise ValueError("malformed segment")
+        if length[a] > 0 and r0 <= first_rnd[a] + stride[a] * (length[a] - 1):
+            raise ValueError("segments of one arm interleave")
+        played += rem
+        last_round = max(last_round, r0 + s * (rem - 1))
+        r = r0
+        while rem > 0:
+            if length[a] == 0:
+                first_idx[a], first_rnd[a], stride[a], length[a] = count[a], r, 1, 1
+            elif length[a] == 1:
+                stride[a] = r - first_rnd[a]
+                length[a] = 2
+            elif r == first_rnd[a] + stride[a] * length[a]:
+                if stride[a] == s:          # the run continues with the segment's stride
+                    length[a] += rem
+                    count[a] += rem
+                    break
+                length[a] += 1
+            else:
+                out[0, m], out[1, m], out[2, m] = a, first_idx[a], first_rnd[a]
+                out[3, m], out[4, m] = stride[a], length[a]
+                key[m] = r
+                m += 1
+                first_idx[a], first_rnd[a], stride[a], length[a] = count[a], r, 1, 1
+            count[a] += 1
+            rem -= 1
+            r += s
+    if last_round != played:
+        raise ValueError("segments do not tile rounds 1 … rounds played")
+    big = played + 1
+    for a in range(K):
+        if length[a] > 0:
+            out[0, m], out[1, m], out[2, m] = a, first_idx[a], first_rnd[a]
+            out[3, m], out[4, m] = stride[a], length[a]
+            key[m] = big + a
+            m += 1
+    order = np.argsort(key[:m])
+    res = np.empty((5, m), np.int64)
+    for i in range(m):
+        res[:, i] = out[:, order[i]]
+    return res, played
+
+
+@njit(cache=True)
+def _pulls_at(table, K, points):
+    """(K, points) pull counts N_a(t) = Σ over runs of arm a of clip(⌊(t − first_round)/stride⌋
+    + 1, 0, length), from a (5, n) table (arm, first_index, first_round, stride, length) whose
+    runs of one arm do not interleave.  A run adds its length from the first point at or after
+    its last round on (a difference array) and partial counts at the points inside its span —
+    at most K runs span a point — so O(n log P + K·P)."""
+    P = points.size
+    diff = np.zeros((K, P + 1), np.int64)
+    part = np.zeros((K, P), np.int64)
+    for j in range(table.shape[1]):
+        a, f, s, L = table[0, j], table[2, j], table[3, j], table[4, j]
+        last = f + s * (L - 1)
+        i = np.searchsorted(points, f)
+        while i < P and points[i] < last:
+            part[a, i] += (points[i] - f) // s + 1
+            i += 1
+        diff[a, i] += L
+    out = np.zeros((K, P), np.int64)
+    for a in range(K):
+        c = 0
+        for i in range(P):
+            c += diff[a, i]
+            out[a, i] = c + part[a, i]
+    return out
+
+
+@njit(cache=True)
+def _regret_from_pulls(pulls, gaps):
+    """Pseudo-regret Σ_a gap_a · N_a(t), summed in arm order."""
+    K, P = pulls.shape
+    out = np.zeros(P)
+    for i in range(P):
+        total = 0.0
+        for a in range(K):
+            total += gaps[a] * pulls[a, i]
+        out[i] = total
+    return out
+
+
+def play_table(out: RunOutput, K: int) -> tuple[np.ndarray, int]:
+    """(segment table, rounds played) of one run: from its segments (O(segments)) or from its
+    actions (:func:`_segments`, O(rounds)) — the one table the regret and the ledger use."""
+    if out.has_actions:
+        actions = np.asarray(out.actions, dtype=np.int64)
+        return _segments(actions, K, 1), int(actions.size)
+    segs = np.ascontiguousarray(out.segments, dtype=np.int64).reshape(4, -1)
+    try:
+        table, played = _canonical(segs, K)
+    except ValueError as exc:
+        raise DpledgerError(f"policy returned bad segments: {exc}") from None
+    return table, int(played)
 
 
 @dataclass
@@ -138,12 +259,13 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     for i in indices:
         rng = run_generator(seed, i)
         out: RunOutput = policy.run_one(rng, et, T, stop_at=stop_at, capture=capture)
-        actions = np.asarray(out.actions, dtype=np.int64)
-        _record(ledger, i, K, out, actions)
-        regret.append(_regret_at(actions, gaps, pts))
+        table, n_played = play_table(out, K)
+        pulls = _pulls_at(table, K, pts)
+        _record(ledger, i, K, out, table, pulls[:, -1])     # the last checkpoint is T
+        regret.append(_regret_from_pulls(pulls, gaps))
         draws.append(int(out.noise_draws))
-        played.append(int(actions.size))
-        acts.append(actions.astype(np.int16) if keep_actions else None)
+        played.append(n_played)
+        acts.append(np.asarray(out.actions).astype(np.int16) if keep_actions else None)
         caps.append(out.captured)
         if progress is not None:
             progress(1)
@@ -151,7 +273,10 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
                 actions=acts, captured=caps)
 
 
-def _record(ledger: RewardLedger, run: int, K: int, out: RunOutput, actions: np.ndarray) -> None:
+def _record(ledger: RewardLedger, run: int, K: int, out: RunOutput, table: np.ndarray,
+            lengths: np.ndarray) -> None:
+    """One run's ledger records: its rows, Gaussian prefix rows and trees, the index → round
+    map (``table`` from :func:`play_table`) and the stream lengths (pulls per arm)."""
     rows = out.rows
     if rows.shape[1]:
         ledger.append_rows(run, rows[0], rows[1], rows[2], rows[3], rows[4])
@@ -164,13 +289,11 @@ def _record(ledger: RewardLedger, run: int, K: int, out: RunOutput, actions: np.
                                          tr["release_id"]):
             if n > 0:
                 ledger.add_tree(run, int(arm), int(off), int(n), int(lev), int(rid))
-    seg = _segments(actions, K, 1)
-    if seg.shape[1]:
-        ledger.add_segments(run, seg[0], seg[1], seg[2], seg[3], seg[4])
-    counts = np.bincount(actions, minlength=K)
+    if table.shape[1]:
+        ledger.add_segments(run, table[0], table[1], table[2], table[3], table[4])
     for arm in range(K):
-        if counts[arm]:
-            ledger.set_stream_length(run, arm, int(counts[arm]))
+        if lengths[arm]:
+            ledger.set_stream_length(run, arm, int(lengths[arm]))
 
 
 def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
