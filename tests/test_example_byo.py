@@ -26,6 +26,8 @@ def test_example_report_is_certified(example, capsys):
     assert priv["checks"]["realized_le_certificate"] and priv["checks"]["certificate_le_theorem"]
     assert priv["certificate"]["pure_epsilon"] == 0.5 == priv["realized"]["pure_epsilon"]
     assert "all numbers re-derived" in capsys.readouterr().out
+    # the audit has power (Laplace ε = 0.5 releases are visible) yet stays below the certificate
+    assert 0.2 < report["audit"]["epsilon_lower"] <= report["audit"]["certificate"] == 0.5
 
 
 def test_example_ledger_matches_its_rule(example):
