@@ -112,10 +112,15 @@ def _fmt(v: Any) -> str:
     return "" if v is None else str(v)
 
 
+def _columns(rows: list[dict]) -> list[str]:
+    """Union of the rows' keys, in first-seen order (rows of one table may differ)."""
+    return list(dict.fromkeys(k for r in rows for k in r))
+
+
 def _markdown(rows: list[dict]) -> str:
     if not rows:
         return ""
-    cols = list(rows[0])
+    cols = _columns(rows)
     out = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
     for r in rows:
         out += "| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |\n"
@@ -126,7 +131,7 @@ def _write_table(rows: list[dict], out: str) -> None:
     if not rows:
         return
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    w = csv.DictWriter(buf, fieldnames=_columns(rows))
     w.writeheader()
     for r in rows:
         w.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in r.items()})
