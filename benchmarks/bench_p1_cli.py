@@ -1,0 +1,43 @@
+"""P1 end to end (SPEC §8): `dpledger run` from a fresh process with a warm compile cache.
+
+    python benchmarks/bench_p1_cli.py [--horizon 10000000] [--runs 4] [--policies ucb1,...]
+
+For each policy: one warm-up run (fills numba's on-disk cache), then the timed run in a new
+process.  Run-rounds per second = runs × T / wall time, everything included (interpreter start,
+imports, cache loading, simulation, ledger, accounting, run.json).  Single worker: per core.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+
+DEFAULT = "ucb1,ts-beta,klucb,ts-gaussian,dp-ucb,lazy-dp-ts"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--horizon", type=int, default=10_000_000)
+    ap.add_argument("--runs", type=int, default=4)
+    ap.add_argument("--policies", default=DEFAULT)
+    args = ap.parse_args()
+    out = tempfile.mkdtemp(prefix="p1-")
+    print(f"P1 end to end: T = {args.horizon:.0e}, {args.runs} runs, 1 worker, fresh process")
+    for pol in args.policies.split(","):
+        cmd = [sys.executable, "-m", "dpledger", "run", pol, "--horizon", str(args.horizon),
+               "--runs", str(args.runs), "--seed", "0", "--quiet", "--out", f"{out}/{pol}.json"]
+        warm = cmd[:]
+        warm[warm.index(str(args.horizon))] = "1000"
+        subprocess.run(warm, check=True, capture_output=True)
+        t0 = time.perf_counter()
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+        status = "ok" if res.returncode == 0 else f"exit {res.returncode}"
+        print(f"  {pol:14s} {dt:7.2f} s  {args.runs * args.horizon / dt:10.3g} run-rounds/s  "
+              f"({status})")
+
+
+if __name__ == "__main__":
+    main()
