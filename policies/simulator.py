@@ -21,6 +21,7 @@ exact integer, so the only rounding is the K products and their sum (in arm orde
 """
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -43,6 +44,11 @@ def run_generator(seed: int, run_index: int) -> np.random.Generator:
 
 def checkpoints(T: int, n: int = 200) -> np.ndarray:
     """About ``n`` distinct log-spaced rounds in [1, T], T included (all rounds when T ≤ n)."""
+    return _checkpoints(int(T), int(n)).copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _checkpoints(T: int, n: int) -> np.ndarray:
     def pts(m: int) -> np.ndarray:
         return np.unique(np.concatenate([np.round(np.geomspace(1, T, m)).astype(np.int64), [T]]))
 
@@ -101,29 +107,31 @@ def _segments(actions, K, first_round):
 
 
 @njit(cache=True)
-def _canonical(segs, K):
-    """The table :func:`_segments` would build from the actions ``segs`` describe — (4, n)
-    (arm, first_round, stride, length), any order, one arm's segments not interleaved — in
-    O(n log n), never O(rounds).  The greedy per-arm pass of :func:`_segments` is replayed one
-    input segment at a time: at most three of its rounds are taken singly, after which the
-    open run has the segment's stride and swallows the rest at once.  A run is keyed by the
-    round that closed it (the order :func:`_segments` lists them in).  Returns (table, rounds
-    played); raises on malformed segments (a cheap check: one arm's segments must not
-    interleave, and the last round must equal the number of rounds)."""
-    n = segs.shape[1]
-    order = np.argsort(segs[1], kind="mergesort")
+def _canonical(segs, lo, hi, K, out, pos, key):
+    """The table :func:`_segments` would build from the actions that the segments ``segs[:,
+    lo:hi]`` — (arm, first_round, stride, length), any order, one arm's segments not
+    interleaved — describe, in O(n log n) for n segments, never O(rounds).  The greedy
+    per-arm pass of :func:`_segments` is replayed one input segment at a time: at most three
+    of its rounds are taken singly, after which the open run has the segment's stride and
+    swallows the rest at once.  A run is keyed by the round that closed it (the order
+    :func:`_segments` lists runs in; runs still open come last, in arm order).
+
+    Writes the table into ``out[:, pos:pos+m]`` (``key`` is scratch of the same width) and
+    returns (m, rounds played); raises on malformed segments (a cheap check: one arm's
+    segments must not interleave, and the last round must equal the number of rounds)."""
+    if hi - lo > 1 and np.any(segs[1, lo + 1:hi] < segs[1, lo:hi - 1]):
+        order = np.argsort(segs[1, lo:hi], kind="mergesort") + lo
+    else:
+        order = np.arange(lo, hi)
     first_idx = np.zeros(K, np.int64)
     first_rnd = np.zeros(K, np.int64)
     stride = np.zeros(K, np.int64)
     length = np.zeros(K, np.int64)
     count = np.zeros(K, np.int64)
-    out = np.zeros((5, n + K), np.int64)
-    key = np.zeros(n + K, np.int64)
-    m = 0
+    m = pos
     played = 0
     last_round = 0
-    for jj in range(n):
-        j = order[jj]
+    for j in order:
         a, r0, s, rem = segs[0, j], segs[1, j], segs[2, j], segs[3, j]
         if a < 0 or a >= K or r0 < 1 or s < 1 or rem < 1:
             raise ValueError("malformed segment")
@@ -155,72 +163,90 @@ def _canonical(segs, K):
             r += s
     if last_round != played:
         raise ValueError("segments do not tile rounds 1 … rounds played")
-    big = played + 1
     for a in range(K):
         if length[a] > 0:
             out[0, m], out[1, m], out[2, m] = a, first_idx[a], first_rnd[a]
             out[3, m], out[4, m] = stride[a], length[a]
-            key[m] = big + a
+            key[m] = played + 1 + a
             m += 1
-    order = np.argsort(key[:m])
-    res = np.empty((5, m), np.int64)
-    for i in range(m):
-        res[:, i] = out[:, order[i]]
-    return res, played
+    if m - pos > 1 and np.any(key[pos + 1:m] < key[pos:m - 1]):
+        idx = np.argsort(key[pos:m]) + pos
+        tmp = out[:, idx].copy()
+        out[:, pos:m] = tmp
+    return m - pos, played
 
 
 @njit(cache=True)
-def _pulls_at(table, K, points):
-    """(K, points) pull counts N_a(t) = Σ over runs of arm a of clip(⌊(t − first_round)/stride⌋
-    + 1, 0, length), from a (5, n) table (arm, first_index, first_round, stride, length) whose
-    runs of one arm do not interleave.  A run adds its length from the first point at or after
-    its last round on (a difference array) and partial counts at the points inside its span —
-    at most K runs span a point — so O(n log P + K·P)."""
+def _canonical_many(segs, offs, K):
+    """:func:`_canonical` of every run's columns ``offs[r] … offs[r+1]−1`` of ``segs``: the
+    tables side by side, their offsets, and the rounds played per run."""
+    R = offs.size - 1
+    width = segs.shape[1] + R * K          # at most one closed run per segment, K open ones
+    out = np.zeros((5, width), np.int64)
+    key = np.zeros(width, np.int64)
+    toffs = np.zeros(R + 1, np.int64)
+    played = np.zeros(R, np.int64)
+    for r in range(R):
+        m, played[r] = _canonical(segs, offs[r], offs[r + 1], K, out, toffs[r], key)
+        toffs[r + 1] = toffs[r] + m
+    return out[:, :toffs[R]], toffs, played
+
+
+@njit(cache=True)
+def _pulls_into(table, lo, hi, K, points, out, diff):
+    """Pull counts N_a(t) = Σ over runs of arm a of clip(⌊(t − first_round)/stride⌋ + 1, 0,
+    length) at every checkpoint t, into ``out`` (K, P), from the table columns lo … hi−1
+    (arm, first_index, first_round, stride, length) — runs of one arm do not interleave.  A
+    run adds its length from the first point at or after its last round on (a difference
+    array, ``diff`` (K, P+1) scratch) and partial counts at the points inside its span — at
+    most K runs span a point — so O(n log P + K·P)."""
     P = points.size
-    diff = np.zeros((K, P + 1), np.int64)
-    part = np.zeros((K, P), np.int64)
-    for j in range(table.shape[1]):
+    diff[:, :] = 0
+    out[:, :] = 0
+    for j in range(lo, hi):
         a, f, s, L = table[0, j], table[2, j], table[3, j], table[4, j]
         last = f + s * (L - 1)
         i = np.searchsorted(points, f)
         while i < P and points[i] < last:
-            part[a, i] += (points[i] - f) // s + 1
+            out[a, i] += (points[i] - f) // s + 1
             i += 1
         diff[a, i] += L
-    out = np.zeros((K, P), np.int64)
     for a in range(K):
         c = 0
         for i in range(P):
             c += diff[a, i]
-            out[a, i] = c + part[a, i]
+            out[a, i] += c
+
+
+@njit(cache=True)
+def _pulls_at(table, K, points):
+    """(K, P) pull counts at ``points`` of a whole table (see :func:`_pulls_into`)."""
+    out = np.zeros((K, points.size), np.int64)
+    _pulls_into(table, 0, table.shape[1], K, points, out, np.zeros((K, points.size + 1), np.int64))
     return out
 
 
 @njit(cache=True)
-def _regret_from_pulls(pulls, gaps):
-    """Pseudo-regret Σ_a gap_a · N_a(t), summed in arm order."""
-    K, P = pulls.shape
-    out = np.zeros(P)
-    for i in range(P):
-        total = 0.0
-        for a in range(K):
-            total += gaps[a] * pulls[a, i]
-        out[i] = total
-    return out
-
-
-def play_table(out: RunOutput, K: int) -> tuple[np.ndarray, int]:
-    """(segment table, rounds played) of one run: from its segments (O(segments)) or from its
-    actions (:func:`_segments`, O(rounds)) — the one table the regret and the ledger use."""
-    if out.has_actions:
-        actions = np.asarray(out.actions, dtype=np.int64)
-        return _segments(actions, K, 1), int(actions.size)
-    segs = np.ascontiguousarray(out.segments, dtype=np.int64).reshape(4, -1)
-    try:
-        table, played = _canonical(segs, K)
-    except ValueError as exc:
-        raise DpledgerError(f"policy returned bad segments: {exc}") from None
-    return table, int(played)
+def _digest_many(table, toffs, K, gaps, points):
+    """Per run r (table columns toffs[r] … toffs[r+1]−1): the pseudo-regret Σ_a gap_a · N_a(t)
+    at ``points`` (summed in arm order) and the pulls of every arm by the last point (the
+    stream lengths, the last point being T)."""
+    R = toffs.size - 1
+    P = points.size
+    regret = np.zeros((R, P))
+    lengths = np.zeros((R, K), np.int64)
+    pulls = np.zeros((K, P), np.int64)
+    diff = np.zeros((K, P + 1), np.int64)
+    for r in range(R):
+        _pulls_into(table, toffs[r], toffs[r + 1], K, points, pulls, diff)
+        for i in range(P):
+            total = 0.0
+            for a in range(K):
+                total += gaps[a] * pulls[a, i]
+            regret[r, i] = total
+        if P:
+            lengths[r] = pulls[:, P - 1]
+    return regret, lengths
 
 
 @dataclass
@@ -247,53 +273,94 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
               stop_at: int | None = None, capture: bool = False, keep_actions: bool = False,
               progress: Callable[[int], None] | None = None) -> dict:
     """The runs ``indices`` of one simulation: the unit of work any executor ships (a local
-    process, a Dask worker, a resumed sweep); :func:`assemble` joins chunks in run order."""
+    process, a Dask worker, a resumed sweep); :func:`assemble` joins chunks in run order.
+
+    Each run's play becomes its segment table at once when it comes as actions (the actions
+    are then dropped unless kept); runs given as segments are turned into tables together
+    after the loop, and the regret and ledger records of all runs are made in bulk — a few
+    compiled calls and one ledger append per table per chunk, so that recording costs little
+    next to event-driven kernels of a few microseconds per run."""
     K = env.n_arms
     ledger = RewardLedger()
     for r in policy.releases(T, K):
         ledger.intern(r)
     gaps = (env.means.max() - env.means).astype(np.float64)
     pts = checkpoints(T)
-    regret, draws, played, acts, caps = [], [], [], [], []
     et = env.as_tuple()
+    indices = [int(i) for i in indices]
+    runs = []                               # (out without its play, table or None, played)
+    seg_parts = []
+    acts = []
     for i in indices:
         rng = run_generator(seed, i)
         out: RunOutput = policy.run_one(rng, et, T, stop_at=stop_at, capture=capture)
-        table, n_played = play_table(out, K)
-        pulls = _pulls_at(table, K, pts)
-        _record(ledger, i, K, out, table, pulls[:, -1])     # the last checkpoint is T
-        regret.append(_regret_from_pulls(pulls, gaps))
-        draws.append(int(out.noise_draws))
-        played.append(n_played)
-        acts.append(np.asarray(out.actions).astype(np.int16) if keep_actions else None)
-        caps.append(out.captured)
+        if out.has_actions:
+            actions = np.asarray(out.actions, dtype=np.int64)
+            runs.append((out, _segments(actions, K, 1), int(actions.size)))
+        else:
+            segs = np.asarray(out.segments, dtype=np.int64).reshape(4, -1)
+            seg_parts.append(segs)
+            runs.append((out, None, 0))
+            actions = None
+        acts.append((actions if actions is not None else out.actions).astype(np.int16)
+                    if keep_actions else None)
+        out.actions = None                  # keep no O(T) array past its run
+        out.segments = None
         if progress is not None:
             progress(1)
-    return dict(indices=list(indices), regret=regret, ledger=ledger, draws=draws, played=played,
-                actions=acts, captured=caps)
+    tables = [t for _, t, _ in runs]
+    played = [n for _, _, n in runs]
+    if seg_parts:
+        offs = np.concatenate([[0], np.cumsum([p.shape[1] for p in seg_parts])]).astype(np.int64)
+        try:
+            tab, toffs, n_played = _canonical_many(np.concatenate(seg_parts, axis=1), offs, K)
+        except ValueError as exc:
+            raise DpledgerError(f"policy {policy.name!r} returned bad segments: {exc}") from None
+        k = 0
+        for j, t in enumerate(tables):
+            if t is None:
+                tables[j] = tab[:, toffs[k]:toffs[k + 1]]
+                played[j] = int(n_played[k])
+                k += 1
+    sizes = np.array([t.shape[1] for t in tables], dtype=np.int64)
+    table = (np.concatenate(tables, axis=1) if tables else np.zeros((5, 0), np.int64))
+    toffs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    regret, lengths = _digest_many(np.ascontiguousarray(table), toffs, K, gaps, pts)
+    _record(ledger, indices, K, [o for o, _, _ in runs], table, sizes, lengths)
+    return dict(indices=indices, regret=list(regret), ledger=ledger,
+                draws=[int(o.noise_draws) for o, _, _ in runs], played=played, actions=acts,
+                captured=[o.captured for o, _, _ in runs])
 
 
-def _record(ledger: RewardLedger, run: int, K: int, out: RunOutput, table: np.ndarray,
-            lengths: np.ndarray) -> None:
-    """One run's ledger records: its rows, Gaussian prefix rows and trees, the index → round
-    map (``table`` from :func:`play_table`) and the stream lengths (pulls per arm)."""
-    rows = out.rows
-    if rows.shape[1]:
-        ledger.append_rows(run, rows[0], rows[1], rows[2], rows[3], rows[4])
-    if out.gauss_rows is not None and np.size(out.gauss_rows["arm"]):
-        g = out.gauss_rows
-        ledger.add_growing_prefix(run, g["arm"], g["stop"], g["count"], g["mu2"], starts=g["start"])
-    if out.trees is not None:
-        tr = out.trees
-        for arm, off, n, lev, rid in zip(tr["arm"], tr["offset"], tr["n_items"], tr["levels"],
-                                         tr["release_id"]):
-            if n > 0:
-                ledger.add_tree(run, int(arm), int(off), int(n), int(lev), int(rid))
+def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence[RunOutput],
+            table: np.ndarray, sizes: np.ndarray, lengths: np.ndarray) -> None:
+    """The ledger records of runs ``indices`` (in that order): their rows, Gaussian prefix rows
+    and trees, the index → round map (``table``: the runs' segment tables side by side,
+    ``sizes[r]`` columns each) and the stream lengths (``lengths[r, arm]`` pulls).  Rows and
+    segments go in as one append each; the tables equal run-by-run appends."""
+    runs = np.asarray(indices, dtype=np.int64)
+    n_rows = np.array([o.rows.shape[1] for o in outs], dtype=np.int64)
+    if n_rows.sum():
+        rows = np.concatenate([o.rows for o in outs], axis=1)
+        ledger.append_rows(np.repeat(runs, n_rows), rows[0], rows[1], rows[2], rows[3], rows[4])
+    for run, out in zip(indices, outs):
+        if out.gauss_rows is not None and np.size(out.gauss_rows["arm"]):
+            g = out.gauss_rows
+            ledger.add_growing_prefix(run, g["arm"], g["stop"], g["count"], g["mu2"],
+                                      starts=g["start"])
+        if out.trees is not None:
+            tr = out.trees
+            for arm, off, n, lev, rid in zip(tr["arm"], tr["offset"], tr["n_items"],
+                                             tr["levels"], tr["release_id"]):
+                if n > 0:
+                    ledger.add_tree(run, int(arm), int(off), int(n), int(lev), int(rid))
     if table.shape[1]:
-        ledger.add_segments(run, table[0], table[1], table[2], table[3], table[4])
-    for arm in range(K):
-        if lengths[arm]:
-            ledger.set_stream_length(run, arm, int(lengths[arm]))
+        ledger.add_segments(np.repeat(runs, sizes), table[0], table[1], table[2], table[3],
+                            table[4])
+    for run, per_arm in zip(indices, lengths.tolist()):
+        for arm, n in enumerate(per_arm):
+            if n:
+                ledger.set_stream_length(run, arm, n)
 
 
 def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
@@ -347,11 +414,14 @@ def assemble(policy: Policy, env: Environment, T: int, seed: int, parts: Sequenc
                 raise DpledgerError(f"run {i} appears in two chunks")
             by_run[i] = (part, j)
     order = sorted(by_run)
-    ledger = RewardLedger()
-    for r in policy.releases(T, env.n_arms):
-        ledger.intern(r)
-    for part in sorted(parts, key=lambda p: min(p["indices"])):
-        ledger = ledger.merge(part["ledger"])
+    if len(parts) == 1:     # a chunk's ledger interns the policy's releases first: as merged
+        ledger = parts[0]["ledger"]
+    else:
+        ledger = RewardLedger()
+        for r in policy.releases(T, env.n_arms):
+            ledger.intern(r)
+        for part in sorted(parts, key=lambda p: min(p["indices"])):
+            ledger = ledger.merge(part["ledger"])
     return SimulationResult(
         policy=policy, env=env, horizon=T, seed=int(seed), run_indices=order,
         points=checkpoints(T),
