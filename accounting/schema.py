@@ -188,17 +188,20 @@ def _opt(v: Any) -> float | None:
     return None if v is None else _num(v)
 
 
-def dumps(obj: Any) -> str:
-    """Canonical JSON text: insertion-ordered keys, repr floats, no NaN/inf."""
+def dumps(obj: Any, compact: bool = False) -> str:
+    """Canonical JSON text: insertion-ordered keys, repr floats, no NaN/inf; ``compact`` for
+    bulk data files (no indentation lets json use its C encoder: ~10× faster)."""
     try:
+        if compact:
+            return json.dumps(obj, allow_nan=False, separators=(",", ":")) + "\n"
         return json.dumps(obj, allow_nan=False, indent=1) + "\n"
     except ValueError as exc:
         raise DpledgerError(f"refusing to write a non-finite number to JSON: {exc}") from None
 
 
-def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+def write_json_atomic(path: str | os.PathLike, obj: Any, compact: bool = False) -> None:
     """Write ``obj`` to ``path`` atomically (temp file in the same folder, then rename)."""
-    text = dumps(obj)
+    text = dumps(obj, compact)
     folder = os.path.dirname(os.path.abspath(path)) or "."
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)

@@ -177,9 +177,6 @@ def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: 
               stop_after: int | None = None) -> dict[str, dict]:
     """Compute every config (resuming from ``out``), write ``out/runs/<label>.json`` and return
     {label: run report}.  ``stop_after`` cells: stop early (simulates an interruption; tests)."""
-    from dpledger.policies.simulator import assemble
-    from dpledger.report import build_run_report
-
     labels = [c.label for c in configs]
     if len(set(labels)) != len(labels):
         raise DpledgerError("sweep labels must be distinct")
@@ -193,17 +190,31 @@ def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: 
     by_key = {c.key(): c for c in configs}
     for n, ((cfg_json, idx), cell) in enumerate(executor.map_unordered(compute_cell, todo)):
         cfg = by_key[cell["config_key"]]
-        write_json_atomic(cell_path(out, cfg, idx), cell)
+        write_json_atomic(cell_path(out, cfg, idx), cell, compact=True)
         progress.step(cfg.label)
         if stop_after is not None and n + 1 >= stop_after:
             raise KeyboardInterrupt("sweep stopped after %d cells" % (n + 1))
+    # Reports: one task per config, in local processes (they read the cells from this disk).
+    tasks = [(cfg.to_json(), out, cell_runs, list(deltas) if deltas else None) for cfg in configs]
+    local = LocalExecutor(getattr(executor, "workers", 1) if isinstance(executor, LocalExecutor)
+                          else 2)
     reports = {}
-    for cfg in configs:
-        parts = [_cell_part(read_json(cell_path(out, cfg, idx))) for idx in cells_of(cfg, cell_runs)]
-        res = assemble(cfg.make_policy(), cfg.make_env(), cfg.horizon, cfg.seed, parts)
-        rep = build_run_report(res, deltas)
-        rep["label"] = cfg.label
-        rep["tags"] = cfg.tags
-        write_json_atomic(os.path.join(out, "runs", f"{cfg.label}.json"), rep)
-        reports[cfg.label] = rep
-    return reports
+    for _, rep in local.map_unordered(build_config_report, tasks):
+        reports[rep["label"]] = rep
+    return {cfg.label: reports[cfg.label] for cfg in configs}
+
+
+def build_config_report(config: dict, out: str, cell_runs: int,
+                        deltas: Sequence[float] | None) -> dict:
+    """Join a config's cells in run order, build its run.json, write ``out/runs/<label>.json``."""
+    from dpledger.policies.simulator import assemble
+    from dpledger.report import build_run_report
+
+    cfg = RunConfig(**config)
+    parts = [_cell_part(read_json(cell_path(out, cfg, idx))) for idx in cells_of(cfg, cell_runs)]
+    res = assemble(cfg.make_policy(), cfg.make_env(), cfg.horizon, cfg.seed, parts)
+    rep = build_run_report(res, deltas)
+    rep["label"] = cfg.label
+    rep["tags"] = cfg.tags
+    write_json_atomic(os.path.join(out, "runs", f"{cfg.label}.json"), rep)
+    return rep
