@@ -3,10 +3,11 @@
 P1  run-rounds per second per core, in process (warm compile), for UCB1, Beta-TS and KL-UCB,
     beside a batched-numpy per-round reference (R runs advanced together, one numpy op per
     round) in the same command.  5 Bernoulli arms {0.75, 0.625, 0.5, 0.375, 0.25}.
-P2  one run at T = 1e7 for AdaP-UCB, AdaP-KLUCB, DP-SE, Anytime-Lazy-UCB (warm): the event loop
-    alone (no output: ``write_actions`` off), the full ``run_one`` (allocating and filling the
-    1e7-entry actions array), and the per-round loop (``fast`` off).
-P4  ledger overhead: the simulator's ledger recording against the kernel runs it records.
+P2  one run at T = 1e7 for AdaP-UCB, AdaP-KLUCB, DP-SE, Anytime-Lazy-UCB (warm): ``run_one``
+    (the fast path: play returned as segments, no actions), the uniform kernel filling an
+    actions array (as audits call it), and the per-round loop (``fast`` off).
+P4  simulator overhead (ledger recording, segment tables, regret): ``simulate`` against the
+    kernels alone over the same runs, for per-round and event-driven policies.
 Times are medians of repeats; not a test (SPEC §8).
 """
 from __future__ import annotations
@@ -115,74 +116,75 @@ def p2(quick):
     K = len(MEANS)
     out = []
     for name in ("adap-ucb", "adap-klucb", "dp-se", "anytime-lazy-ucb"):
-        ev = make_policy(name, write_actions=False)
-        full = make_policy(name)
+        pol = make_policy(name)
         slow = make_policy(name, fast=False)
-        ev.run_one(run_generator(0, 0), env, 1000)
+        pol.run_one(run_generator(0, 0), env, 1000)
         slow.run_one(run_generator(0, 0), env, 1000)
-        kern = type(ev).kernel
-        params = ev.kernel_params(T, K)
-        rows = np.zeros((5, ev.row_capacity(T, K)), np.int64)
-        acts = np.zeros(K, np.int64)            # the initial pulls are always written
+        assert not pol.run_one(run_generator(0, 0), env, 1000).has_actions    # segments only
+        kern = type(pol).kernel
+        params = pol.kernel_params(T, K)
+        rows = np.zeros((5, pol.row_capacity(T, K)), np.int64)
         cap = np.zeros((2, 0))
         seeds = iter(range(10 ** 6))
         reps = 5 if quick else 20
-        t_event = _median_time(lambda: kern(run_generator(2, next(seeds)), env, T, K, T, params,
-                                            acts, rows, cap), reps)
-        t_full = _median_time(lambda: full.run_one(run_generator(3, next(seeds)), env, T),
-                              2 if quick else 5)
+        t_run = _median_time(lambda: pol.run_one(run_generator(2, next(seeds)), env, T), reps)
+        acts = np.zeros(T, np.int64)
+        t_acts = _median_time(lambda: kern(run_generator(3, next(seeds)), env, T, K, T, params,
+                                           acts, rows, cap), 2 if quick else 5)
         t_slow = _median_time(lambda: slow.run_one(run_generator(4, next(seeds)), env, T), 1)
-        out.append((name, t_event, t_full, t_slow))
+        out.append((name, t_run, t_acts, t_slow))
     print(f"\nP2  one run at T = 1e7 (K = 5, warm; target ≤ 10 ms)")
-    print(f"{'policy':<18}{'event loop':>12}{'run_one':>12}{'per-round':>12}  ok")
+    print(f"{'policy':<18}{'run_one':>12}{'+actions':>12}{'per-round':>12}  ok")
     for name, a, b, c in out:
         print(f"{name:<18}{a * 1e3:>10.3f}ms{b * 1e3:>10.1f}ms{c * 1e3:>10.0f}ms  "
               f"{'yes' if a <= 0.01 else 'NO'}")
-    print("    event loop = kernel without the actions output; run_one also allocates and fills "
-          "the 1e7 int64 actions array")
+    print("    run_one = the fast path as the simulator calls it (generator made outside, play "
+          "returned as segments, no actions written); +actions = the uniform kernel filling a "
+          "preallocated 1e7-entry actions array (what audits call); per-round = fast off")
     return out
 
 
 def p4(quick):
-    """Ledger recording (the simulator's ``_record``: rows, trees, segments, stream lengths) timed
-    separately from the kernel runs it records, over the same runs."""
-    from dpledger.accounting.ledger import RewardLedger
-    from dpledger.policies.simulator import _record
-
+    """The simulator's total time (``simulate``, one worker: runs, segment tables, regret,
+    ledger recording, assembly) against the kernels alone (``run_one`` of the same runs with
+    their Generators), interleaved, best of several repeats each."""
     env_obj = bernoulli(MEANS)
     env = env_obj.as_tuple()
-    K = len(MEANS)
     out = []
     for name, T, runs in (("lazy-dp-ts", 10 ** 5, 10), ("dp-ts", 10 ** 5, 10),
-                          ("adap-ucb", 10 ** 6, 20), ("klucb", 10 ** 5, 10)):
+                          ("klucb", 10 ** 5, 10), ("adap-ucb", 10 ** 7, 20),
+                          ("adap-klucb", 10 ** 7, 20), ("dp-se", 10 ** 7, 20),
+                          ("anytime-lazy-ucb", 10 ** 7, 20), ("adap-ucb", 10 ** 7, 1000)):
         if quick:
             T //= 10
         pol = make_policy(name)
         simulate(pol, env_obj, T, seed=0, runs=1)          # warm every compiled piece
-        t_run = t_led = 0.0
-        ledger = RewardLedger()
-        for r in pol.releases(T, K):
-            ledger.intern(r)
-        for i in range(runs):
+        reps = 3 if T * runs >= 10 ** 6 and name not in FAST_NAMES else 15
+        if runs >= 1000:
+            reps = 3
+        t_kern, t_sim = [], []
+        for _ in range(reps):
             t0 = time.perf_counter()
-            o = pol.run_one(run_generator(5, i), env, T)
-            t1 = time.perf_counter()
-            _record(ledger, i, K, o, np.asarray(o.actions, dtype=np.int64))
-            t2 = time.perf_counter()
-            t_run += t1 - t0
-            t_led += t2 - t1
-        t0 = time.perf_counter()
-        ledger.worst_reward()
-        t_worst = time.perf_counter() - t0
-        out.append((name, T, runs, t_run, t_led, t_worst, ledger.n_rows()))
-    print("\nP4  ledger overhead: recording time / kernel time over the same runs (target ≤ 10 %)")
-    print(f"{'policy':<12}{'T':>9}{'runs':>6}{'kernels':>10}{'ledger':>10}{'overhead':>10}"
-          f"{'rows':>8}{'worst_reward':>14}")
-    for name, T, runs, a, b, c, n in out:
-        print(f"{name:<12}{T:>9.0e}{runs:>6}{a:>9.3f}s{b:>9.3f}s{b / a * 100:>9.1f}%{n:>8}"
-              f"{c * 1e3:>12.1f}ms")
-    print("    ledger time includes deriving the index→round segments from the actions (O(T))")
+            for i in range(runs):
+                pol.run_one(run_generator(5, i), env, T)
+            t_kern.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            res = simulate(pol, env_obj, T, seed=5, runs=runs)
+            t_sim.append(time.perf_counter() - t0)
+        seg = res.ledger.segments["run"].size
+        out.append((name, T, runs, min(t_kern), min(t_sim), res.ledger.n_rows(), seg))
+    print("\nP4  simulator overhead: simulate() time / kernels alone, same runs (target ≤ 10 %)")
+    print(f"{'policy':<18}{'T':>7}{'runs':>6}{'kernels':>11}{'simulate':>11}{'overhead':>10}"
+          f"{'rows':>8}{'segments':>10}")
+    for name, T, runs, a, b, n, g in out:
+        print(f"{name:<18}{T:>7.0e}{runs:>6}{a * 1e3:>9.2f}ms{b * 1e3:>9.2f}ms"
+              f"{(b / a - 1) * 100:>9.1f}%{n:>8}{g:>10}")
+    print("    rows / segments: ledger rows and index→round segments of the whole simulation "
+          "(memory grows with releases and events, not with T)")
     return out
+
+
+FAST_NAMES = ("adap-ucb", "adap-klucb", "dp-se", "anytime-lazy-ucb")
 
 
 def main(argv=None):

@@ -198,30 +198,32 @@ def _pulls_into(table, lo, hi, K, points, out, diff):
     length) at every checkpoint t, into ``out`` (K, P), from the table columns lo … hi−1
     (arm, first_index, first_round, stride, length) — runs of one arm do not interleave.  A
     run adds its length from the first point at or after its last round on (a difference
-    array, ``diff`` (K, P+1) scratch) and partial counts at the points inside its span — at
-    most K runs span a point — so O(n log P + K·P)."""
+    array: ``diff`` (K, P+1), all zero on entry and left so) and partial counts at the points
+    inside its span — at most K runs span a point — so O(n log P + K·P)."""
     P = points.size
-    diff[:, :] = 0
-    out[:, :] = 0
     for j in range(lo, hi):
         a, f, s, L = table[0, j], table[2, j], table[3, j], table[4, j]
         last = f + s * (L - 1)
         i = np.searchsorted(points, f)
         while i < P and points[i] < last:
-            out[a, i] += (points[i] - f) // s + 1
+            k = points[i] - f + 1 if s == 1 else (points[i] - f) // s + 1
+            diff[a, i] += k                 # at this point only: undone at the next
+            diff[a, i + 1] -= k
             i += 1
         diff[a, i] += L
     for a in range(K):
         c = 0
         for i in range(P):
             c += diff[a, i]
-            out[a, i] += c
+            diff[a, i] = 0
+            out[a, i] = c
+        diff[a, P] = 0
 
 
 @njit(cache=True)
 def _pulls_at(table, K, points):
     """(K, P) pull counts at ``points`` of a whole table (see :func:`_pulls_into`)."""
-    out = np.zeros((K, points.size), np.int64)
+    out = np.empty((K, points.size), np.int64)
     _pulls_into(table, 0, table.shape[1], K, points, out, np.zeros((K, points.size + 1), np.int64))
     return out
 
@@ -235,15 +237,14 @@ def _digest_many(table, toffs, K, gaps, points):
     P = points.size
     regret = np.zeros((R, P))
     lengths = np.zeros((R, K), np.int64)
-    pulls = np.zeros((K, P), np.int64)
+    pulls = np.empty((K, P), np.int64)
     diff = np.zeros((K, P + 1), np.int64)
     for r in range(R):
         _pulls_into(table, toffs[r], toffs[r + 1], K, points, pulls, diff)
-        for i in range(P):
-            total = 0.0
-            for a in range(K):
-                total += gaps[a] * pulls[a, i]
-            regret[r, i] = total
+        for a in range(K):                  # Σ_a gap_a·N_a(t), in arm order
+            g = gaps[a]
+            for i in range(P):
+                regret[r, i] += g * pulls[a, i]
         if P:
             lengths[r] = pulls[:, P - 1]
     return regret, lengths
@@ -310,22 +311,28 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
             progress(1)
     tables = [t for _, t, _ in runs]
     played = [n for _, _, n in runs]
+    table = None
     if seg_parts:
         offs = np.concatenate([[0], np.cumsum([p.shape[1] for p in seg_parts])]).astype(np.int64)
         try:
             tab, toffs, n_played = _canonical_many(np.concatenate(seg_parts, axis=1), offs, K)
         except ValueError as exc:
             raise DpledgerError(f"policy {policy.name!r} returned bad segments: {exc}") from None
-        k = 0
-        for j, t in enumerate(tables):
-            if t is None:
-                tables[j] = tab[:, toffs[k]:toffs[k + 1]]
-                played[j] = int(n_played[k])
-                k += 1
-    sizes = np.array([t.shape[1] for t in tables], dtype=np.int64)
-    table = (np.concatenate(tables, axis=1) if tables else np.zeros((5, 0), np.int64))
-    toffs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    regret, lengths = _digest_many(np.ascontiguousarray(table), toffs, K, gaps, pts)
+        if len(seg_parts) == len(runs):     # every run gave segments: tables already in order
+            table, played = tab, n_played.tolist()
+        else:
+            k = 0
+            for j, t in enumerate(tables):
+                if t is None:
+                    tables[j] = tab[:, toffs[k]:toffs[k + 1]]
+                    played[j] = int(n_played[k])
+                    k += 1
+    if table is None:
+        sizes = np.array([t.shape[1] for t in tables], dtype=np.int64)
+        table = np.concatenate(tables, axis=1) if tables else np.zeros((5, 0), np.int64)
+        toffs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    sizes = np.diff(toffs)
+    regret, lengths = _digest_many(table, toffs, K, gaps, pts)
     _record(ledger, indices, K, [o for o, _, _ in runs], table, sizes, lengths)
     return dict(indices=indices, regret=list(regret), ledger=ledger,
                 draws=[int(o.noise_draws) for o, _, _ in runs], played=played, actions=acts,
