@@ -25,6 +25,7 @@ switch noise off for tests) and ``write_actions`` (benchmarks of the event loop 
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -129,6 +130,14 @@ def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
     return t, n_rows, n_rows, segs, n_segs
 
 
+@functools.lru_cache(maxsize=256)
+def _episode_releases(eps: float, n: int) -> tuple:
+    """Lap(1/(ε·2^k)) on a mean of 2^k rewards, k = 0 … n−1 (frozen, so shared across calls:
+    the simulator interns them once per chunk)."""
+    return tuple(LaplaceRelease(scale=1.0 / (eps * 2.0 ** k), sensitivity=1.0 / 2.0 ** k)
+                 for k in range(n))
+
+
 class _AdaP(KernelPolicy):
     provenance = "faithful"
     params_spec = (EPSILON, ALPHA) + HIDDEN
@@ -153,9 +162,7 @@ class _AdaP(KernelPolicy):
         return K + K * (int(math.log2(T)) + 2)
 
     def releases(self, T, K):
-        eps = self.params["epsilon"]
-        return [LaplaceRelease(scale=1.0 / (eps * 2.0 ** k), sensitivity=1.0 / 2.0 ** k)
-                for k in range(int(math.log2(T)) + 1)]
+        return list(_episode_releases(float(self.params["epsilon"]), int(math.log2(T)) + 1))
 
     def certificate(self, T, K):
         lap = self.releases(T, K)[0]

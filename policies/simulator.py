@@ -279,8 +279,8 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     Each run's play becomes its segment table at once when it comes as actions (the actions
     are then dropped unless kept); runs given as segments are turned into tables together
     after the loop, and the regret and ledger records of all runs are made in bulk — a few
-    compiled calls and one ledger append per table per chunk, so that recording costs little
-    next to event-driven kernels of a few microseconds per run."""
+    compiled calls and one ledger append per table per chunk, so that recording stays small
+    next to event-driven kernels of tens of microseconds per run."""
     K = env.n_arms
     ledger = RewardLedger()
     for r in policy.releases(T, K):
@@ -299,7 +299,10 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
             actions = np.asarray(out.actions, dtype=np.int64)
             runs.append((out, _segments(actions, K, 1), int(actions.size)))
         else:
-            segs = np.asarray(out.segments, dtype=np.int64).reshape(4, -1)
+            segs = out.segments
+            if not (isinstance(segs, np.ndarray) and segs.dtype == np.int64 and segs.ndim == 2
+                    and segs.shape[0] == 4):
+                segs = np.asarray(segs, dtype=np.int64).reshape(4, -1)
             seg_parts.append(segs)
             runs.append((out, None, 0))
             actions = None

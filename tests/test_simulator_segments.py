@@ -23,18 +23,23 @@ from dpledger.policies.simulator import (_canonical_many, _digest_many, _pulls_a
 from policy_helpers import FAST, policy
 
 
-def _as_actions(pol):
+def _as_actions(pol, every=1):
     """The same policy, but its runs hand the simulator materialised actions (the actions
-    path), not segments."""
+    path), not segments — every ``every``-th call (others keep segments: a mixed chunk)."""
     class Materialised(type(pol)):
+        calls = 0
+
         def run_one(self, rng, env, T, stop_at=None, capture=False, reference=False):
             out = super().run_one(rng, env, T, stop_at=stop_at, capture=capture)
             assert out.segments is not None and not out.has_actions
+            self.calls += 1
+            if self.calls % every:
+                return out
             return RunOutput(actions=actions_from_segments(out.segments), rows=out.rows,
                              gauss_rows=out.gauss_rows, trees=out.trees,
                              noise_draws=out.noise_draws, captured=out.captured)
 
-    Materialised.name = pol.name
+    Materialised.name = pol.name + ("" if every == 1 else "-mixed")
     return Materialised(**{k: v for k, v in pol.params.items() if v is not None})
 
 
@@ -70,8 +75,9 @@ def test_segments_path_equals_actions_path(name):
             a = simulate(seg_pol, env, T, seed=4, runs=3, stop_at=stop_at)
             k = simulate(seg_pol, env, T, seed=4, runs=3, stop_at=stop_at, keep_actions=True)
             b = simulate(act_pol, env, T, seed=4, runs=3, stop_at=stop_at, keep_actions=True)
+            m = simulate(_as_actions(seg_pol, every=2), env, T, seed=4, runs=3, stop_at=stop_at)
             msg = f"{name} on {env_name}, stop_at={stop_at}"
-            for res in (a, k):
+            for res in (a, k, m):
                 np.testing.assert_array_equal(res.regret, b.regret, err_msg=msg)
                 assert res.rounds_played == b.rounds_played == [stop_at or T] * 3, msg
                 assert res.noise_draws == b.noise_draws, msg
