@@ -68,6 +68,8 @@ class RowBuffer:
 def _as_col(name: str, values, n: int | None = None) -> np.ndarray:
     dtype = np.float64 if name == "mu2" else _INT_DTYPES[name]
     arr = np.asarray(values)
+    if arr.dtype == dtype and arr.ndim == 1 and (n is None or arr.size == n):
+        return arr.copy()       # already the column type: one copy, no checks to redo
     if arr.ndim == 0:
         arr = np.full(1 if n is None else n, arr)
     if dtype is not np.float64 and arr.size and arr.dtype.kind == "f":
@@ -176,9 +178,10 @@ class RewardLedger:
 
     def append_rows(self, run, arm, start, stop, release_id, count) -> None:
         """Bulk append (arrays or scalars, broadcast together)."""
-        cols = dict(zip(ROW_FIELDS, np.broadcast_arrays(*map(np.asarray, (run, arm, start, stop,
-                                                                          release_id, count)))))
-        cols = {k: np.atleast_1d(v) for k, v in cols.items()}
+        arrays = tuple(map(np.asarray, (run, arm, start, stop, release_id, count)))
+        if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1:
+            arrays = tuple(np.atleast_1d(a) for a in np.broadcast_arrays(*arrays))
+        cols = dict(zip(ROW_FIELDS, arrays))
         self._check_rows(cols)
         self._rows.append(cols)
 
@@ -228,6 +231,19 @@ class RewardLedger:
             fi, fr, st, ln = _arithmetic_runs(rounds)
             self.add_segments(run, int(arm), fi, fr, st, ln)
             self.set_stream_length(run, int(arm), rounds.size)
+
+    def set_stream_lengths(self, runs, arms, lengths) -> None:
+        """Bulk :meth:`set_stream_length` (arrays of equal length; entries with length 0 are
+        skipped)."""
+        runs, arms, lengths = (np.asarray(x, dtype=np.int64).ravel() for x in (runs, arms, lengths))
+        if not runs.size == arms.size == lengths.size:
+            raise DpledgerError("stream length columns differ in length")
+        if lengths.size and lengths.min() < 0:
+            raise DpledgerError("stream lengths must be >= 0")
+        streams = self._streams
+        for key, n in zip(zip(runs.tolist(), arms.tolist()), lengths.tolist()):
+            if n and n > streams.get(key, 0):
+                streams[key] = n
 
     def set_stream_length(self, run: int, arm: int, n: int) -> None:
         key = (int(run), int(arm))

@@ -367,10 +367,9 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
     if table.shape[1]:
         ledger.add_segments(np.repeat(runs, sizes), table[0], table[1], table[2], table[3],
                             table[4])
-    for run, per_arm in zip(indices, lengths.tolist()):
-        for arm, n in enumerate(per_arm):
-            if n:
-                ledger.set_stream_length(run, arm, n)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    ledger.set_stream_lengths(np.repeat(np.asarray(indices, dtype=np.int64), lengths.shape[1]),
+                              np.tile(np.arange(lengths.shape[1]), len(indices)), lengths.ravel())
 
 
 def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
