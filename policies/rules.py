@@ -11,18 +11,18 @@ def argmax_random_tie(values, rng):
 
     The tie-break draw happens only when there is a tie (SPEC §5 draw order)."""
     best = values[0]
+    best_i = 0
     n_best = 1
     for i in range(1, values.size):
         v = values[i]
         if v > best:
             best = v
+            best_i = i
             n_best = 1
         elif v == best:
             n_best += 1
     if n_best == 1:
-        for i in range(values.size):
-            if values[i] == best:
-                return i
+        return best_i
     k = rng.integers(0, n_best)
     for i in range(values.size):
         if values[i] == best:
