@@ -36,9 +36,12 @@ from dpledger.policies.rules import argmax_random_tie
 
 EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
 HIDDEN = (
-    Param("fast", True, "bool", "hidden: jump to the next event (False: per round)"),
-    Param("noise", 1.0, "float", "hidden test switch: multiplier of the drawn noise (0 = off)"),
-    Param("write_actions", True, "bool", "hidden benchmark switch: fill the actions array"),
+    Param("fast", True, "bool", "hidden: jump to the next event (False: per round)",
+          hidden=True),
+    Param("noise", 1.0, "float", "hidden test switch: multiplier of the drawn noise (0 = off)",
+          hidden=True),
+    Param("write_actions", True, "bool", "hidden benchmark switch: fill the actions array",
+          hidden=True),
 )
 
 
@@ -165,10 +168,6 @@ class AnytimeLazyUCB(KernelPolicy):
     def emits_segments(self):
         return bool(self.params["fast"])
 
-    def describe(self):
-        d = super().describe()
-        d["params"] = [p for p in d["params"] if p["name"] == "epsilon"]
-        return d
 
     def kernel_params(self, T, K):
         p = self.params

@@ -43,9 +43,12 @@ from dpledger.policies.rules import argmax_random_tie, clip01, kl_ucb_newton
 EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
 ALPHA = Param("alpha", 3.1, "positive", "exploration parameter α (> 3 in the regret theorem)")
 HIDDEN = (
-    Param("fast", True, "bool", "hidden: one draw_sum per episode (False: reward by reward)"),
-    Param("noise", 1.0, "float", "hidden test switch: multiplier of the drawn noise (0 = off)"),
-    Param("write_actions", True, "bool", "hidden benchmark switch: fill the actions array"),
+    Param("fast", True, "bool", "hidden: one draw_sum per episode (False: reward by reward)",
+          hidden=True),
+    Param("noise", 1.0, "float", "hidden test switch: multiplier of the drawn noise (0 = off)",
+          hidden=True),
+    Param("write_actions", True, "bool", "hidden benchmark switch: fill the actions array",
+          hidden=True),
 )
 
 
@@ -148,10 +151,6 @@ class _AdaP(KernelPolicy):
         return bool(self.params["fast"])
     variant: int = 0
 
-    def describe(self):
-        d = super().describe()
-        d["params"] = [p for p in d["params"] if p["name"] in ("epsilon", "alpha")]
-        return d
 
     def kernel_params(self, T, K):
         p = self.params

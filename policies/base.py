@@ -36,6 +36,7 @@ class Param:
     kind: str            # "float", "positive", "int", "bool", "choice", "fraction"
     doc: str
     choices: tuple = ()
+    hidden: bool = False    # a test or speed switch: not listed, not in run.json at its default
 
     def parse(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -213,8 +214,14 @@ class Policy(ABC):
         return f"{type(self).__name__}({args})"
 
     def resolved_params(self, T: int, K: int) -> dict:
-        """Parameters with horizon-dependent defaults filled in (e.g. DP-SE's β = 1/T)."""
-        return dict(self.params)
+        """Parameters with horizon-dependent defaults filled in (e.g. DP-SE's β = 1/T); hidden
+        switches only when they differ from their default (so ``verify`` can rebuild the run)."""
+        return self.public_params()
+
+    def public_params(self) -> dict:
+        spec = {p.name: p for p in self.params_spec}
+        return {k: v for k, v in self.params.items()
+                if not spec[k].hidden or v != spec[k].default}
 
     @abstractmethod
     def releases(self, T: int, K: int) -> list[Release]: ...
@@ -234,7 +241,7 @@ class Policy(ABC):
                 "private": self.private, "adaptive": self.adaptive,
                 "params": [{"name": p.name, "default": p.default, "doc": p.doc,
                             **({"choices": list(p.choices)} if p.choices else {})}
-                           for p in self.params_spec]}
+                           for p in self.params_spec if not p.hidden]}
 
 
 def validate_horizon(T: Any, K: int) -> int:

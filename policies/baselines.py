@@ -121,13 +121,9 @@ class KLUCB(NonPrivatePolicy):
     provenance = "faithful"
     params_spec = (Param("threshold_test", True, "bool",
                          "hidden speed switch: solve only indices that can beat the leader's "
-                         "(same actions as solving all)"),)
+                         "(same actions as solving all)", hidden=True),)
     kernel = _klucb
 
-    def describe(self):
-        d = super().describe()
-        d["params"] = []          # the speed switch is not a policy parameter
-        return d
 
     def kernel_params(self, T, K):
         return np.array([1.0 if self.params["threshold_test"] else 0.0])

@@ -38,9 +38,12 @@ from dpledger.mechanisms.noise import laplace_noise
 EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
 BETA = Param("beta", None, "positive", "failure probability β (default 1/T)")
 HIDDEN = (
-    Param("fast", True, "bool", "hidden: one draw per arm per epoch (False: per round)"),
-    Param("noise", 1.0, "float", "hidden test switch: multiplier of the drawn noise (0 = off)"),
-    Param("write_actions", True, "bool", "hidden benchmark switch: fill the actions array"),
+    Param("fast", True, "bool", "hidden: one draw per arm per epoch (False: per round)",
+          hidden=True),
+    Param("noise", 1.0, "float", "hidden test switch: multiplier of the drawn noise (0 = off)",
+          hidden=True),
+    Param("write_actions", True, "bool", "hidden benchmark switch: fill the actions array",
+          hidden=True),
 )
 
 
@@ -189,19 +192,15 @@ class DPSE(KernelPolicy):
     def emits_segments(self):
         return bool(self.params["fast"])
 
-    def describe(self):
-        d = super().describe()
-        d["params"] = [p for p in d["params"] if p["name"] in ("epsilon", "beta")]
-        return d
 
     def resolved_params(self, T, K):
-        out = dict(self.params)
+        out = self.public_params()
         if out["beta"] is None:
             out["beta"] = 1.0 / T
         return out
 
     def kernel_params(self, T, K):
-        p = self.resolved_params(T, K)
+        p = dict(self.params, beta=self.resolved_params(T, K)["beta"])
         return np.array([p["epsilon"], p["beta"], float(p["fast"]), float(p["noise"]),
                          float(p["write_actions"])])
 

@@ -89,13 +89,10 @@ class LazyDPTS(KernelPolicy):
     title = "Lazy-DP-TS (Hu & Hegde 2022, Algorithm 2)"
     provenance = "faithful"
     params_spec = (EPSILON, Param("noise", 1.0, "float",
-                                  "hidden test switch: multiplier of the drawn noise (0 = off)"))
+                                  "hidden test switch: multiplier of the drawn noise (0 = off)",
+                                  hidden=True))
     kernel = _lazy_dp_ts
 
-    def describe(self):
-        d = super().describe()
-        d["params"] = [p for p in d["params"] if p["name"] == "epsilon"]
-        return d
 
     def kernel_params(self, T, K):
         return np.array([self.params["epsilon"], float(self.params["noise"])])
@@ -209,13 +206,10 @@ class DPTS(KernelPolicy):
     title = "DP-TS (Hu & Hegde 2022, Algorithm 1)"
     provenance = "faithful"
     params_spec = (EPSILON, Param("noise", 1.0, "float",
-                                  "hidden test switch: multiplier of the drawn noise (0 = off)"))
+                                  "hidden test switch: multiplier of the drawn noise (0 = off)",
+                                  hidden=True))
     kernel = _dp_ts
 
-    def describe(self):
-        d = super().describe()
-        d["params"] = [p for p in d["params"] if p["name"] == "epsilon"]
-        return d
 
     def kernel_params(self, T, K):
         return np.array([self.params["epsilon"], float(self.params["noise"])])
