@@ -52,7 +52,7 @@ def _coarsen(groups: list[tuple[float, int]]) -> list[tuple[float, int]]:
         merged[up] = merged.get(up, 0) + k
     gs = sorted(merged.items())
     while support(gs) > MAX_SUPPORT and len(gs) > 1:
-        (e0, k0), (e1, k1) = gs[0], gs[1]
+        (_, k0), (e1, k1) = gs[0], gs[1]
         gs = [(e1, k0 + k1)] + gs[2:]
     return gs
 

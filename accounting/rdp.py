@@ -76,7 +76,6 @@ def pure_rdp(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
     s = orders - 1.0
     log_p = -np.log1p(np.exp(-epsilon))
     log_q = -epsilon + log_p
-    p, q = np.exp(log_p), np.exp(log_q)
     with np.errstate(over="ignore", invalid="ignore"):
         small = s * epsilon < 30.0
         # p·e^x + q·e^{−x} − 1 = 2·sinh²(x/2) + tanh(ε/2)·sinh(x) with x = sε: a sum of

@@ -46,7 +46,6 @@ ledger and the accountants.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from numba import njit

@@ -29,20 +29,13 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import KernelPolicy, Param, push_segment
+from dpledger.policies.base import (EPSILON, NOISE, WRITE_ACTIONS, KernelPolicy, fast_switch,
+                                    push_segment)
 from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import argmax_random_tie
 
-EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
-HIDDEN = (
-    Param("fast", True, "bool", "hidden: jump to the next event (False: per round)",
-          hidden=True),
-    Param("noise", 1.0, "float", "hidden test switch: multiplier of the drawn noise (0 = off)",
-          hidden=True),
-    Param("write_actions", True, "bool", "hidden benchmark switch: fill the actions array",
-          hidden=True),
-)
+HIDDEN = (fast_switch("jump to the next event (False: per round)"), NOISE, WRITE_ACTIONS)
 
 
 @njit(cache=True, inline="always")

@@ -67,6 +67,19 @@ class Param:
         return value
 
 
+# Parameters several policies share, declared once.
+EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
+NOISE = Param("noise", 1.0, "float", "hidden test switch: multiplier of the drawn noise (0 = off)",
+              hidden=True)
+WRITE_ACTIONS = Param("write_actions", True, "bool",
+                      "hidden benchmark switch: fill the actions array", hidden=True)
+
+
+def fast_switch(doc: str) -> Param:
+    """The hidden switch between a policy's fast path and its per-round reference rule."""
+    return Param("fast", True, "bool", f"hidden: {doc}", hidden=True)
+
+
 def _from_text(text: str) -> Any:
     low = text.strip().lower()
     if low in ("true", "yes", "on"):

@@ -5,7 +5,6 @@ non-private policy is reported as unbounded, and the ledger still says which rew
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from numba import njit

@@ -24,7 +24,7 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import KernelPolicy, Param
+from dpledger.policies.base import EPSILON, NOISE, KernelPolicy
 from dpledger.policies.environments import draw_reward
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
                                           binary_reset, log_commit, log_new, log_output, log_push)
@@ -32,7 +32,6 @@ from dpledger.policies.base import RunOutput
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import argmax_random_tie, clip01
 
-EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
 
 
 @njit(cache=True)
@@ -88,9 +87,7 @@ class LazyDPTS(KernelPolicy):
     name = "lazy-dp-ts"
     title = "Lazy-DP-TS (Hu & Hegde 2022, Algorithm 2)"
     provenance = "faithful"
-    params_spec = (EPSILON, Param("noise", 1.0, "float",
-                                  "hidden test switch: multiplier of the drawn noise (0 = off)",
-                                  hidden=True))
+    params_spec = (EPSILON, NOISE)
     kernel = _lazy_dp_ts
 
 
@@ -205,9 +202,7 @@ class DPTS(KernelPolicy):
     name = "dp-ts"
     title = "DP-TS (Hu & Hegde 2022, Algorithm 1)"
     provenance = "faithful"
-    params_spec = (EPSILON, Param("noise", 1.0, "float",
-                                  "hidden test switch: multiplier of the drawn noise (0 = off)",
-                                  hidden=True))
+    params_spec = (EPSILON, NOISE)
     kernel = _dp_ts
 
 

@@ -46,9 +46,8 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.errors import DpledgerError
 from dpledger.mechanisms.counters import (binary_commit, binary_new, binary_output, binary_push)
-from dpledger.policies.base import KernelPolicy, Param, RunOutput
+from dpledger.policies.base import EPSILON, KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import argmax_random_tie
@@ -145,7 +144,7 @@ class DPUCB(KernelPolicy):
     name = "dp-ucb"
     title = "DP-UCB, private UCB sampling (Mishra & Thakurta 2015, Algorithm 1)"
     provenance = "faithful"
-    params_spec = (Param("epsilon", 1.0, "positive", "privacy budget ε"),
+    params_spec = (EPSILON,
                    Param("gamma", 0.1, "positive", "failure probability γ of the confidence "
                                                    "relaxation Γ"),
                    Param("per_tree_budget", "split", "choice",
@@ -368,7 +367,7 @@ class PrivateTS(KernelPolicy):
     name = "dp-ts-mt"
     title = "Private Thompson sampling (Mishra & Thakurta 2015, Algorithm 2)"
     provenance = "faithful"
-    params_spec = (Param("epsilon", 1.0, "positive", "privacy budget ε"),
+    params_spec = (EPSILON,
                    Param("gap_estimation", True, "bool",
                          "run the gap-estimation phase (their experiments skipped it)"),
                    _PullsParam("random_pulls", "printed", "int",
@@ -447,7 +446,6 @@ class PrivateTS(KernelPolicy):
         return K * (len(self.schedule(T, K)["m"]) + 3) + 1
 
     def finish(self, out, T, K):
-        rows = out.rows
         out = split_tree_records(out)
         batch = out.rows[4] == BATCH_ROW
         if batch.any():
