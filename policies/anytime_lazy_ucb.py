@@ -33,7 +33,7 @@ from dpledger.policies.base import (EPSILON, NOISE, WRITE_ACTIONS, KernelPolicy,
                                     push_segment)
 from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
-from dpledger.policies.rules import argmax_random_tie
+from dpledger.policies.rules import private_initial_pulls, argmax_random_tie
 
 HIDDEN = (fast_switch("jump to the next event (False: per round)"), NOISE, WRITE_ACTIONS)
 
@@ -84,7 +84,6 @@ def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capt
     mult = params[2]
     write = params[3] != 0.0
     emit = segs.shape[1] > 0
-    n_segs = 0
     last = np.full(K, -1, np.int64)
     scale = 1.0 / eps
     mu = np.zeros(K)
@@ -94,20 +93,8 @@ def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capt
     blen = np.zeros(K, np.int64)
     N = np.zeros(K, np.int64)
     index = np.zeros(K)
-    n_rows = 0
-    for a in range(min(K, stop)):
-        x = draw_reward(rng, env, a, a)
-        noise = laplace_noise(rng, scale, rows, n_rows, a, 0, 1, 0) * mult
-        n_rows += 1
-        if capture.shape[1] > 0 and a == 0:
-            capture[0, 0] = x + noise
-            capture[1, 0] = x
-        mu[a] = x + noise
-        N[a] = 1
-        if emit:
-            segs, n_segs = push_segment(segs, n_segs, last, a, a + 1, 1, 1)
-        else:
-            actions[a] = a
+    _, n_rows, segs, n_segs = private_initial_pulls(rng, env, K, stop, scale, mult, rows,
+                                                    capture, mu, N, actions, emit, segs, last)
     s = K + 1                               # the next round to play (1-based)
     while s <= stop:
         for j in range(K):

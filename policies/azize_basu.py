@@ -39,7 +39,7 @@ from dpledger.policies.base import (EPSILON, NOISE, WRITE_ACTIONS, KernelPolicy,
                                     fast_switch, push_segment)
 from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
-from dpledger.policies.rules import argmax_random_tie, clip01, kl_ucb_newton
+from dpledger.policies.rules import private_initial_pulls, argmax_random_tie, clip01, kl_ucb_newton
 
 ALPHA = Param("alpha", 3.1, "positive", "exploration parameter α (> 3 in the regret theorem)")
 HIDDEN = (fast_switch("one draw_sum per episode (False: reward by reward)"), NOISE, WRITE_ACTIONS)
@@ -64,28 +64,14 @@ def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
     mult = params[4]
     write = params[5] != 0.0
     emit = segs.shape[1] > 0
-    n_segs = 0
     last = np.full(K, -1, np.int64)
     mu = np.zeros(K)
     n_last = np.ones(K)
     N = np.zeros(K, np.int64)
     index = np.zeros(K)
-    n_rows = 0
-    t = 0                                   # rounds played
-    for a in range(min(K, stop)):           # initial pulls: episodes of size 1
-        x = draw_reward(rng, env, a, t)
-        noise = laplace_noise(rng, 1.0 / eps, rows, n_rows, a, 0, 1, 0) * mult
-        n_rows += 1
-        if capture.shape[1] > 0 and a == 0:
-            capture[0, 0] = x + noise
-            capture[1, 0] = x
-        mu[a] = x + noise
-        N[a] = 1
-        if emit:
-            segs, n_segs = push_segment(segs, n_segs, last, a, t + 1, 1, 1)
-        else:
-            actions[t] = a
-        t += 1
+    # initial pulls: episodes of size 1; t = rounds played
+    t, n_rows, segs, n_segs = private_initial_pulls(rng, env, K, stop, 1.0 / eps, mult, rows,
+                                                    capture, mu, N, actions, emit, segs, last)
     while t < stop:
         lt = np.log(t + 1.0)                # ln t_ℓ, t_ℓ = t + 1 the episode's first round
         for j in range(K):

@@ -4,6 +4,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dpledger.mechanisms.noise import laplace_noise
+from dpledger.policies.base import push_segment
+from dpledger.policies.environments import draw_reward
+
 
 @njit(cache=True)
 def argmax_random_tie(values, rng):
@@ -113,3 +117,30 @@ def kl_ucb_newton(p, bound, tol=1e-10):
             qn = 0.5 * (lo + hi)
         q = qn
     return hi
+
+
+@njit(cache=True)
+def private_initial_pulls(rng, env, K, stop, scale, mult, rows, capture, mu, N, actions, emit,
+                          segs, last):
+    """Rounds 1…K of the epoch-based Laplace policies (AdaP-*, Anytime-Lazy-UCB): arm a at
+    round a+1; its one reward is released once as x + Lap(scale) — a ledger row over
+    observation [0, 1) — into ``mu[a]``, ``N[a] = 1``; arm 0's release is the captured witness.
+    The play goes to ``segs`` (when ``emit``) or ``actions``.  ``mult`` scales the drawn noise
+    (tests switch it off).  Returns (rounds played, rows written, segs, segments written)."""
+    n_rows = 0
+    n_segs = 0
+    played = min(K, stop)
+    for a in range(played):
+        x = draw_reward(rng, env, a, a)
+        noise = laplace_noise(rng, scale, rows, n_rows, a, 0, 1, 0) * mult
+        n_rows += 1
+        if capture.shape[1] > 0 and a == 0:
+            capture[0, 0] = x + noise
+            capture[1, 0] = x
+        mu[a] = x + noise
+        N[a] = 1
+        if emit:
+            segs, n_segs = push_segment(segs, n_segs, last, a, a + 1, 1, 1)
+        else:
+            actions[a] = a
+    return played, n_rows, segs, n_segs
