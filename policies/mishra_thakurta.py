@@ -226,6 +226,34 @@ def _top_two_gap(v):
 
 
 @njit(cache=True)
+def _round_robin_batch(rng, env, K, T, stop, m, t, bsum, obs, n_tot, actions):
+    """Every arm pulled ``m`` times round-robin from round t (0-based), the sums into ``bsum``.
+    Returns (rounds played, whole): ``whole`` is False when the run ends first — at ``stop``, or
+    because the horizon cuts the batch, in which case the remaining rounds are played
+    round-robin and the batch is never released (Mishra & Thakurta Alg. 2, lines 4 and 12)."""
+    if t + K * m > T:
+        while t < stop:
+            a = t % K
+            draw_reward(rng, env, a, t)
+            obs[a] += 1
+            actions[t] = a
+            t += 1
+        return t, False
+    for a in range(K):
+        bsum[a] = 0.0
+    for s in range(K * m):
+        if t >= stop:
+            return t, False
+        a = s % K
+        bsum[a] += draw_reward(rng, env, a, t)
+        obs[a] += 1
+        n_tot[a] += 1.0
+        actions[t] = a
+        t += 1
+    return t, True
+
+
+@njit(cache=True)
 def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε, gap estimation (0/1), n_mode tree (0/1), J, m_0 … m_{J−1}, then for each exit
     e = 0 … J: P_e, release id of the tree, tree bound L_e = T − τ_e."""
@@ -253,25 +281,9 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
                 m = T + 1       # no batch fits in the horizon any more
             else:
                 m = np.int64(params[4 + j])
-            if t + K * m > T:   # the horizon cuts this batch: round-robin, no release
-                while t < stop:
-                    a = t % K
-                    draw_reward(rng, env, a, t)
-                    obs[a] += 1
-                    actions[t] = a
-                    t += 1
+            t, whole = _round_robin_batch(rng, env, K, T, stop, m, t, bsum, obs, n_tot, actions)
+            if not whole:
                 return t, n_rows, draws
-            for a in range(K):
-                bsum[a] = 0.0
-            for s in range(K * m):
-                if t >= stop:
-                    return t, n_rows, draws
-                a = s % K
-                bsum[a] += draw_reward(rng, env, a, t)
-                obs[a] += 1
-                n_tot[a] += 1.0
-                actions[t] = a
-                t += 1
             for a in range(K):
                 noise = laplace_noise(rng, gap_scale, rows, n_rows, a, obs[a] - m, obs[a], 0)
                 n_rows += 1
@@ -297,25 +309,9 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     rsum = np.zeros(K)
     # random pulls: every arm P times round-robin; each arm's total is one tree item
     if P > 0:
-        if t + K * P > T:
-            while t < stop:
-                a = t % K
-                draw_reward(rng, env, a, t)
-                obs[a] += 1
-                actions[t] = a
-                t += 1
+        t, whole = _round_robin_batch(rng, env, K, T, stop, P, t, bsum, obs, n_tot, actions)
+        if not whole:
             return t, n_rows, draws
-        for a in range(K):
-            bsum[a] = 0.0
-        for s in range(K * P):
-            if t >= stop:
-                return t, n_rows, draws
-            a = s % K
-            bsum[a] += draw_reward(rng, env, a, t)
-            obs[a] += 1
-            n_tot[a] += 1.0
-            actions[t] = a
-            t += 1
     for a in range(K):
         off = obs[a] - 1 if P > 0 else obs[a]
         bis[a] = is0
