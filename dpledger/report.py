@@ -57,11 +57,19 @@ def certificate_block(cert: Certificate, deltas: Sequence[float]) -> dict:
     return block
 
 
+def realized_privacy(compositions: Sequence[Composition], deltas: Sequence[float],
+                     adaptive: bool) -> dict:
+    """The privacy block of a ledger's compositions (unbounded when a reward was read without
+    noise); ``verify`` recomputes exactly this from the stored compositions."""
+    unbounded = any(c.status("gdp") == "unbounded" and math.isinf(c.pure_epsilon())
+                    for c in compositions)
+    return privacy_block(list(compositions) or [Composition()], deltas, adaptive=adaptive,
+                         unbounded=unbounded)
+
+
 def realized_block(compositions: Sequence[Composition], deltas: Sequence[float], adaptive: bool,
                    worst: dict | None, per_run: list[dict]) -> dict:
-    unbounded = any(math.isinf(c.pure_epsilon()) and c.status("gdp") == "unbounded"
-                    for c in compositions)
-    block = privacy_block(list(compositions), deltas, adaptive=adaptive, unbounded=unbounded)
+    block = realized_privacy(compositions, deltas, adaptive)
     block["label"] = ODOMETER if adaptive else "ledger: release parameters fixed by position"
     block["worst_reward"] = worst
     block["per_run"] = per_run

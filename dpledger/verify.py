@@ -10,9 +10,9 @@ import math
 from typing import Any
 
 from dpledger.accounting.composition import Composition
-from dpledger.accounting.schema import parse_deltas, privacy_block
+from dpledger.accounting.schema import parse_deltas
 from dpledger.errors import DpledgerError
-from dpledger.report import certificate_block, checks, theorem_block
+from dpledger.report import certificate_block, checks, realized_privacy, theorem_block
 from dpledger.policies.registry import make_policy
 
 _REALIZED_DERIVED = ("pure_epsilon", "pure_epsilon_status", "gdp_mu", "gdp_mu_status", "zcdp_rho",
@@ -65,9 +65,7 @@ def verify_report(report: Any) -> list[str]:
     _same(theorem, priv["theorem"], "privacy.theorem", problems)
     certificate = certificate_block(policy.certificate(T, K), deltas)
     _same(certificate, priv["certificate"], "privacy.certificate", problems)
-    realized = privacy_block(comps or [Composition()], deltas, adaptive=policy.adaptive,
-                             unbounded=any(math.isinf(c.pure_epsilon()) and
-                                           c.status("gdp") == "unbounded" for c in comps))
+    realized = realized_privacy(comps, deltas, policy.adaptive)
     _same({k: realized[k] for k in _REALIZED_DERIVED},
           {k: stored_realized.get(k) for k in _REALIZED_DERIVED}, "privacy.realized", problems)
     recomputed = checks(theorem, certificate, dict(stored_realized, **realized))
