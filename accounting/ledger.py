@@ -65,10 +65,12 @@ class RowBuffer:
         return tuple(getattr(self, f) for f in ROW_FIELDS)
 
 
-def _as_col(name: str, values, n: int | None = None) -> np.ndarray:
+def _as_col(name: str, values, n: int | None = None, owned: bool = False) -> np.ndarray:
     dtype = np.float64 if name == "mu2" else _INT_DTYPES[name]
     arr = np.asarray(values)
     if arr.dtype == dtype and arr.ndim == 1 and (n is None or arr.size == n):
+        if owned and arr.flags.c_contiguous and arr.flags.writeable:
+            return arr          # the caller hands the array over (fresh kernel output)
         return arr.copy()       # already the column type: one copy, no checks to redo
     if arr.ndim == 0:
         arr = np.full(1 if n is None else n, arr)
@@ -86,9 +88,10 @@ class _Table:
         self._chunks: list[tuple[np.ndarray, ...]] = []
         self._cache: dict[str, np.ndarray] | None = None
 
-    def append(self, cols: Mapping[str, np.ndarray]) -> None:
+    def append(self, cols: Mapping[str, np.ndarray], owned: bool = False) -> None:
+        """Add rows; ``owned``: the caller hands its (fresh, unshared) arrays over, no copy."""
         n = max(np.size(cols[f]) for f in self.fields)
-        arrays = tuple(_as_col(f, cols[f], n) for f in self.fields)
+        arrays = tuple(_as_col(f, cols[f], n, owned) for f in self.fields)
         sizes = {a.size for a in arrays}
         if len(sizes) != 1:
             raise DpledgerError(f"ledger columns differ in length: {sorted(sizes)}")
@@ -193,9 +196,11 @@ class RewardLedger:
         self._check_rows(cols)
         self._rows.append(cols)
 
-    def add_growing_prefix(self, run, arm, stops, counts, mu2, starts=0) -> None:
+    def add_growing_prefix(self, run, arm, stops, counts, mu2, starts=0,
+                           owned: bool = False) -> None:
         """Gaussian releases reading observations ``[start, stop)``: ``counts[j]`` releases of
-        μ² = ``mu2[j]`` each, per row j (one row per distinct prefix length)."""
+        μ² = ``mu2[j]`` each, per row j (one row per distinct prefix length).  ``owned``: the
+        arrays are fresh and the ledger may keep them without a copy."""
         cols = dict(zip(GAUSS_FIELDS, np.broadcast_arrays(*map(np.asarray, (run, arm, starts, stops,
                                                                             counts, mu2)))))
         cols = {k: np.atleast_1d(v) for k, v in cols.items()}
@@ -203,7 +208,7 @@ class RewardLedger:
         if mu2a.size and (not np.all(np.isfinite(mu2a)) or np.any(mu2a < 0)):
             raise DpledgerError("Gaussian prefix rows need finite mu2 >= 0")
         self._check_rows(cols, has_release=False)
-        self._gauss.append(cols)
+        self._gauss.append(cols, owned=owned)
 
     def add_tree(self, run: int, arm: int, offset: int, n_items: int, levels: int,
                  release: Release | int) -> None:

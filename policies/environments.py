@@ -4,17 +4,24 @@ Every environment declares its reward range ``[lo, hi]`` (default [0, 1]); a rew
 is an error, never a silent clip (algorithms.md A3): the privacy proofs assume the range.
 Policies see rewards rescaled to [0, 1] by ``(x − lo)/(hi − lo)``.
 
-For compiled kernels an environment is a plain tuple ``(kind, params, table, lo, hi)``:
+For compiled kernels an environment is a named tuple ``(kind, params, table, lo, hi)``:
 ``kind`` an int code, ``params`` a (K, 2) float array, ``table`` a (T, K) array (empty unless
-kind is TABLE).  :func:`draw_reward` and :func:`draw_sum` are the only places rewards are drawn.
+kind is TABLE).  Each kind has its own named-tuple class, so numba compiles a kernel once per
+kind and :func:`draw_reward` picks the kind's draw at compile time: a Bernoulli kernel holds no
+Beta sampler.  (Measured: with all four draws in one inlined function, a TS-Gaussian round on
+Bernoulli arms took 1.7× as long — 9.8e6 against 1.7e7 run-rounds/s — although the other
+branches never run.)  :func:`draw_reward` and :func:`draw_sum` are the only places rewards are
+drawn.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.core.extending import overload
 
 from dpledger.errors import DpledgerError, check_real
 
@@ -58,7 +65,9 @@ class Environment:
         return self.table.mean(axis=0)
 
     def as_tuple(self):
-        return (self.kind, self.params, self.table, float(self.lo), float(self.hi))
+        """The kernel form: a named tuple whose class says the kind (see the module note)."""
+        return KERNEL_ENVS[self.kind](self.kind, self.params, self.table, float(self.lo),
+                                      float(self.hi))
 
     def to_json(self) -> dict:
         out = {"name": self.name, "range": [self.lo, self.hi]}
@@ -152,23 +161,95 @@ def table(values, lo: float = 0.0, hi: float = 1.0) -> Environment:
     return Environment(TABLE, np.zeros((arr.shape[1], 2)), arr, lo, hi)
 
 
-@njit(cache=True, inline="always")
+class BernoulliArms(NamedTuple):
+    kind: int
+    params: np.ndarray
+    table: np.ndarray
+    lo: float
+    hi: float
+
+
+class TruncExpArms(NamedTuple):
+    kind: int
+    params: np.ndarray
+    table: np.ndarray
+    lo: float
+    hi: float
+
+
+class BetaArms(NamedTuple):
+    kind: int
+    params: np.ndarray
+    table: np.ndarray
+    lo: float
+    hi: float
+
+
+class TableArms(NamedTuple):
+    kind: int
+    params: np.ndarray
+    table: np.ndarray
+    lo: float
+    hi: float
+
+
+KERNEL_ENVS = {BERNOULLI: BernoulliArms, TRUNCEXP: TruncExpArms, BETA: BetaArms, TABLE: TableArms}
+
+
+@njit(cache=True)
+def _bernoulli_draw(rng, params, tab, arm, t):
+    return 1.0 if rng.random() < params[arm, 0] else 0.0
+
+
+@njit(cache=True)
+def _truncexp_draw(rng, params, tab, arm, t):
+    lam = params[arm, 0]
+    return -np.log1p(rng.random() * np.expm1(-lam)) / lam     # inverse CDF on [0, 1]
+
+
+@njit(cache=True)
+def _beta_draw(rng, params, tab, arm, t):
+    return rng.beta(params[arm, 0], params[arm, 1])
+
+
+@njit(cache=True)
+def _table_draw(rng, params, tab, arm, t):
+    return tab[t, arm]
+
+
+_DRAWS = {BERNOULLI: _bernoulli_draw, TRUNCEXP: _truncexp_draw, BETA: _beta_draw,
+          TABLE: _table_draw}
+
+
 def draw_reward(rng, env, arm, t):
     """One reward of ``arm`` at round ``t`` (0-based), rescaled to [0, 1].
 
-    Inlined into every kernel (numba IR inlining): as a call it passes the environment tuple of
-    arrays by value each round, and that reference counting cost half of a TS-Gaussian round."""
+    This Python body serves the per-round reference runs (``kernel.py_func``); compiled kernels
+    get the overload below, which is inlined and specialised on the environment's class (the
+    same per-kind draw functions, so both give the same draws for the same Generator)."""
     kind, params, tab, lo, hi = env
-    if kind == 0:
-        x = 1.0 if rng.random() < params[arm, 0] else 0.0
-    elif kind == 1:
-        lam = params[arm, 0]
-        x = -np.log1p(rng.random() * np.expm1(-lam)) / lam   # inverse CDF on [0, 1]
-    elif kind == 2:
-        x = rng.beta(params[arm, 0], params[arm, 1])
+    if kind == BERNOULLI:           # module globals, not _DRAWS: tests swap them for py_func
+        x = _bernoulli_draw(rng, params, tab, arm, t)
+    elif kind == TRUNCEXP:
+        x = _truncexp_draw(rng, params, tab, arm, t)
+    elif kind == BETA:
+        x = _beta_draw(rng, params, tab, arm, t)
     else:
-        x = tab[t, arm]
+        x = _table_draw(rng, params, tab, arm, t)
     return (x - lo) / (hi - lo)
+
+
+@overload(draw_reward, inline="always")
+def _draw_reward_compiled(rng, env, arm, t):
+    cls = getattr(env, "instance_class", None)
+    for kind, env_cls in KERNEL_ENVS.items():
+        if cls is env_cls:
+            draw = _DRAWS[kind]
+
+            def impl(rng, env, arm, t):
+                return (draw(rng, env.params, env.table, arm, t) - env.lo) / (env.hi - env.lo)
+            return impl
+    return None
 
 
 @njit(cache=True)

@@ -145,7 +145,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         maxlev += 1
     lfs = np.zeros((K, 2))
     lis = np.zeros((K, 4), np.int64)
-    bfs = np.zeros((K, 2 * (maxlev + 1)))
+    bfs = np.zeros((K, 3 * (maxlev + 1) + 1))   # binary_state_size(maxlev + 1)
     bis = np.zeros((K, 4), np.int64)
     r = np.zeros(K, np.int64)
     O = np.zeros(K)

@@ -357,7 +357,7 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
         if out.gauss_rows is not None and np.size(out.gauss_rows["arm"]):
             g = out.gauss_rows
             ledger.add_growing_prefix(run, g["arm"], g["stop"], g["count"], g["mu2"],
-                                      starts=g["start"])
+                                      starts=g["start"], owned=True)
         if out.trees is not None:
             tr = out.trees
             for arm, off, n, lev, rid in zip(tr["arm"], tr["offset"], tr["n_items"],
