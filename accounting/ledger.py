@@ -80,6 +80,23 @@ def _as_col(name: str, values, n: int | None = None, owned: bool = False) -> np.
     return arr.astype(dtype, copy=True).ravel()
 
 
+def _column_groups(keys: np.ndarray) -> tuple[np.ndarray, int]:
+    """Group ids of the columns of ``keys`` (k, N) — equal columns share an id, ids ordered
+    like the sorted columns — and the number of groups.  A lexsort: ``np.unique(axis=…)``
+    sorts a void view and took 7 s for 2 × 2e6 floats (this takes 0.3 s)."""
+    n = keys.shape[1]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    order = np.lexsort(keys[::-1])
+    sk = keys[:, order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = np.any(sk[:, 1:] != sk[:, :-1], axis=0)
+    ids_sorted = np.cumsum(new) - 1
+    ids = np.empty(n, dtype=np.int64)
+    ids[order] = ids_sorted
+    return ids, int(ids_sorted[-1]) + 1
+
+
 class _Table:
     """A growable set of equal-length numpy columns, kept as chunks until read."""
 
@@ -344,8 +361,21 @@ class RewardLedger:
 
     # -- per-reward totals --------------------------------------------------------------
     def piece_totals(self) -> PieceTotals:
-        """Totals on the compressed coordinate (see module docstring); O(rows log rows)."""
+        """Totals on the compressed coordinate (see module docstring); O(rows log rows).
+        Memoised until the ledger changes (a report asks for them five times)."""
+        tables = (self.rows, self.gaussian_rows, self.trees)
         streams = self.streams()
+        cached = getattr(self, "_piece_cache", None)
+        # the column dicts are rebuilt on every append, so identity says "unchanged"; the cache
+        # holds them, so their ids cannot be reused
+        if (cached is not None and all(a is b for a, b in zip(cached[0], tables))
+                and cached[1] == streams):
+            return cached[2]
+        out = self._piece_totals(streams)
+        self._piece_cache = (tables, streams, out)
+        return out
+
+    def _piece_totals(self, streams) -> PieceTotals:
         keys = np.array([r * (1 << 20) + a for r, a in streams], dtype=np.int64)
         lengths = np.array(list(streams.values()), dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)])
@@ -448,8 +478,7 @@ class RewardLedger:
         """Group id per piece by its interned-release counts (inline Gaussian μ² aside)."""
         if pt.counts.shape[0] == 0:
             return np.zeros(pt.start.size, dtype=np.int64)
-        _, inv = np.unique(pt.counts.T, axis=0, return_inverse=True)
-        return inv.ravel()
+        return _column_groups(pt.counts)[0]
 
     def n_distinct_compositions(self) -> int:
         """Number of distinct per-reward compositions (inline μ² compared as floats)."""
@@ -457,7 +486,7 @@ class RewardLedger:
         if pt.start.size == 0:
             return 0
         grp = self._signature_groups(pt)
-        return int(np.unique(np.stack([grp.astype(np.float64), pt.mu2_inline]), axis=1).shape[1])
+        return _column_groups(np.stack([grp.astype(np.float64), pt.mu2_inline]))[1]
 
     def maximal_compositions(self) -> list[Composition]:
         """The per-reward compositions that can be a maximum in some currency: per group of
@@ -576,8 +605,12 @@ class RewardLedger:
         return out
 
     # -- JSON and dp_accounting -----------------------------------------------------------
-    def to_json(self) -> dict:
+    def to_json(self, arrays: bool = False) -> dict:
+        """The ledger as JSON data; ``arrays=True`` leaves the columns as numpy arrays (for
+        :func:`~dpledger.accounting.schema.write_json_stream_atomic`, which streams them)."""
         def table(cols, fields):
+            if arrays:
+                return {f: np.asarray(cols[f]) for f in fields}
             return {f: (cols[f].tolist() if f != "mu2" else [float(x) for x in cols[f]]) for f in fields}
 
         return {

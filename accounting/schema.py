@@ -23,6 +23,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from dpledger.accounting.accountants import ACCOUNTANTS, OK, BestAccountant
 from dpledger.accounting.composition import Composition, maximal_compositions
 from dpledger.accounting.pld import PldSkipped
@@ -208,6 +210,49 @@ def write_json_atomic(path: str | os.PathLike, obj: Any, compact: bool = False) 
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _stream(fh, obj: Any, chunk: int = 1 << 20) -> None:
+    """Compact JSON of ``obj`` to ``fh``; numpy arrays (leaves) are written in chunks, so a
+    column of 1e8 numbers never becomes 1e8 Python objects at once."""
+    if isinstance(obj, np.ndarray):
+        flat = obj.ravel()
+        if flat.dtype.kind == "f" and not np.all(np.isfinite(flat)):
+            raise DpledgerError("refusing to write a non-finite number to JSON")
+        fmt = repr if flat.dtype.kind == "f" else str     # repr(float) is json's float text
+        fh.write("[")
+        for i in range(0, flat.size, chunk):
+            if i:
+                fh.write(",")
+            fh.write(",".join(map(fmt, flat[i:i + chunk].tolist())))
+        fh.write("]")
+    elif isinstance(obj, Mapping):
+        fh.write("{")
+        for i, (k, v) in enumerate(obj.items()):
+            fh.write(("," if i else "") + json.dumps(str(k)) + ":")
+            _stream(fh, v, chunk)
+        fh.write("}")
+    else:
+        fh.write(dumps(obj, compact=True).rstrip("\n"))
+
+
+def write_json_stream_atomic(path: str | os.PathLike, obj: Any) -> None:
+    """Like :func:`write_json_atomic` (compact), for bulk data whose leaves are numpy arrays:
+    the text is streamed to the temp file, never held whole in memory."""
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            _stream(fh, obj)
+            fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -26,7 +26,7 @@ from dpledger.accounting.composition import Composition, maximal_compositions
 from dpledger.accounting.numerics import le_tol
 from dpledger.accounting.schema import (ACCOUNTANT_ORDER, SCHEMA_VERSION, delta_key, parse_deltas,
                                         privacy_block)
-from dpledger.policies.simulator import SimulationResult
+from dpledger.policies.simulator import SimulationResult, run_certificate
 
 ODOMETER = ("odometer reading: release parameters depend on the public history, so this "
             "composition of the releases actually made is not by itself a DP guarantee; the "
@@ -155,7 +155,7 @@ def build_run_report(res: SimulationResult, deltas: Sequence[float] | None = Non
     deltas = parse_deltas(deltas)
     policy, T, K = res.policy, res.horizon, res.env.n_arms
     theorem = theorem_block(policy.theorem(T, K), deltas)
-    certificate = certificate_block(policy.certificate(T, K), deltas)
+    certificate = certificate_block(run_certificate(policy, T, K, res.env.lattice_bits), deltas)
     ledger = res.ledger
     comps = ledger.maximal_compositions() or [Composition()]
     worst = ledger.worst_reward(deltas)
@@ -185,7 +185,7 @@ def build_run_report(res: SimulationResult, deltas: Sequence[float] | None = Non
         "horizon": T,
         "runs": res.runs,
         "seed": res.seed,
-        "sampler": sampler,
+        "sampler": "exact" if res.env.lattice_bits else "float",
         "regret": regret_block(res.points, res.regret),
         "privacy": {
             "deltas": [delta_key(d) for d in deltas],

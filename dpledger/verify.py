@@ -12,6 +12,7 @@ from typing import Any
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.schema import parse_deltas
 from dpledger.errors import DpledgerError
+from dpledger.policies.simulator import run_certificate
 from dpledger.report import certificate_block, checks, realized_privacy, theorem_block
 from dpledger.policies.registry import make_policy
 
@@ -51,6 +52,7 @@ def verify_report(report: Any) -> list[str]:
         env = report["environment"]
         T = int(report["horizon"])
         K = len(env["means"])
+        lattice_bits = int(env.get("lattice_bits", 0))
         priv = report["privacy"]
         deltas = parse_deltas([float(d) for d in priv["deltas"]])
         stored_realized = priv["realized"]
@@ -63,7 +65,7 @@ def verify_report(report: Any) -> list[str]:
     problems: list[str] = []
     theorem = theorem_block(policy.theorem(T, K), deltas)
     _same(theorem, priv["theorem"], "privacy.theorem", problems)
-    certificate = certificate_block(policy.certificate(T, K), deltas)
+    certificate = certificate_block(run_certificate(policy, T, K, lattice_bits), deltas)
     _same(certificate, priv["certificate"], "privacy.certificate", problems)
     realized = realized_privacy(comps, deltas, policy.adaptive)
     _same({k: realized[k] for k in _REALIZED_DERIVED},

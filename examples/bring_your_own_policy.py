@@ -66,7 +66,7 @@ class PrivateExploreThenCommit(Policy):
                 a = t % K
                 sums[a] += draw_reward(rng, env, a, t)
                 if t == m * K - 1:                   # exploration over: one release per arm
-                    noisy = np.array([sums[j] + laplace_noise(rng, 1.0 / eps, rows, j, j, 0, m, 0)
+                    noisy = np.array([sums[j] + laplace_noise(rng, env, 1.0 / eps, 1.0, rows, j, j, 0, m, 0)
                                       for j in range(K)])
                     n_rows = K
                     best = int(np.argmax(noisy))

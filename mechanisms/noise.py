@@ -14,10 +14,14 @@ Ranges are half-open observation indices ``[start, stop)`` of one arm's stream.
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 from numba import njit
+from numba.core.extending import overload
 
 from dpledger.accounting.ledger import RowBuffer, RewardLedger
-from dpledger.accounting.releases import Release
+from dpledger.accounting.releases import DiscreteLaplaceRelease, LaplaceRelease, Release
 from dpledger.errors import DpledgerError, check_count
 
 
@@ -66,11 +70,110 @@ def write_kernel_row(rows, n, arm, start, stop, release_id, count):
     rows[4, n] = count
 
 
-@njit(cache=True, inline="always")
-def laplace_noise(rng, scale, rows, n, arm, start, stop, release_id):
-    """Lap(scale) for a statistic over observations [start, stop) of ``arm``; writes row n."""
-    write_kernel_row(rows, n, arm, start, stop, release_id, 1)
+# -- exact (lattice) Laplace for the kernels ----------------------------------------------------
+# ``--sampler exact`` (SPEC §4): the environment rounds every rescaled reward to the lattice
+# 2^-b (b = the environment's ``bits``), so a sum of rewards is an integer number of steps 2^-b
+# and a mean of n rewards (n a power of two, AdaP) one of 2^-b/n: the step of a statistic is
+# ``sensitivity · 2^-b``, its sensitivity Δ = 2^b steps.  The noise is Z · step with Z discrete
+# Laplace of scale t = 2^b·(scale/sensitivity) steps, drawn exactly (CKS20 Algorithm 2, integer
+# arithmetic on the Generator's exact uniform integers), so statistic + noise is exact in float64
+# and neighbouring streams put their outputs on the same lattice (the float sampler's Mironov
+# leak cannot happen).  t is rounded *up* to a multiple of 2^-SCALE_DEN_BITS: the release is
+# ``DiscreteLaplaceRelease(t', 2^b)`` with ε' = 2^b/t' ≤ ε — at most 2^-20/t relatively less
+# private-looking than asked, never more.  :func:`lattice_release` gives the ledger the same t'.
+
+SCALE_DEN_BITS = 20
+LATTICE_BITS = 16            # default reward lattice 2^-16 of the declared range
+
+
+@njit(cache=True)
+def lattice_scale_num(scale, sensitivity, bits):
+    """Numerator of t' = ⌈t·2^20⌉/2^20, t = 2^bits·scale/sensitivity (lattice units), padded
+    by 2^-50 so float rounding of the quotient can never make t' smaller than the exact t."""
+    t = (2.0 ** bits) * (scale / sensitivity) * (1.0 + 2.0 ** -50)
+    x = np.ceil(t * 2.0 ** SCALE_DEN_BITS)
+    if not (x >= 1.0 and x < 2.0 ** 53):
+        raise ValueError("lattice Laplace scale out of range (epsilon too small or too large)")
+    return np.int64(x)
+
+
+@njit(cache=True)
+def bernoulli_exp_ratio(rng, num, den):
+    """Exactly Bernoulli(e^{−num/den}) for integers 0 ≤ num ≤ den (CKS20 Algorithm 1): K = 1,
+    2, … while Bernoulli(γ/K) succeeds; success iff the final K is odd.  Bernoulli(num/(den·K))
+    is Bernoulli(num/den) and Bernoulli(1/K), so no product can overflow."""
+    k = 1
+    while True:
+        if rng.integers(0, den) >= num:
+            break
+        if k > 1 and rng.integers(0, k) != 0:
+            break
+        k += 1
+    return k % 2 == 1
+
+
+@njit(cache=True)
+def discrete_laplace_int(rng, t_num, t_den):
+    """Z on ℤ with P(Z = z) ∝ e^{−|z|·t_den/t_num} (scale t_num/t_den) — CKS20 Algorithm 2 in
+    int64, the compiled twin of :func:`dpledger.mechanisms.exact.discrete_laplace`."""
+    while True:
+        u = rng.integers(0, t_num)
+        if not bernoulli_exp_ratio(rng, u, t_num):
+            continue
+        v = 0
+        while bernoulli_exp_ratio(rng, 1, 1):
+            v += 1
+        y = (u + t_num * v) // t_den
+        negative = rng.integers(0, 2) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+@njit(cache=True)
+def lattice_laplace(rng, scale, sensitivity, bits):
+    """Z · sensitivity·2^-bits, Z discrete Laplace of scale t' (see the section note)."""
+    z = discrete_laplace_int(rng, lattice_scale_num(scale, sensitivity, bits),
+                             np.int64(1) << SCALE_DEN_BITS)
+    return z * (sensitivity * 2.0 ** -bits)
+
+
+def lattice_release(release: Release, bits: int) -> Release:
+    """The release an exact-sampler kernel makes where the float kernel makes ``release``."""
+    if isinstance(release, LaplaceRelease):
+        num = int(lattice_scale_num(float(release.scale), float(release.sensitivity), int(bits)))
+        return DiscreteLaplaceRelease(scale=math.ldexp(num, -SCALE_DEN_BITS),
+                                      sensitivity=1 << int(bits))
+    raise DpledgerError(f"the exact sampler has no lattice form of {type(release).__name__}")
+
+
+def laplace_draw(rng, env, scale, sensitivity):
+    """Laplace noise for a statistic of the given sensitivity: Lap(scale) from the float sampler,
+    or lattice noise when ``env`` is a lattice environment (a ``bits`` field).  Compiled kernels
+    get the overload below, chosen at compile time by the environment's class."""
+    bits = getattr(env, "bits", 0)
+    if bits:
+        return lattice_laplace(rng, scale, sensitivity, bits)
     return rng.laplace(0.0, scale)
+
+
+@overload(laplace_draw, inline="always")
+def _laplace_draw_compiled(rng, env, scale, sensitivity):
+    if "bits" in getattr(env, "fields", ()):
+        def impl(rng, env, scale, sensitivity):
+            return lattice_laplace(rng, scale, sensitivity, env.bits)
+    else:
+        def impl(rng, env, scale, sensitivity):
+            return rng.laplace(0.0, scale)
+    return impl
+
+
+@njit(cache=True, inline="always")
+def laplace_noise(rng, env, scale, sensitivity, rows, n, arm, start, stop, release_id):
+    """Laplace noise (see :func:`laplace_draw`) for a statistic of ``sensitivity`` over
+    observations [start, stop) of ``arm``; writes row n first."""
+    write_kernel_row(rows, n, arm, start, stop, release_id, 1)
+    return laplace_draw(rng, env, scale, sensitivity)
 
 
 @njit(cache=True, inline="always")

@@ -126,7 +126,7 @@ def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capt
         blen[a] += m
         N[a] += m
         if blen[a] == size[a]:
-            noise = laplace_noise(rng, scale, rows, n_rows, a, N[a] - size[a], N[a], 0) * mult
+            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, N[a] - size[a], N[a], 0) * mult
             n_rows += 1
             mu[a] = (buf[a] + noise) / size[a]
             O[a] = size[a]
@@ -141,6 +141,7 @@ class AnytimeLazyUCB(KernelPolicy):
     name = "anytime-lazy-ucb"
     title = "Anytime-Lazy-UCB (Hu, Huang, Mehta 2021), reconstructed index constants"
     provenance = "reconstructed"
+    exact_sampler = True
     params_spec = (EPSILON,) + HIDDEN
     kernel = _anytime_lazy_ucb
     segment_kernel = _anytime_lazy_ucb_segments

@@ -102,7 +102,7 @@ def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
             k = 0
             while (1 << k) < n_ep:
                 k += 1
-            noise = laplace_noise(rng, 1.0 / (eps * n_ep), rows, n_rows, a, N[a], N[a] + n_ep,
+            noise = laplace_noise(rng, env, 1.0 / (eps * n_ep), 1.0 / n_ep, rows, n_rows, a, N[a], N[a] + n_ep,
                                   k) * mult
             n_rows += 1
             mu[a] = s / n_ep + noise
@@ -122,6 +122,7 @@ def _episode_releases(eps: float, n: int) -> tuple:
 
 class _AdaP(KernelPolicy):
     provenance = "faithful"
+    exact_sampler = True
     params_spec = (EPSILON, ALPHA) + HIDDEN
     kernel = _adap
     segment_kernel = _adap_segments

@@ -209,6 +209,7 @@ class Policy(ABC):
     params_spec: ClassVar[tuple[Param, ...]] = ()
     adaptive: ClassVar[bool] = False
     private: ClassVar[bool] = True
+    exact_sampler: ClassVar[bool] = False    # draws its Laplace noise through laplace_noise/draw
 
     def __init__(self, **params: Any):
         known = {p.name: p for p in self.params_spec}

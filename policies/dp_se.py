@@ -132,7 +132,7 @@ def _dp_se_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
             break
         for pos in range(m):
             a = members[pos]
-            noise = laplace_noise(rng, 1.0 / eps, rows, n_rows, a, N[a], N[a] + n_e, 0) * mult
+            noise = laplace_noise(rng, env, 1.0 / eps, 1.0, rows, n_rows, a, N[a], N[a] + n_e, 0) * mult
             n_rows += 1
             if capture.shape[1] > 0 and a == 0 and e == 1:
                 capture[0, 0] = sums[a] + noise
@@ -178,6 +178,7 @@ class DPSE(KernelPolicy):
     name = "dp-se"
     title = "DP-SE (Sajed & Sheffet 2019)"
     provenance = "faithful to public implementations"
+    exact_sampler = True
     params_spec = (EPSILON, BETA) + HIDDEN
     kernel = _dp_se
     segment_kernel = _dp_se_segments

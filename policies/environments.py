@@ -43,10 +43,19 @@ class Environment:
     table: np.ndarray = field(compare=False)
     lo: float = 0.0
     hi: float = 1.0
+    lattice_bits: int = 0           # > 0: rewards rounded to 2^-bits of the range (exact sampler)
 
     @property
     def name(self) -> str:
         return KIND_NAMES[self.kind]
+
+    def with_lattice(self, bits: int) -> "Environment":
+        """This environment for the exact sampler: every rescaled reward rounded to the nearest
+        multiple of 2^-bits (deterministic, so one reward's change moves a sum by at most one
+        range; bias ≤ 2^-(bits+1) of the range per reward, none for Bernoulli on [0, 1])."""
+        if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= bits <= 30:
+            raise DpledgerError(f"lattice bits must be an integer in [1, 30], got {bits!r}")
+        return Environment(self.kind, self.params, self.table, self.lo, self.hi, int(bits))
 
     @property
     def n_arms(self) -> int:
@@ -66,11 +75,16 @@ class Environment:
 
     def as_tuple(self):
         """The kernel form: a named tuple whose class says the kind (see the module note)."""
+        if self.lattice_bits:
+            return LATTICE_ENVS[self.kind](self.kind, self.params, self.table, float(self.lo),
+                                           float(self.hi), int(self.lattice_bits))
         return KERNEL_ENVS[self.kind](self.kind, self.params, self.table, float(self.lo),
                                       float(self.hi))
 
     def to_json(self) -> dict:
         out = {"name": self.name, "range": [self.lo, self.hi]}
+        if self.lattice_bits:
+            out["lattice_bits"] = self.lattice_bits
         if self.kind == BERNOULLI:
             out["means"] = self.params[:, 0].tolist()
         elif self.kind == TRUNCEXP:
@@ -196,6 +210,21 @@ class TableArms(NamedTuple):
 KERNEL_ENVS = {BERNOULLI: BernoulliArms, TRUNCEXP: TruncExpArms, BETA: BetaArms, TABLE: TableArms}
 
 
+def _lattice_class(name: str):
+    return NamedTuple(name, [("kind", int), ("params", np.ndarray), ("table", np.ndarray),
+                             ("lo", float), ("hi", float), ("bits", int)])
+
+
+# the exact sampler's environments: the same draws rounded to the lattice 2^-bits; the ``bits``
+# field also tells mechanisms.noise.laplace_draw to draw lattice noise
+LatticeBernoulliArms = _lattice_class("LatticeBernoulliArms")
+LatticeTruncExpArms = _lattice_class("LatticeTruncExpArms")
+LatticeBetaArms = _lattice_class("LatticeBetaArms")
+LatticeTableArms = _lattice_class("LatticeTableArms")
+LATTICE_ENVS = {BERNOULLI: LatticeBernoulliArms, TRUNCEXP: LatticeTruncExpArms,
+                BETA: LatticeBetaArms, TABLE: LatticeTableArms}
+
+
 @njit(cache=True)
 def _bernoulli_draw(rng, params, tab, arm, t):
     return 1.0 if rng.random() < params[arm, 0] else 0.0
@@ -227,7 +256,7 @@ def draw_reward(rng, env, arm, t):
     This Python body serves the per-round reference runs (``kernel.py_func``); compiled kernels
     get the overload below, which is inlined and specialised on the environment's class (the
     same per-kind draw functions, so both give the same draws for the same Generator)."""
-    kind, params, tab, lo, hi = env
+    kind, params, tab, lo, hi = env[:5]
     if kind == BERNOULLI:           # module globals, not _DRAWS: tests swap them for py_func
         x = _bernoulli_draw(rng, params, tab, arm, t)
     elif kind == TRUNCEXP:
@@ -236,7 +265,28 @@ def draw_reward(rng, env, arm, t):
         x = _beta_draw(rng, params, tab, arm, t)
     else:
         x = _table_draw(rng, params, tab, arm, t)
+    bits = getattr(env, "bits", 0)
+    if bits:
+        return to_lattice((x - lo) / (hi - lo), bits)
     return (x - lo) / (hi - lo)
+
+
+def lattice_bits(env) -> int:
+    """The environment's lattice bits (0: float sampler)."""
+    return getattr(env, "bits", 0)
+
+
+@overload(lattice_bits, inline="always")
+def _lattice_bits_compiled(env):
+    if "bits" in getattr(env, "fields", ()):
+        return lambda env: env.bits
+    return lambda env: 0
+
+
+@njit(cache=True)
+def to_lattice(y, bits):
+    """The nearest multiple of 2^-bits (ties to even): exact in float64."""
+    return np.rint(y * 2.0 ** bits) * 2.0 ** -bits
 
 
 @overload(draw_reward, inline="always")
@@ -249,6 +299,14 @@ def _draw_reward_compiled(rng, env, arm, t):
             def impl(rng, env, arm, t):
                 return (draw(rng, env.params, env.table, arm, t) - env.lo) / (env.hi - env.lo)
             return impl
+    for kind, env_cls in LATTICE_ENVS.items():
+        if cls is env_cls:
+            draw = _DRAWS[kind]
+
+            def impl(rng, env, arm, t):
+                return to_lattice((draw(rng, env.params, env.table, arm, t) - env.lo)
+                                  / (env.hi - env.lo), env.bits)
+            return impl
     return None
 
 
@@ -256,11 +314,15 @@ def _draw_reward_compiled(rng, env, arm, t):
 def draw_sum(rng, env, arm, t0, n):
     """Sum of ``n`` rewards of ``arm`` at rounds t0 … t0+n−1, rescaled: one Binomial draw for
     Bernoulli arms (the stretch-jump of SPEC §8 P2), a table slice, or n draws otherwise."""
-    kind, params, tab, lo, hi = env
+    kind, params, lo, hi = env.kind, env.params, env.lo, env.hi
     if n <= 0:
         return 0.0
     if kind == 0:
         s = float(rng.binomial(n, params[arm, 0]))
+        bits = lattice_bits(env)
+        if bits:                    # each reward rounded on its own: s ones, n − s zeros
+            return (s * to_lattice((1.0 - lo) / (hi - lo), bits)
+                    + (n - s) * to_lattice(-lo / (hi - lo), bits))
         return (s - n * lo) / (hi - lo)
     total = 0.0
     for i in range(n):

@@ -29,7 +29,7 @@ from dpledger.policies.environments import draw_reward
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
-from dpledger.mechanisms.noise import laplace_noise
+from dpledger.mechanisms.noise import laplace_draw, laplace_noise
 from dpledger.policies.rules import argmax_random_tie, clip01
 
 
@@ -51,7 +51,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         if t <= K:
             a = t - 1
             x = draw_reward(rng, env, a, t - 1)
-            noise = laplace_noise(rng, scale, rows, n_rows, a, 0, 1, 0) * mult
+            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, 0, 1, 0) * mult
             n_rows += 1
             if capture.shape[1] > 0 and a == 0:
                 capture[0, 0] = x + noise
@@ -72,7 +72,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             size = 2 ** (r[a] + 1)
             if buf_len[a] == size:
                 start = n_obs[a] - size
-                noise = laplace_noise(rng, scale, rows, n_rows, a, start, n_obs[a], 0) * mult
+                noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, n_obs[a], 0) * mult
                 n_rows += 1
                 mu_tilde[a] = (buf_sum[a] + noise) / size
                 O[a] = size
@@ -87,6 +87,7 @@ class LazyDPTS(KernelPolicy):
     name = "lazy-dp-ts"
     title = "Lazy-DP-TS (Hu & Hegde 2022, Algorithm 2)"
     provenance = "faithful"
+    exact_sampler = True
     params_spec = (EPSILON, NOISE)
     kernel = _lazy_dp_ts
 
@@ -115,8 +116,9 @@ class LazyDPTS(KernelPolicy):
 # ---- DP-TS -------------------------------------------------------------------------------
 
 @njit(cache=True)
-def tree_noise(rng, scale, rows, n, arm, offset, n_items, levels, release_id):
-    """Lap(scale) for one binary-mechanism p-sum; writes (or updates) the epoch buffer's tree
+def tree_noise(rng, env, scale, rows, n, arm, offset, n_items, levels, release_id):
+    """Laplace noise (``laplace_draw``: Lap(scale), or lattice noise for the exact sampler) for
+    one binary-mechanism p-sum (sensitivity 1); writes (or updates) the epoch buffer's tree
     record in row n: columns (arm, offset, n_items, −(release_id + 1), levels) — the negative
     release id marks a tree record, which :meth:`DPTS.finish` turns into ``RunOutput.trees``.
     One record per epoch buffer, so the ledger grows with K·log T, not with T."""
@@ -125,7 +127,7 @@ def tree_noise(rng, scale, rows, n, arm, offset, n_items, levels, release_id):
     rows[2, n] = n_items
     rows[3, n] = -(release_id + 1)
     rows[4, n] = levels
-    return rng.laplace(0.0, scale)
+    return laplace_draw(rng, env, scale, 1.0)
 
 
 @njit(cache=True)
@@ -170,7 +172,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         O[a] += 1.0
         code, value, start, stop_ = log_push(lfs[a], lis[a], x)
         if code >= 0:                       # O = 2^{r+1} − 1: the log mechanism absorbs
-            noise = laplace_noise(rng, log_scale, rows, n_rows, a, start, stop_, 0) * mult
+            noise = laplace_noise(rng, env, log_scale, 1.0, rows, n_rows, a, start, stop_, 0) * mult
             n_rows += 1
             draws += 1
             if capture.shape[1] > 0 and a == 0 and t <= K:
@@ -188,7 +190,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             if slot[a] < 0:
                 slot[a] = n_rows
                 n_rows += 1
-            noise = tree_noise(rng, (r[a] + 1) * log_scale, rows, slot[a], a, bis[a, 2],
+            noise = tree_noise(rng, env, (r[a] + 1) * log_scale, rows, slot[a], a, bis[a, 2],
                                bis[a, 0], r[a] + 1, r[a]) * mult
             draws += 1
             binary_commit(bfs[a], bis[a], bcode, value + noise)
@@ -202,6 +204,7 @@ class DPTS(KernelPolicy):
     name = "dp-ts"
     title = "DP-TS (Hu & Hegde 2022, Algorithm 1)"
     provenance = "faithful"
+    exact_sampler = True
     params_spec = (EPSILON, NOISE)
     kernel = _dp_ts
 

@@ -285,7 +285,7 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
             if not whole:
                 return t, n_rows, draws
             for a in range(K):
-                noise = laplace_noise(rng, gap_scale, rows, n_rows, a, obs[a] - m, obs[a], 0)
+                noise = laplace_noise(rng, env, gap_scale, 1.0, rows, n_rows, a, obs[a] - m, obs[a], 0)
                 n_rows += 1
                 draws += 1
                 if capture.shape[1] > 0 and a == 0 and j == 0:

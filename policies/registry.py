@@ -68,3 +68,8 @@ def available() -> list[str]:
             continue
         out.append(name)
     return out
+
+
+def exact_sampler_policies() -> list[str]:
+    """Names of the registered policies that run with ``--sampler exact``."""
+    return [name for name in available() if policy_class(name).exact_sampler]

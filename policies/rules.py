@@ -132,7 +132,7 @@ def private_initial_pulls(rng, env, K, stop, scale, mult, rows, capture, mu, N, 
     played = min(K, stop)
     for a in range(played):
         x = draw_reward(rng, env, a, a)
-        noise = laplace_noise(rng, scale, rows, n_rows, a, 0, 1, 0) * mult
+        noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, 0, 1, 0) * mult
         n_rows += 1
         if capture.shape[1] > 0 and a == 0:
             capture[0, 0] = x + noise

@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 from numba import njit
 
+from dpledger.accounting.composition import Composition
 from dpledger.accounting.ledger import RewardLedger
 from dpledger.errors import DpledgerError
 from dpledger.policies.base import Policy, RunOutput, validate_horizon
@@ -270,6 +271,35 @@ class SimulationResult:
         return len(self.run_indices)
 
 
+def kernel_releases(policy: Policy, env: Environment, T: int, K: int) -> list:
+    """The releases the kernel's rows name by index: the policy's own, or with the exact
+    sampler (a lattice environment) their discrete-Laplace forms (mechanisms.noise)."""
+    releases = policy.releases(T, K)
+    if env.lattice_bits:
+        from dpledger.mechanisms.noise import lattice_release
+        return [lattice_release(r, env.lattice_bits) for r in releases]
+    return releases
+
+
+def run_certificate(policy: Policy, T: int, K: int, lattice_bits: int = 0):
+    """The policy's certificate for a run: as declared, or with the exact sampler (rewards on
+    the lattice 2^-bits) every release replaced by the discrete release the kernel makes in its
+    place — same schedule and witness, ε' ≤ ε each (mechanisms.noise.lattice_release)."""
+    cert = policy.certificate(T, K)
+    if not lattice_bits or cert.unbounded:
+        return cert
+    from dataclasses import replace
+    from dpledger.accounting.certificate import Candidate
+    from dpledger.mechanisms.noise import lattice_release
+    cands = tuple(Candidate(Composition.of([(lattice_release(r, lattice_bits), c)
+                                            for r, c in cand.composition.items]),
+                            cand.witness,
+                            cand.basis + f"; exact sampler: rewards on the lattice 2^-{lattice_bits}, "
+                            "discrete Laplace noise of at least the same ε-scale")
+                  for cand in cert.candidates)
+    return replace(cert, candidates=cands)
+
+
 def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequence[int],
               stop_at: int | None = None, capture: bool = False, keep_actions: bool = False,
               progress: Callable[[int], None] | None = None) -> dict:
@@ -283,8 +313,10 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     next to event-driven kernels of tens of microseconds per run."""
     K = env.n_arms
     ledger = RewardLedger()
-    for r in policy.releases(T, K):
-        ledger.intern(r)
+    # kernel rows name releases by position; equal releases intern once (the exact sampler maps
+    # AdaP's per-episode Laplace releases, equal in ε, to one discrete release), so map ids
+    id_map = np.array([ledger.intern(r) for r in kernel_releases(policy, env, T, K)] or [0],
+                      dtype=np.int64)
     gaps = (env.means.max() - env.means).astype(np.float64)
     pts = checkpoints(T)
     et = env.as_tuple()
@@ -336,14 +368,24 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
         toffs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     sizes = np.diff(toffs)
     regret, lengths = _digest_many(table, toffs, K, gaps, pts)
-    _record(ledger, indices, K, [o for o, _, _ in runs], table, sizes, lengths)
+    _record(ledger, indices, K, [o for o, _, _ in runs], table, sizes, lengths, id_map)
     return dict(indices=indices, regret=list(regret), ledger=ledger,
                 draws=[int(o.noise_draws) for o, _, _ in runs], played=played, actions=acts,
                 captured=[o.captured for o, _, _ in runs])
 
 
+def _mapped_ids(id_map: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Kernel release positions → ledger ids (a position outside the policy's list is an
+    error of the policy, reported as the ledger would)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if ids.size and (ids.min() < 0 or ids.max() >= id_map.size):
+        raise DpledgerError("release_id not interned in this ledger")
+    return id_map[ids]
+
+
 def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence[RunOutput],
-            table: np.ndarray, sizes: np.ndarray, lengths: np.ndarray) -> None:
+            table: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
+            id_map: np.ndarray | None = None) -> None:
     """The ledger records of runs ``indices`` (in that order): their rows, Gaussian prefix rows
     and trees, the index → round map (``table``: the runs' segment tables side by side,
     ``sizes[r]`` columns each) and the stream lengths (``lengths[r, arm]`` pulls).  Rows and
@@ -352,7 +394,8 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
     n_rows = np.array([o.rows.shape[1] for o in outs], dtype=np.int64)
     if n_rows.sum():
         rows = np.concatenate([o.rows for o in outs], axis=1)
-        ledger.append_rows(np.repeat(runs, n_rows), rows[0], rows[1], rows[2], rows[3], rows[4])
+        rids = rows[3] if id_map is None else _mapped_ids(id_map, rows[3])
+        ledger.append_rows(np.repeat(runs, n_rows), rows[0], rows[1], rows[2], rids, rows[4])
     for run, out in zip(indices, outs):
         if out.gauss_rows is not None and np.size(out.gauss_rows["arm"]):
             g = out.gauss_rows
@@ -363,7 +406,8 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
             for arm, off, n, lev, rid in zip(tr["arm"], tr["offset"], tr["n_items"],
                                              tr["levels"], tr["release_id"]):
                 if n > 0:
-                    ledger.add_tree(run, int(arm), int(off), int(n), int(lev), int(rid))
+                    rid = int(rid) if id_map is None else int(_mapped_ids(id_map, np.array([rid]))[0])
+                    ledger.add_tree(run, int(arm), int(off), int(n), int(lev), rid)
     if table.shape[1]:
         ledger.add_segments(np.repeat(runs, sizes), table[0], table[1], table[2], table[3],
                             table[4])
@@ -375,12 +419,27 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
 def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
              runs: int | None = None, run_indices: Sequence[int] | None = None,
              stop_at: int | None = None, capture: bool = False, keep_actions: bool = False,
-             workers: int = 1, progress: Callable[[int], None] | None = None) -> SimulationResult:
-    """Run ``policy`` on ``env`` for ``horizon`` rounds, once per run index."""
+             workers: int = 1, progress: Callable[[int], None] | None = None,
+             sampler: str = "float") -> SimulationResult:
+    """Run ``policy`` on ``env`` for ``horizon`` rounds, once per run index.
+
+    ``sampler="exact"`` (SPEC §4) runs the policy on ``env.with_lattice(LATTICE_BITS)``: rewards
+    on the lattice 2^-16 of the range, exact discrete-Laplace noise, discrete releases in the
+    ledger (see :mod:`dpledger.mechanisms.noise`); policies that support it say
+    ``exact_sampler = True``."""
     if not isinstance(policy, Policy):
         raise DpledgerError(f"not a policy: {policy!r}")
     if not isinstance(env, Environment):
         raise DpledgerError(f"not an environment: {env!r}")
+    if sampler not in ("float", "exact"):
+        raise DpledgerError(f"sampler must be 'float' or 'exact', got {sampler!r}")
+    if sampler == "exact" and not env.lattice_bits:
+        from dpledger.mechanisms.noise import LATTICE_BITS
+        env = env.with_lattice(LATTICE_BITS)
+    if env.lattice_bits and not policy.exact_sampler:
+        from dpledger.policies.registry import exact_sampler_policies
+        raise DpledgerError(f"policy {policy.name!r} has no exact-sampler form; the exact "
+                            f"sampler runs {', '.join(exact_sampler_policies())}")
     T = validate_horizon(horizon, env.n_arms)
     if env.table.size and env.table.shape[0] < T:
         raise DpledgerError(f"the reward table has {env.table.shape[0]} rows, fewer than the "
@@ -427,7 +486,7 @@ def assemble(policy: Policy, env: Environment, T: int, seed: int, parts: Sequenc
         ledger = parts[0]["ledger"]
     else:
         ledger = RewardLedger()
-        for r in policy.releases(T, env.n_arms):
+        for r in kernel_releases(policy, env, T, env.n_arms):
             ledger.intern(r)
         for part in sorted(parts, key=lambda p: min(p["indices"])):
             ledger = ledger.merge(part["ledger"])

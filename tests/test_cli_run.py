@@ -119,7 +119,8 @@ BAD_RUNS = [
     ("beta malformed", ["run", "ucb1", "--env", "beta", "--ab", "1:2:3,1:1"]),
     ("table missing", ["run", "ucb1", "--env", "table", "--table", "/nonexistent.csv"]),
     ("unknown env", ["run", "ucb1", "--env", "poisson"]),
-    ("exact sampler unavailable", ["run", "lazy-dp-ts", "--sampler", "exact"]),
+    ("exact sampler unavailable", ["run", "ts-gaussian", "--sampler", "exact"]),
+    ("exact sampler on a noiseless policy", ["run", "ucb1", "--sampler", "exact"]),
     ("workers zero", ["run", "ucb1", "--workers", "0"]),
     ("verify missing file", ["verify", "/nonexistent/run.json"]),
 ]

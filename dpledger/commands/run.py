@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from dpledger.accounting.schema import write_json_atomic
+from dpledger.accounting.schema import write_json_atomic, write_json_stream_atomic
 from dpledger.errors import DpledgerError, InvariantViolation
 from dpledger.policies import environments as E
 from dpledger.policies.registry import make_policy
@@ -36,7 +36,8 @@ def register(sub) -> None:
     p.add_argument("--delta", action="append", type=str)
     p.add_argument("--out", default="run.json")
     p.add_argument("--ledger-out", default=None,
-                   help="also write the full ledger (default: <out stem>.ledger.json)")
+                   help="also write the full ledger (default: <out stem>.ledger.json; 'none' "
+                        "skips it — run.json keeps the worst-reward compositions either way)")
     p.add_argument("--plot", default=None, help="regret plot (PNG)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=run)
@@ -133,26 +134,25 @@ def run(args: argparse.Namespace) -> int:
 
     env = make_env(args)
     policy = make_policy(args.policy, **parse_params(args.set))
-    if args.sampler == "exact":
-        raise DpledgerError(f"the exact sampler is not wired into policy {policy.name!r} yet; "
-                            "use --sampler float")
     T, R = _int("horizon", args.horizon), _int("runs", args.runs)
     seed, workers = _int("seed", args.seed), _int("workers", args.workers)
     if workers < 1:
         raise DpledgerError(f"--workers must be >= 1, got {workers}")
     deltas = [float(d) for d in args.delta] if args.delta else None
     progress = Progress(R, args.quiet)
-    res = simulate(policy, env, T, seed=seed, runs=R, workers=workers, progress=progress)
+    res = simulate(policy, env, T, seed=seed, runs=R, workers=workers, progress=progress,
+                   sampler=args.sampler)
     report = build_run_report(res, deltas, sampler=args.sampler)
     write_json_atomic(args.out, report)
     ledger_out = args.ledger_out or os.path.splitext(args.out)[0] + ".ledger.json"
-    write_json_atomic(ledger_out, res.ledger.compact().to_json())
+    if ledger_out != "none":
+        write_json_stream_atomic(ledger_out, res.ledger.compact().to_json(arrays=True))
     if args.plot:
         from dpledger.plots import plot_regret
         plot_regret([report], args.plot)
     if not args.quiet:
         sys.stdout.write(summary_text(report))
-        sys.stdout.write(f"wrote {args.out} and {ledger_out}" +
+        sys.stdout.write(f"wrote {args.out}" + (f" and {ledger_out}" if ledger_out != "none" else "") +
                          (f" and {args.plot}" if args.plot else "") + "\n")
     from dpledger.report import code_ok
     if not code_ok(report["privacy"]["checks"]):
