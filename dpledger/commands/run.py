@@ -17,6 +17,9 @@ from dpledger.policies.simulator import simulate
 DEFAULT_MEANS = "0.75,0.625,0.5,0.375,0.25"
 
 
+AUTO_LEDGER_RECORDS = 2_000_000     # larger ledgers are written only on request
+
+
 def register(sub) -> None:
     p = sub.add_parser("run", help="simulate a policy and write run.json")
     p.add_argument("policy")
@@ -36,8 +39,9 @@ def register(sub) -> None:
     p.add_argument("--delta", action="append", type=str)
     p.add_argument("--out", default="run.json")
     p.add_argument("--ledger-out", default=None,
-                   help="also write the full ledger (default: <out stem>.ledger.json; 'none' "
-                        "skips it — run.json keeps the worst-reward compositions either way)")
+                   help="also write the full ledger (default: <out stem>.ledger.json when it has "
+                        f"at most {AUTO_LEDGER_RECORDS:.0e} records; a path always writes, "
+                        "'none' never — run.json keeps the worst-reward compositions either way)")
     p.add_argument("--plot", default=None, help="regret plot (PNG)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=run)
@@ -145,6 +149,13 @@ def run(args: argparse.Namespace) -> int:
     report = build_run_report(res, deltas, sampler=args.sampler)
     write_json_atomic(args.out, report)
     ledger_out = args.ledger_out or os.path.splitext(args.out)[0] + ".ledger.json"
+    records = res.ledger.n_rows() + len(res.ledger.segments["run"])
+    if args.ledger_out is None and records > AUTO_LEDGER_RECORDS:
+        # a per-pull ledger (TS-Gaussian: one Gaussian row and about one segment per pull) of
+        # 4e7 records is ~1.5 GB of JSON and takes longer to write than the simulation
+        sys.stderr.write(f"note: the ledger has {records} records; not writing {ledger_out} "
+                         "(pass --ledger-out FILE to write it)\n")
+        ledger_out = "none"
     if ledger_out != "none":
         write_json_stream_atomic(ledger_out, res.ledger.compact().to_json(arrays=True))
     if args.plot:
