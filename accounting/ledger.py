@@ -268,8 +268,11 @@ class RewardLedger:
         keys = runs * (1 << 20) + arms
         if not streams and (keys.size < 2 or bool(np.all(keys[1:] > keys[:-1]))):
             # a fresh ledger and distinct keys (the simulator's case): no max to take
-            streams.update((k, n) for k, n in zip(zip(runs.tolist(), arms.tolist()),
-                                                  lengths.tolist()) if n)
+            pairs = zip(zip(runs.tolist(), arms.tolist()), lengths.tolist())
+            if lengths.size and lengths.min() > 0:
+                streams.update(pairs)
+            else:
+                streams.update((k, n) for k, n in pairs if n)
             return
         for key, n in zip(zip(runs.tolist(), arms.tolist()), lengths.tolist()):
             if n and n > streams.get(key, 0):
