@@ -46,7 +46,8 @@ def run(args) -> int:
     sys.stdout.write(summary_text(rep))
     path = args.ledger or os.path.splitext(args.file)[0] + ".ledger.json"
     if not os.path.exists(path):
-        sys.stdout.write(f"(no ledger file {path}: per-reward view unavailable)\n")
+        sys.stdout.write(f"(no ledger file {path}: per-reward view unavailable; `dpledger run` "
+                         "writes ledgers above 2e6 records only with --ledger-out FILE)\n")
         return 0
     ledger = RewardLedger.from_json(read_json(path))
     rounds, values, currency = per_reward(ledger)
