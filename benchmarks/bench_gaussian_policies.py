@@ -22,7 +22,7 @@ from numba import njit
 
 from dpledger.mechanisms.counters import binary_commit, binary_new, binary_output, binary_push
 from dpledger.policies.environments import bernoulli, draw_reward
-from dpledger.policies.mishra_thakurta import dp_ucb_index
+from dpledger.policies.mishra_thakurta import dp_ucb_coefficients, dp_ucb_from
 from dpledger.policies.ou import prefix_reads
 from dpledger.policies.registry import make_policy
 from dpledger.policies.rules import argmax_random_tie
@@ -42,6 +42,9 @@ def _dp_ucb_no_ledger(rng, env, T, K, eps0, gamma_, experimental, actions):
         bis[a] = is0
     r = np.zeros(K)
     n = np.zeros(K)
+    ca = np.zeros(K)
+    cb = np.zeros(K)
+    cc = np.zeros(K)
     idx = np.zeros(K)
     acc = 0
     for t in range(1, T + 1):
@@ -49,8 +52,9 @@ def _dp_ucb_no_ledger(rng, env, T, K, eps0, gamma_, experimental, actions):
             a = t - 1
         else:
             lt = np.log(t)
+            sl = np.sqrt(lt)
             for j in range(K):
-                idx[j] = dp_ucb_index(r[j], n[j], lt, gamma_, experimental)
+                idx[j] = dp_ucb_from(ca[j], cb[j], cc[j], sl, lt)
             a = argmax_random_tie(idx, rng)
         x = draw_reward(rng, env, a, t - 1)
         code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
@@ -58,6 +62,7 @@ def _dp_ucb_no_ledger(rng, env, T, K, eps0, gamma_, experimental, actions):
         binary_commit(bfs[a], bis[a], code, value + noise)
         r[a] = binary_output(bfs[a], bis[a])
         n[a] += 1.0
+        ca[a], cb[a], cc[a] = dp_ucb_coefficients(r[a], n[a], gamma_, experimental)
         actions[t - 1] = a
         acc += a
     return acc
