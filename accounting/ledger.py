@@ -198,14 +198,16 @@ class RewardLedger:
         rid = release if isinstance(release, (int, np.integer)) else self.intern(release)
         self.append_rows(run, arm, start, stop, rid, count)
 
-    def append_rows(self, run, arm, start, stop, release_id, count) -> None:
-        """Bulk append (arrays or scalars, broadcast together)."""
+    def append_rows(self, run, arm, start, stop, release_id, count, owned: bool = False) -> None:
+        """Bulk append (arrays or scalars, broadcast together); ``owned``: fresh arrays the
+        ledger may keep without copying."""
         arrays = tuple(map(np.asarray, (run, arm, start, stop, release_id, count)))
         if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1:
             arrays = tuple(np.atleast_1d(a) for a in np.broadcast_arrays(*arrays))
+            owned = False
         cols = dict(zip(ROW_FIELDS, arrays))
         self._check_rows(cols)
-        self._rows.append(cols)
+        self._rows.append(cols, owned=owned)
 
     def extend(self, buffer: RowBuffer, n: int) -> None:
         """Take the first ``n`` rows a kernel wrote into ``buffer``."""
@@ -241,11 +243,13 @@ class RewardLedger:
         self._trees.append(dict(run=run, arm=arm, offset=offset, n_items=n_items, levels=levels,
                                 release_id=rid))
 
-    def add_segments(self, run, arm, first_index, first_round, stride, length) -> None:
-        cols = dict(zip(SEGMENT_FIELDS, np.broadcast_arrays(*map(np.asarray, (
-            run, arm, first_index, first_round, stride, length)))))
-        cols = {k: np.atleast_1d(v) for k, v in cols.items()}
-        self._segments.append(cols)
+    def add_segments(self, run, arm, first_index, first_round, stride, length,
+                     owned: bool = False) -> None:
+        arrays = tuple(map(np.asarray, (run, arm, first_index, first_round, stride, length)))
+        if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1:
+            arrays = tuple(np.atleast_1d(a) for a in np.broadcast_arrays(*arrays))
+            owned = False
+        self._segments.append(dict(zip(SEGMENT_FIELDS, arrays)), owned=owned)
 
     def add_actions(self, run: int, actions: np.ndarray, first_round: int = 1) -> None:
         """Segments and stream lengths from a run's action sequence (round t = first_round + i)."""

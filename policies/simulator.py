@@ -395,7 +395,8 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
     if n_rows.sum():
         rows = np.concatenate([o.rows for o in outs], axis=1)
         rids = rows[3] if id_map is None else _mapped_ids(id_map, rows[3])
-        ledger.append_rows(np.repeat(runs, n_rows), rows[0], rows[1], rows[2], rids, rows[4])
+        ledger.append_rows(np.repeat(runs, n_rows), rows[0], rows[1], rows[2], rids, rows[4],
+                           owned=True)
     for run, out in zip(indices, outs):
         if out.gauss_rows is not None and np.size(out.gauss_rows["arm"]):
             g = out.gauss_rows
@@ -410,7 +411,7 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
                     ledger.add_tree(run, int(arm), int(off), int(n), int(lev), rid)
     if table.shape[1]:
         ledger.add_segments(np.repeat(runs, sizes), table[0], table[1], table[2], table[3],
-                            table[4])
+                            table[4], owned=True)
     lengths = np.asarray(lengths, dtype=np.int64)
     ledger.set_stream_lengths(np.repeat(np.asarray(indices, dtype=np.int64), lengths.shape[1]),
                               np.tile(np.arange(lengths.shape[1]), len(indices)), lengths.ravel())
