@@ -21,7 +21,7 @@ import math
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -201,15 +201,15 @@ def dumps(obj: Any, compact: bool = False) -> str:
         raise DpledgerError(f"refusing to write a non-finite number to JSON: {exc}") from None
 
 
-def write_json_atomic(path: str | os.PathLike, obj: Any, compact: bool = False) -> None:
-    """Write ``obj`` to ``path`` atomically (temp file in the same folder, then rename)."""
-    text = dumps(obj, compact)
+def _write_atomic(path: str | os.PathLike, write: Callable[[Any], None]) -> None:
+    """Call ``write(fh)`` on a temp file in the target folder, fsync, rename onto ``path``; on
+    any failure the temp file is removed and ``path`` is untouched."""
     folder = os.path.dirname(os.path.abspath(path)) or "."
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
         with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -217,6 +217,12 @@ def write_json_atomic(path: str | os.PathLike, obj: Any, compact: bool = False) 
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any, compact: bool = False) -> None:
+    """Write ``obj`` to ``path`` atomically (temp file in the same folder, then rename)."""
+    text = dumps(obj, compact)
+    _write_atomic(path, lambda fh: fh.write(text))
 
 
 def _stream(fh, obj: Any, chunk: int = 1 << 20) -> None:
@@ -246,20 +252,10 @@ def _stream(fh, obj: Any, chunk: int = 1 << 20) -> None:
 def write_json_stream_atomic(path: str | os.PathLike, obj: Any) -> None:
     """Like :func:`write_json_atomic` (compact), for bulk data whose leaves are numpy arrays:
     the text is streamed to the temp file, never held whole in memory."""
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            _stream(fh, obj)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    def write(fh):
+        _stream(fh, obj)
+        fh.write("\n")
+    _write_atomic(path, write)
 
 
 def read_json(path: str | os.PathLike) -> Any:

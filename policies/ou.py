@@ -103,30 +103,23 @@ def prefix_reads(actions, K, pre):
     k-th pull through its (k+1)-th pull (or the end); only rounds after ``pre`` (the pre-pulls)
     draw.  Rows come in the order the stretches close: at each pull, then arm 0 … K−1."""
     n = actions.shape[0]
-    arm_out = np.empty(n + K, np.int64)
-    k_out = np.empty(n + K, np.int64)
-    count_out = np.empty(n + K, np.int64)
+    out = np.empty((3, n + K), np.int64)     # arm, k, count
     k = np.zeros(K, np.int64)
     since = np.full(K, pre + 1, np.int64)      # first drawing round at the current k
     m = 0
-    for t in range(1, n + 1):
-        a = actions[t - 1]
-        cnt = t - since[a] + 1
+    for t in range(1, n + K + 1):
+        # rounds 1 … n close the pulled arm's stretch; then the still-open stretches, arm order
+        a = actions[t - 1] if t <= n else t - n - 1
+        cnt = min(t, n) - since[a] + 1
         if k[a] > 0 and cnt > 0:
-            arm_out[m] = a
-            k_out[m] = k[a]
-            count_out[m] = cnt
+            out[0, m] = a
+            out[1, m] = k[a]
+            out[2, m] = cnt
             m += 1
-        k[a] += 1
-        since[a] = max(t + 1, pre + 1)
-    for a in range(K):
-        cnt = n - since[a] + 1
-        if k[a] > 0 and cnt > 0:
-            arm_out[m] = a
-            k_out[m] = k[a]
-            count_out[m] = cnt
-            m += 1
-    return arm_out[:m], k_out[:m], count_out[:m]
+        if t <= n:
+            k[a] += 1
+            since[a] = max(t + 1, pre + 1)
+    return out[0, :m], out[1, :m], out[2, :m]
 
 
 def prefix_mu2(k, c: float) -> np.ndarray:
