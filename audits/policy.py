@@ -202,11 +202,13 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                  confidence: float = DEFAULT_CONFIDENCE,
                  selection_fraction: float = DEFAULT_SELECTION_FRACTION, workers: int = 1,
                  progress: Callable[[int, int], None] | None = None,
-                 design_options: dict | None = None) -> AuditResult:
+                 design_options: dict | None = None, sampler: str = "float") -> AuditResult:
     """Audit ``policy`` on a neighbouring pair with ``trials`` runs per stream.
 
     Defaults (SPEC §6): the default pair (:func:`~dpledger.audits.pairs.default_pair`), K = 2,
-    T = 1000, seed 0, selection fraction 0.1, confidence 0.95."""
+    T = 1000, seed 0, selection fraction 0.1, confidence 0.95.  ``sampler="exact"`` audits the
+    exact-sampler form (lattice rewards and noise, see :func:`dpledger.policies.simulator.simulate`)
+    against its own certificate."""
     from dpledger.policies.base import Policy, validate_horizon
     if not isinstance(policy, Policy):
         raise DpledgerError(f"not a policy: {policy!r}")
@@ -231,9 +233,21 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     K = pair.n_arms
     t_star = pair.round
     arm = pair.arm if pair.arm is not None else 0
-    cert = certificate_summary(policy.certificate(T, K))
-    currency = currency_of(cert)
+    if sampler not in ("float", "exact"):
+        raise DpledgerError(f"sampler must be 'float' or 'exact', got {sampler!r}")
+    bits = 0
     env0, env1 = pair.envs()
+    if sampler == "exact":
+        from dpledger.mechanisms.noise import LATTICE_BITS
+        from dpledger.policies.registry import exact_sampler_policies
+        if not policy.exact_sampler:
+            raise DpledgerError(f"policy {policy.name!r} has no exact-sampler form; the exact "
+                                f"sampler runs {', '.join(exact_sampler_policies())}")
+        bits = LATTICE_BITS
+        env0, env1 = env0.with_lattice(bits), env1.with_lattice(bits)
+    from dpledger.policies.simulator import run_certificate
+    cert = certificate_summary(run_certificate(policy, T, K, bits))
+    currency = currency_of(cert)
     total = 2 * trials
     done = [0]
 
@@ -289,6 +303,8 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                         "params": _jsonable(policy.params)},
              "horizon": int(T), "arms": int(K), "stop_at": int(stop), "seed": int(seed),
              "score": score_used, "notes": notes}
+    if sampler == "exact":
+        extra["sampler"] = "exact"
     extra.update(info)
     res = AuditResult(score_audit=sa, certificate=cert, pair=pair.to_json(), trials=trials,
                       mode=mode, extra=extra)

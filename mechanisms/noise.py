@@ -177,6 +177,21 @@ def laplace_noise(rng, env, scale, sensitivity, rows, n, arm, start, stop, relea
 
 
 @njit(cache=True, inline="always")
+def tree_noise(rng, env, scale, rows, slot, arm, offset, n_items, levels, release_id):
+    """Laplace noise (:func:`laplace_draw`: float, or lattice for the exact sampler) for one
+    binary-mechanism p-sum of sensitivity 1; writes (updates) the tree record in row ``slot`` in
+    the same call: columns (arm, offset, n_items, −(release_id + 1), levels) — the negative
+    release id marks a tree record, which the policy's ``finish`` turns into
+    ``RunOutput.trees``.  One record per tree, so the ledger grows with trees, not rounds."""
+    rows[0, slot] = arm
+    rows[1, slot] = offset
+    rows[2, slot] = n_items
+    rows[3, slot] = -(release_id + 1)
+    rows[4, slot] = levels
+    return laplace_draw(rng, env, scale, 1.0)
+
+
+@njit(cache=True, inline="always")
 def gaussian_noise(rng, sigma, rows, n, arm, start, stop, release_id):
     """N(0, σ²) for a statistic over observations [start, stop) of ``arm``; writes row n."""
     write_kernel_row(rows, n, arm, start, stop, release_id, 1)

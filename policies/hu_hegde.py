@@ -29,7 +29,7 @@ from dpledger.policies.environments import draw_reward
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
-from dpledger.mechanisms.noise import laplace_draw, laplace_noise
+from dpledger.mechanisms.noise import laplace_noise, tree_noise
 from dpledger.policies.rules import argmax_random_tie, clip01
 
 
@@ -114,21 +114,6 @@ class LazyDPTS(KernelPolicy):
 
 
 # ---- DP-TS -------------------------------------------------------------------------------
-
-@njit(cache=True)
-def tree_noise(rng, env, scale, rows, n, arm, offset, n_items, levels, release_id):
-    """Laplace noise (``laplace_draw``: Lap(scale), or lattice noise for the exact sampler) for
-    one binary-mechanism p-sum (sensitivity 1); writes (or updates) the epoch buffer's tree
-    record in row n: columns (arm, offset, n_items, −(release_id + 1), levels) — the negative
-    release id marks a tree record, which :meth:`DPTS.finish` turns into ``RunOutput.trees``.
-    One record per epoch buffer, so the ledger grows with K·log T, not with T."""
-    rows[0, n] = arm
-    rows[1, n] = offset
-    rows[2, n] = n_items
-    rows[3, n] = -(release_id + 1)
-    rows[4, n] = levels
-    return laplace_draw(rng, env, scale, 1.0)
-
 
 @njit(cache=True)
 def dp_ts_shift(eps, o, t):

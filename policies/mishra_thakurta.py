@@ -49,7 +49,7 @@ from dpledger.accounting.releases import LaplaceRelease
 from dpledger.mechanisms.counters import (binary_commit, binary_new, binary_output, binary_push)
 from dpledger.policies.base import EPSILON, KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
-from dpledger.mechanisms.noise import laplace_noise
+from dpledger.mechanisms.noise import laplace_noise, tree_noise
 from dpledger.policies.rules import argmax_random_tie
 
 BATCH_ROW = 0              # count placeholder of a random-pull batch row (filled in finish)
@@ -59,19 +59,6 @@ def bit_length(n: int) -> int:
     """⌈log2(n+1)⌉: the binary mechanism's levels for bound n; also the number of nodes item 1
     of a tree holding n items lies in."""
     return int(n).bit_length()
-
-
-@njit(cache=True, inline="always")
-def tree_noise(rng, scale, rows, slot, arm, offset, n_items, levels, release_id):
-    """Lap(scale) for one p-sum of ``arm``'s tree; writes (updates) the tree record in row
-    ``slot`` in the same call: columns (arm, offset, n_items, −(release_id + 1), levels) — the
-    negative release id marks a tree record, turned into ``RunOutput.trees`` by ``finish``."""
-    rows[0, slot] = arm
-    rows[1, slot] = offset
-    rows[2, slot] = n_items
-    rows[3, slot] = -(release_id + 1)
-    rows[4, slot] = levels
-    return rng.laplace(0.0, scale)
 
 
 def split_tree_records(out: RunOutput) -> RunOutput:
@@ -147,7 +134,7 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
             a = argmax_random_tie(idx, rng)
         x = draw_reward(rng, env, a, t - 1)
         code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
-        noise = tree_noise(rng, scale, rows, a, a, 0, bis[a, 0], levels, 0)
+        noise = tree_noise(rng, env, scale, rows, a, a, 0, bis[a, 0], levels, 0)
         draws += 1
         if capture.shape[1] > 0 and a == 0 and bis[0, 0] == 1:
             capture[0, 0] = value + noise
@@ -164,6 +151,7 @@ class DPUCB(KernelPolicy):
     name = "dp-ucb"
     title = "DP-UCB, private UCB sampling (Mishra & Thakurta 2015, Algorithm 1)"
     provenance = "faithful"
+    exact_sampler = True
     params_spec = (EPSILON,
                    Param("gamma", 0.1, "positive", "failure probability γ of the confidence "
                                                    "relaxation Γ"),
@@ -353,7 +341,7 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
                 rows[4, n_rows] = 0
                 n_rows += 1
             code, value, s0, s1 = binary_push(bfs[a], bis[a], bsum[a])
-            noise = tree_noise(rng, scale, rows, slot[a], a, bis[a, 2], bis[a, 0], levels, rid)
+            noise = tree_noise(rng, env, scale, rows, slot[a], a, bis[a, 2], bis[a, 0], levels, rid)
             draws += 1
             binary_commit(bfs[a], bis[a], code, value + noise)
             rsum[a] = binary_output(bfs[a], bis[a])
@@ -370,7 +358,7 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
         n_tot[a] += 1.0
         n_tree[a] += 1.0
         code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
-        noise = tree_noise(rng, scale, rows, slot[a], a, bis[a, 2], bis[a, 0], levels, rid)
+        noise = tree_noise(rng, env, scale, rows, slot[a], a, bis[a, 2], bis[a, 0], levels, rid)
         draws += 1
         binary_commit(bfs[a], bis[a], code, value + noise)
         rsum[a] = binary_output(bfs[a], bis[a])
@@ -383,6 +371,7 @@ class PrivateTS(KernelPolicy):
     name = "dp-ts-mt"
     title = "Private Thompson sampling (Mishra & Thakurta 2015, Algorithm 2)"
     provenance = "faithful"
+    exact_sampler = True
     params_spec = (EPSILON,
                    Param("gap_estimation", True, "bool",
                          "run the gap-estimation phase (their experiments skipped it)"),

@@ -37,6 +37,8 @@ def register(sub) -> None:
     p.add_argument("--range", default="0,1", help="declared reward range lo,hi")
     p.add_argument("--pair", nargs=2, default=None, metavar=("D", "D_PRIME"),
                    help="your own neighbouring tables (.npy, .csv or .json), differing in one row")
+    p.add_argument("--sampler", default="float", choices=["float", "exact"],
+                   help="audit the float or the exact-sampler form (lattice noise)")
     p.add_argument("--workers", default="1")
     p.add_argument("--out", default="audit.json")
     p.add_argument("--quiet", action="store_true")
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     res = audit_policy(policy, trials=trials, mode=args.mode, T=T, K=K, pair=pair, lo=lo, hi=hi,
                        score=args.score, stop_at=stop, seed=seed, confidence=confidence,
                        selection_fraction=fraction, workers=workers,
-                       progress=_Progress(args.quiet))
+                       progress=_Progress(args.quiet), sampler=args.sampler)
     out = res.to_json()
     write_json_atomic(args.out, out)
     if not args.quiet:
