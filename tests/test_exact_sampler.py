@@ -29,6 +29,19 @@ def test_the_exact_policies_are_the_laplace_policies():
     assert sorted(exact_sampler_policies()) == sorted(EXACT)
 
 
+def test_uniform_below_is_uniform():
+    """Chi-square on 70000 draws of uniform_below(·, 7) (false failure 1e-4); n = 1 gives 0;
+    n = 2^53 − 1, the largest allowed, stays in range."""
+    from dpledger.mechanisms.noise import uniform_below
+    rng = np.random.default_rng(8)
+    x = np.array([uniform_below(rng, 7) for _ in range(70000)])
+    assert x.min() >= 0 and x.max() <= 6
+    assert stats.chisquare(np.bincount(x, minlength=7)).pvalue > 1e-4
+    assert all(uniform_below(rng, 1) == 0 for _ in range(50))
+    big = (1 << 53) - 1
+    assert all(0 <= uniform_below(rng, big) < big for _ in range(50))
+
+
 @pytest.mark.parametrize("num,den", [(0, 5), (1, 1), (3, 7), (7, 7), (1, 1000)])
 def test_bernoulli_exp_ratio_frequency(num, den):
     """Two-sided binomial test of P(success) = e^{−num/den} on 20000 draws, α = 1e-6."""
