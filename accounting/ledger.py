@@ -292,10 +292,11 @@ class RewardLedger:
 
     def _check_rows(self, cols: Mapping[str, np.ndarray], has_release: bool = True) -> None:
         start, stop = np.asarray(cols["start"]), np.asarray(cols["stop"])
-        if start.size and (np.any(start < 0) or np.any(stop <= start)):
+        count = np.asarray(cols["count"])
+        if start.size and ((start < 0) | (stop <= start) | (count < 1)).any():
+            if np.any(count < 1):
+                raise DpledgerError("ledger row counts must be >= 1")
             raise DpledgerError("ledger rows need 0 <= start < stop")
-        if np.any(np.asarray(cols["count"]) < 1):
-            raise DpledgerError("ledger row counts must be >= 1")
         if has_release:
             self._check_release_ids(np.asarray(cols["release_id"], dtype=np.int64))
 

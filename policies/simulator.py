@@ -317,6 +317,8 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     # AdaP's per-episode Laplace releases, equal in ε, to one discrete release), so map ids
     id_map = np.array([ledger.intern(r) for r in kernel_releases(policy, env, T, K)] or [0],
                       dtype=np.int64)
+    if np.array_equal(id_map, np.arange(id_map.size)):
+        id_map = None                       # positions are the ledger ids (the float sampler)
     gaps = (env.means.max() - env.means).astype(np.float64)
     pts = checkpoints(T)
     et = env.as_tuple()
