@@ -123,7 +123,7 @@ def main(argv=None):
     def ts_kernel_and_rows():
         for i in range(R):
             kern(run_generator(0, i), et, T, K, T, kp, acts, rows, cap)
-            prefix_reads(acts, K, 0)
+            prefix_reads(acts, K, 0, 1.0)
 
     t_plain, t_real = _best(ts_kernel, args.reps), _best(ts_kernel_and_rows, args.reps)
     print(f"  ts-gaussian  kernel + prefix rows {t_real:.3f} s ({R * T / t_real:.3e} r-r/s), "

@@ -95,15 +95,25 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     return stop, 0, draws
 
 
+@njit(cache=True, inline="always")
+def posterior_read_mu2(k, c):
+    """μ² of one posterior draw over a prefix of k rewards: the mean S/(k+1) has sensitivity
+    1/(k+1) and σ² = c/(k+1), so μ² = (1/(k+1))² / (c/(k+1)) = 1/(c(k+1))."""
+    return 1.0 / (c * (k + 1.0))
+
+
 @njit(cache=True)
-def prefix_reads(actions, K, pre):
+def prefix_reads(actions, K, pre, c):
     """The growing-prefix reads of an M-TS-Gaussian run from its actions (rounds 1 … n):
-    one row (arm, k, count) per (arm, prefix length k ≥ 1) — ``count`` rounds drew from the
-    arm's posterior while it held k rewards.  Arm j holds k rewards from the round after its
-    k-th pull through its (k+1)-th pull (or the end); only rounds after ``pre`` (the pre-pulls)
-    draw.  Rows come in the order the stretches close: at each pull, then arm 0 … K−1."""
+    one row (arm, k, count, μ²) per (arm, prefix length k ≥ 1) — ``count`` rounds drew from the
+    arm's posterior while it held k rewards, each draw of μ² = :func:`posterior_read_mu2`.  Arm j
+    holds k rewards from the round after its k-th pull through its (k+1)-th pull (or the end);
+    only rounds after ``pre`` (the pre-pulls) draw.  Rows come in the order the stretches close:
+    at each pull, then arm 0 … K−1.  One pass, no temporaries (fresh pages cost ~0.6 s per
+    1e7-row column on this VM)."""
     n = actions.shape[0]
     out = np.empty((3, n + K), np.int64)     # arm, k, count
+    mu2 = np.empty(n + K)
     k = np.zeros(K, np.int64)
     since = np.full(K, pre + 1, np.int64)      # first drawing round at the current k
     m = 0
@@ -115,16 +125,12 @@ def prefix_reads(actions, K, pre):
             out[0, m] = a
             out[1, m] = k[a]
             out[2, m] = cnt
+            mu2[m] = posterior_read_mu2(k[a], c)
             m += 1
         if t <= n:
             k[a] += 1
             since[a] = max(t + 1, pre + 1)
-    return out[0, :m], out[1, :m], out[2, :m]
-
-
-def prefix_mu2(k, c: float) -> np.ndarray:
-    """μ² of one posterior draw over a prefix of k rewards: (1/(k+1))² / (c/(k+1)) = 1/(c(k+1))."""
-    return 1.0 / (c * (np.asarray(k, dtype=np.float64) + 1.0))
+    return out[0, :m], out[1, :m], out[2, :m], mu2[:m]
 
 
 class MTSGaussian(KernelPolicy):
@@ -154,9 +160,10 @@ class MTSGaussian(KernelPolicy):
         return []                  # every release is a Gaussian growing-prefix row
 
     def finish(self, out: RunOutput, T: int, K: int) -> RunOutput:
-        arm, k, count = prefix_reads(out.actions, K, self.b * K)
-        out.gauss_rows = {"arm": arm, "start": np.zeros_like(k), "stop": k, "count": count,
-                          "mu2": prefix_mu2(k, self.c)}
+        arm, k, count, mu2 = prefix_reads(out.actions, K, self.b * K, self.c)
+        # np.zeros leaves the pages untouched (calloc) until read
+        out.gauss_rows = {"arm": arm, "start": np.zeros(k.size, np.int64), "stop": k,
+                          "count": count, "mu2": mu2}
         return out
 
     def certificate_mu2(self, T: int, K: int) -> tuple[float, int, float]:
@@ -164,10 +171,10 @@ class MTSGaussian(KernelPolicy):
         b, c = self.b, self.c
         if b >= 1:
             reads = max(T - b * K, 0)
-            per = 1.0 / (c * (b + 1))
+            per = float(posterior_read_mu2(float(b), c))      # every read at k = b
         else:
             reads = max(T - 1, 0)
-            per = 1.0 / (2.0 * c)
+            per = float(posterior_read_mu2(1.0, c))           # every read at k = 1
         return reads * per, reads, per
 
     def certificate(self, T, K):
