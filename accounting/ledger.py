@@ -120,7 +120,9 @@ class _Table:
 
     def columns(self) -> dict[str, np.ndarray]:
         if self._cache is None:
-            if self._chunks:
+            if len(self._chunks) == 1:      # already one block: no copy (fresh pages are dear)
+                cols = list(self._chunks[0])
+            elif self._chunks:
                 cols = [np.concatenate([c[i] for c in self._chunks]) for i in range(len(self.fields))]
             else:
                 cols = [np.zeros(0, dtype=np.float64 if f == "mu2" else np.int64) for f in self.fields]
