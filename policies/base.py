@@ -253,6 +253,7 @@ class Policy(ABC):
     def describe(self) -> dict:
         return {"name": self.name, "title": self.title, "provenance": self.provenance,
                 "private": self.private, "adaptive": self.adaptive,
+                "samplers": ["float", "exact"] if self.exact_sampler else ["float"],
                 "params": [{"name": p.name, "default": p.default, "doc": p.doc,
                             **({"choices": list(p.choices)} if p.choices else {})}
                            for p in self.params_spec if not p.hidden]}

@@ -41,6 +41,7 @@ def run(args) -> int:
             sys.stdout.write(f"{d['name']:18s} (not implemented yet)\n")
             continue
         params = ", ".join(f"{p['name']}={p['default']}" for p in d["params"]) or "—"
-        sys.stdout.write(f"{d['name']:18s} {d['provenance']:36s} {params}\n"
+        exact = "  [--sampler exact]" if "exact" in d.get("samplers", ()) else ""
+        sys.stdout.write(f"{d['name']:18s} {d['provenance']:36s} {params}{exact}\n"
                          f"{'':18s} {d['title']}; {d['theorem']['paper']}, {d['theorem']['theorem']}\n")
     return 0
