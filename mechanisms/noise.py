@@ -75,12 +75,13 @@ def write_kernel_row(rows, n, arm, start, stop, release_id, count):
 # 2^-b (b = the environment's ``bits``), so a sum of rewards is an integer number of steps 2^-b
 # and a mean of n rewards (n a power of two, AdaP) one of 2^-b/n: the step of a statistic is
 # ``sensitivity · 2^-b``, its sensitivity Δ = 2^b steps.  The noise is Z · step with Z discrete
-# Laplace of scale t = 2^b·(scale/sensitivity) steps, drawn exactly (CKS20 Algorithm 2, integer
-# arithmetic on the Generator's exact uniform integers), so statistic + noise is exact in float64
-# and neighbouring streams put their outputs on the same lattice (the float sampler's Mironov
-# leak cannot happen).  t is rounded *up* to a multiple of 2^-SCALE_DEN_BITS: the release is
-# ``DiscreteLaplaceRelease(t', 2^b)`` with ε' = 2^b/t' ≤ ε — at most 2^-20/t relatively less
-# private-looking than asked, never more.  :func:`lattice_release` gives the ledger the same t'.
+# Laplace of scale t = 2^b·(scale/sensitivity) steps, drawn exactly (CKS20 Algorithm 2 in integer
+# arithmetic on exact uniform integers), so statistic + noise is exact in float64 — sensitivities
+# must be powers of two, which :func:`lattice_release` checks — and neighbouring streams put
+# their outputs on the same lattice (the float sampler's Mironov leak cannot happen).  t is
+# rounded *up* to a multiple of 2^-SCALE_DEN_BITS: the release is ``DiscreteLaplaceRelease(t',
+# 2^b)`` with ε' = 2^b/t' ≤ ε, below ε by a relative 2^-20/t at most.  :func:`lattice_release`
+# gives the ledger the same t'.
 
 SCALE_DEN_BITS = 20
 LATTICE_BITS = 16            # default reward lattice 2^-16 of the declared range
@@ -155,6 +156,10 @@ def lattice_laplace(rng, scale, sensitivity, bits):
 def lattice_release(release: Release, bits: int) -> Release:
     """The release an exact-sampler kernel makes where the float kernel makes ``release``."""
     if isinstance(release, LaplaceRelease):
+        if math.frexp(float(release.sensitivity))[0] != 0.5:
+            # a step sensitivity·2^-bits that is not dyadic is not exact in float64
+            raise DpledgerError(f"the exact sampler needs power-of-two sensitivities, got "
+                                f"{release.sensitivity!r}")
         num = int(lattice_scale_num(float(release.scale), float(release.sensitivity), int(bits)))
         return DiscreteLaplaceRelease(scale=math.ldexp(num, -SCALE_DEN_BITS),
                                       sensitivity=1 << int(bits))

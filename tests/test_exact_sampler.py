@@ -92,6 +92,11 @@ def test_lattice_release_is_never_less_private(eps, k):
     assert rel == lattice_release(LaplaceRelease(scale=1.0 / eps, sensitivity=1.0), LATTICE_BITS)
 
 
+def test_lattice_release_refuses_non_dyadic_sensitivities():
+    with pytest.raises(DpledgerError, match="power-of-two"):
+        lattice_release(LaplaceRelease(scale=3.0, sensitivity=1.0 / 3.0), LATTICE_BITS)
+
+
 def test_lattice_rewards_and_sums():
     """Rescaled rewards rounded to 2^-16; a Bernoulli stretch sum is the sum of the rounded
     rewards (range [-1, 2]: 0 ↦ 1/3, 1 ↦ 2/3, each rounded)."""
