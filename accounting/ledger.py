@@ -343,8 +343,13 @@ class RewardLedger:
                 uniq, maxes = keys[:1], stops.max(keepdims=True)
             elif pos is not None and bool(np.all(known[np.minimum(pos, known.size - 1)] == keys)):
                 # every row's stream is declared (the simulator's case): no sort of the rows
-                maxes = np.zeros(known.size, dtype=np.int64)
-                np.maximum.at(maxes, pos, stops)
+                if keys.size > 100_000:     # np.maximum.at: 1.1 s on 2e7 rows; compiled: 0.05 s
+                    from dpledger.accounting.piece_kernels import max_stop_per_key
+                    maxes = max_stop_per_key(known, table["run"], table["arm"],
+                                             np.ascontiguousarray(stops, dtype=np.int64))
+                else:
+                    maxes = np.zeros(known.size, dtype=np.int64)
+                    np.maximum.at(maxes, pos, stops)
                 uniq = known
             else:
                 uniq, inv = np.unique(keys, return_inverse=True)
@@ -440,6 +445,14 @@ class RewardLedger:
             counts = np.cumsum(diff.reshape(n_ids, n_pieces + 1), axis=1)[:, :n_pieces]
             counts = np.rint(counts).astype(np.int64)
         mu2 = np.zeros(n_pieces, dtype=np.float64)
+        if dense and gauss["run"].size and n_pieces:
+            from dpledger.accounting.piece_kernels import (dense_gaussian_mu2,
+                                                           dense_piece_coordinates)
+            mu2 = dense_gaussian_mu2(keys, offsets, gauss["run"], gauss["arm"], gauss["start"],
+                                     gauss["stop"], gauss["count"], gauss["mu2"], n_total)
+            run, arm, start, stop = dense_piece_coordinates(keys, offsets)
+            return PieceTotals(run=run, arm=arm, start=start, stop=stop, counts=counts,
+                               mu2_inline=mu2)
         if gauss["run"].size and n_pieces:
             ps, pe = piece(gauss, "start"), piece(gauss, "stop")
             w = gauss["count"] * gauss["mu2"]
