@@ -106,6 +106,7 @@ class _Table:
         self.fields = tuple(fields)
         self._chunks: list[tuple[np.ndarray, ...]] = []
         self._cache: dict[str, np.ndarray] | None = None
+        self.version = 0            # bumped by every change (memo keys)
 
     def append(self, cols: Mapping[str, np.ndarray], owned: bool = False) -> None:
         """Add rows; ``owned``: the caller hands its (fresh, unshared) arrays over, no copy."""
@@ -117,6 +118,12 @@ class _Table:
         if arrays[0].size:
             self._chunks.append(arrays)
             self._cache = None
+            self.version += 1
+
+    def parts(self) -> list[dict[str, np.ndarray]]:
+        """The rows as their appended blocks, in order, without concatenating them (a per-run
+        block of a 1e7-round Gaussian ledger is 480 MB; joining them is mostly page faults)."""
+        return [dict(zip(self.fields, c)) for c in self._chunks]
 
     def columns(self) -> dict[str, np.ndarray]:
         if self._cache is None:
@@ -133,6 +140,7 @@ class _Table:
     def replace(self, cols: Mapping[str, np.ndarray]) -> None:
         self._chunks = []
         self._cache = None
+        self.version += 1
         self.append(cols)
 
     def __len__(self) -> int:
@@ -331,8 +339,9 @@ class RewardLedger:
         tag = (len(self._rows), len(self._gauss), len(self._trees), tuple(out.items()))
         if getattr(self, "_streams_cache", (None,))[0] == tag:
             return dict(self._streams_cache[1])
-        for table, stop_of in ((self.rows, lambda c: c["stop"]), (self.gaussian_rows, lambda c: c["stop"]),
-                               (self.trees, lambda c: c["offset"] + c["n_items"])):
+        tables = [(t, lambda c: c["stop"]) for t in self._rows.parts() + self._gauss.parts()]
+        tables += [(t, lambda c: c["offset"] + c["n_items"]) for t in self._trees.parts()]
+        for table, stop_of in tables:
             if table["run"].size == 0:
                 continue
             keys = table["run"] * (1 << 20) + table["arm"]
@@ -393,23 +402,23 @@ class RewardLedger:
     def piece_totals(self) -> PieceTotals:
         """Totals on the compressed coordinate (see module docstring); O(rows log rows).
         Memoised until the ledger changes (a report asks for them five times)."""
-        tables = (self.rows, self.gaussian_rows, self.trees)
+        versions = (id(self._rows), self._rows.version, id(self._gauss), self._gauss.version,
+                    id(self._trees), self._trees.version)
         streams = self.streams()
         cached = getattr(self, "_piece_cache", None)
-        # the column dicts are rebuilt on every append, so identity says "unchanged"; the cache
-        # holds them, so their ids cannot be reused
-        if (cached is not None and all(a is b for a, b in zip(cached[0], tables))
-                and cached[1] == streams):
+        if cached is not None and cached[0] == versions and cached[1] == streams:
             return cached[2]
         out = self._piece_totals(streams)
-        self._piece_cache = (tables, streams, out)
+        self._piece_cache = (versions, streams, out)
         return out
 
     def _piece_totals(self, streams) -> PieceTotals:
         keys = np.array([r * (1 << 20) + a for r, a in streams], dtype=np.int64)
         lengths = np.array(list(streams.values()), dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)])
-        rows, gauss = self.expanded_rows(), self.gaussian_rows
+        rows = self.expanded_rows()
+        gauss_parts = self._gauss.parts()
+        n_gauss = sum(p["run"].size for p in gauss_parts)
 
         def glob(table, col):
             k = table["run"] * (1 << 20) + table["arm"]
@@ -417,8 +426,10 @@ class RewardLedger:
             return offsets[pos] + table[col]
 
         n_total = int(offsets[-1])
-        n_break = 2 * (rows["run"].size + gauss["run"].size) + offsets.size
+        n_break = 2 * (rows["run"].size + n_gauss) + offsets.size
         dense = n_total <= 4 * n_break
+        # the compressed path needs the Gaussian columns joined; the dense one reads the parts
+        gauss = self.gaussian_rows if not dense else None
         if dense:   # every reward its own piece: no sort needed
             bp = np.arange(n_total + 1, dtype=np.int64)
 
@@ -445,15 +456,19 @@ class RewardLedger:
             counts = np.cumsum(diff.reshape(n_ids, n_pieces + 1), axis=1)[:, :n_pieces]
             counts = np.rint(counts).astype(np.int64)
         mu2 = np.zeros(n_pieces, dtype=np.float64)
-        if dense and gauss["run"].size and n_pieces:
-            from dpledger.accounting.piece_kernels import (dense_gaussian_mu2,
+        if dense and n_gauss and n_pieces:
+            from dpledger.accounting.piece_kernels import (add_gaussian_diff,
+                                                           clamped_running_sum,
                                                            dense_piece_coordinates)
-            mu2 = dense_gaussian_mu2(keys, offsets, gauss["run"], gauss["arm"], gauss["start"],
-                                     gauss["stop"], gauss["count"], gauss["mu2"], n_total)
+            diff = np.zeros(n_total + 1)
+            for g in gauss_parts:
+                add_gaussian_diff(diff, keys, offsets, g["run"], g["arm"], g["start"], g["stop"],
+                                  g["count"], g["mu2"])
+            mu2 = clamped_running_sum(diff, n_total)
             run, arm, start, stop = dense_piece_coordinates(keys, offsets)
             return PieceTotals(run=run, arm=arm, start=start, stop=stop, counts=counts,
                                mu2_inline=mu2)
-        if gauss["run"].size and n_pieces:
+        if gauss is not None and gauss["run"].size and n_pieces:
             ps, pe = piece(gauss, "start"), piece(gauss, "stop")
             w = gauss["count"] * gauss["mu2"]
             diff = (np.bincount(ps, weights=w, minlength=n_pieces + 1)
@@ -473,7 +488,7 @@ class RewardLedger:
         """Primary worst-reward key per piece: pure ε, or GDP μ² when Gaussians are present."""
         n = pt.start.size
         nonpriv = np.array([isinstance(r, NonPrivateRelease) for r in self.releases], bool)
-        has_gauss = bool(self._gauss.columns()["run"].size) or any(
+        has_gauss = len(self._gauss) > 0 or any(
             r.statuses["pure"] == "unbounded" and not isinstance(r, NonPrivateRelease)
             for r in self.releases)
         if has_gauss:
@@ -496,11 +511,11 @@ class RewardLedger:
         return Composition.gaussian_total(mu2, pairs)
 
     def _inline_mu2_exact(self, run: int, arm: int, index: int) -> float:
-        g = self.gaussian_rows
-        if g["run"].size == 0:
-            return 0.0
-        m = (g["run"] == run) & (g["arm"] == arm) & (g["start"] <= index) & (index < g["stop"])
-        return math.fsum((g["count"][m] * g["mu2"][m]).tolist())
+        terms: list[float] = []
+        for g in self._gauss.parts():
+            m = (g["run"] == run) & (g["arm"] == arm) & (g["start"] <= index) & (index < g["stop"])
+            terms += (g["count"][m] * g["mu2"][m]).tolist()
+        return math.fsum(terms)
 
     def composition_of(self, run: int, arm: int, index: int) -> Composition:
         """Exact composition of one reward, by scanning the rows that touch it."""
@@ -524,6 +539,9 @@ class RewardLedger:
         if pt.start.size == 0:
             return 0
         grp = self._signature_groups(pt)
+        if grp.min() == grp.max():      # one release signature: count the distinct μ² values
+            s = np.sort(pt.mu2_inline)
+            return int(1 + np.count_nonzero(s[1:] != s[:-1]))
         return _column_groups(np.stack([grp.astype(np.float64), pt.mu2_inline]))[1]
 
     def maximal_compositions(self) -> list[Composition]:
@@ -537,8 +555,12 @@ class RewardLedger:
             return []
         grp = self._signature_groups(pt)
         mu2 = pt.mu2_inline
-        top = np.full(grp.max() + 1, -np.inf)
-        np.maximum.at(top, grp, mu2)
+        n_groups = int(grp.max()) + 1
+        if n_groups == 1:               # one signature (all-Gaussian ledgers): a plain max
+            top = np.array([mu2.max()])
+        else:
+            top = np.full(n_groups, -np.inf)
+            np.maximum.at(top, grp, mu2)
         cand = np.flatnonzero(mu2 >= top[grp] * (1 - 1e-9) - 1e-300)
         # one representative per (group, float μ²) among the candidates
         _, first = np.unique(np.stack([grp[cand].astype(np.float64), mu2[cand]]), axis=1,

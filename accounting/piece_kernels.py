@@ -13,16 +13,20 @@ from numba import njit
 
 
 @njit(cache=True)
-def dense_gaussian_mu2(keys, offsets, run, arm, start, stop, count, mu2, n_total):
-    """Per-reward Σ count·μ² of Gaussian rows on the dense coordinate: a difference array added
-    in row order (the order ``np.bincount`` adds its weights, so the sums are the same floats)
-    and one running sum, each prefix clamped at 0 (the running sum itself is not)."""
-    diff = np.zeros(n_total + 1)
+def add_gaussian_diff(diff, keys, offsets, run, arm, start, stop, count, mu2):
+    """Add Gaussian rows (one chunk) to the difference array of per-reward Σ count·μ² on the
+    dense coordinate, in row order — the order ``np.bincount`` adds its weights, so over the
+    chunks in order the sums are the same floats as on the concatenated columns."""
     for i in range(run.shape[0]):
         base = offsets[np.searchsorted(keys, run[i] * (1 << 20) + arm[i])]
         w = count[i] * mu2[i]
         diff[base + start[i]] += w
         diff[base + stop[i]] -= w
+
+
+@njit(cache=True)
+def clamped_running_sum(diff, n_total):
+    """The running sum of ``diff`` with each prefix clamped at 0 (the sum itself is not)."""
     out = np.empty(n_total)
     acc = 0.0
     for j in range(n_total):
@@ -32,12 +36,7 @@ def dense_gaussian_mu2(keys, offsets, run, arm, start, stop, count, mu2, n_total
 
 
 @njit(cache=True)
-def dense_piece_coordinates(keys, offsets):
-    """(run, arm, start, stop) of every piece when each reward is its own piece."""
-    n_total = offsets[-1]
-    run = np.empty(n_total, np.int64)
-    arm = np.empty(n_total, np.int64)
-    start = np.empty(n_total, np.int64)
+def _fill_dense_coordinates(keys, offsets, run, arm, start):
     for s in range(keys.shape[0]):
         r, a = keys[s] >> 20, keys[s] & ((1 << 20) - 1)
         for i in range(offsets[s + 1] - offsets[s]):
@@ -45,6 +44,17 @@ def dense_piece_coordinates(keys, offsets):
             run[j] = r
             arm[j] = a
             start[j] = i
+
+
+def dense_piece_coordinates(keys, offsets):
+    """(run, arm, start, stop) of every piece when each reward is its own piece; run and arm
+    as int32 when they fit (every byte written here is a page fault)."""
+    n_total = int(offsets[-1])
+    small = keys.size == 0 or int(keys.max()) >> 20 < 2 ** 31
+    run = np.empty(n_total, np.int32 if small else np.int64)
+    arm = np.empty(n_total, np.int32)
+    start = np.empty(n_total, np.int64)
+    _fill_dense_coordinates(keys, offsets, run, arm, start)
     return run, arm, start, start + 1
 
 

@@ -380,3 +380,13 @@ def test_large_ledgers_take_the_compiled_passes_with_the_same_results():
         sel = pt.arm == a
         assert np.array_equal(pt.start[sel], np.arange(n_a))
         assert np.allclose(pt.mu2_inline[sel], expect, rtol=1e-12, atol=1e-9)
+
+
+def test_dense_piece_coordinates_keep_large_run_indices():
+    from dpledger.accounting.piece_kernels import dense_piece_coordinates
+    big = 2 ** 31 + 5
+    keys = np.array([3 * (1 << 20) + 1, big * (1 << 20) + 2], dtype=np.int64)
+    offsets = np.array([0, 2, 5], dtype=np.int64)
+    run, arm, start, stop = dense_piece_coordinates(keys, offsets)
+    assert run.tolist() == [3, 3, big, big, big] and arm.tolist() == [1, 1, 2, 2, 2]
+    assert start.tolist() == [0, 1, 0, 1, 2] and stop.tolist() == [1, 2, 1, 2, 3]
