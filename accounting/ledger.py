@@ -627,6 +627,7 @@ class RewardLedger:
 
         Rows with equal (run, arm, start, stop, release) add their counts; then rows with equal
         (run, arm, release, count) whose ranges are consecutive in the arm's stream join.
+        Segments, trees and stream lengths are put in (run, arm, position) order.
         """
         rows = self.rows
         if rows["run"].size:
@@ -643,6 +644,17 @@ class RewardLedger:
             out = {k: v[first] for k, v in g.items()}
             out["count"] = np.bincount(grp, weights=g["count"]).astype(np.int64)
             self._gauss.replace(out)
+        # canonical order for the rest too, so the JSON does not depend on how runs were split
+        # over workers (chunks are appended in completion order)
+        seg = self.segments
+        if seg["run"].size:
+            order = np.lexsort((seg["first_index"], seg["arm"], seg["run"]))
+            self._segments.replace({k: v[order] for k, v in seg.items()})
+        tr = self.trees
+        if tr["run"].size:
+            order = np.lexsort((tr["offset"], tr["arm"], tr["run"]))
+            self._trees.replace({k: v[order] for k, v in tr.items()})
+        self._streams = dict(sorted(self._streams.items()))
         return self
 
     def merge(self, other: "RewardLedger") -> "RewardLedger":

@@ -94,6 +94,14 @@ def test_same_seed_same_bytes_also_with_two_workers(tmp_path):
     assert c.returncode == 0, c.stderr
     ta, tb, tc = ((tmp_path / f).read_bytes() for f in ("a.json", "b.json", "c.json"))
     assert ta == tb == tc
+    # the ledger files too, whatever the split of runs over workers (dp-ts: trees and segments)
+    la, lc = ((tmp_path / f).read_bytes() for f in ("a.ledger.json", "c.ledger.json"))
+    assert la == lc
+    dargs = ["run", "dp-ts", "--horizon", "3000", "--runs", "5", "--seed", "3", "--quiet"]
+    assert _main(*dargs, "--out", str(tmp_path / "e.json")) == 0
+    f = _cli(*dargs, "--workers", "2", "--out", str(tmp_path / "f.json"))
+    assert f.returncode == 0, f.stderr
+    assert (tmp_path / "e.ledger.json").read_bytes() == (tmp_path / "f.ledger.json").read_bytes()
     assert _main(*args[:-3], "--seed", "4", "--quiet", "--out", str(tmp_path / "d.json")) == 0
     assert (tmp_path / "d.json").read_bytes() != ta
 
