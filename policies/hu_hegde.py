@@ -30,7 +30,7 @@ from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_p
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
-from dpledger.policies.rules import argmax_random_tie, clip01
+from dpledger.policies.rules import argmax_random_tie, clip01, private_initial_pulls
 
 
 
@@ -46,39 +46,31 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     buf_len = np.zeros(K, np.int64)
     n_obs = np.zeros(K, np.int64)
     theta = np.zeros(K)
-    n_rows = 0
-    for t in range(1, stop + 1):
-        if t <= K:
-            a = t - 1
-            x = draw_reward(rng, env, a, t - 1)
-            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, 0, 1, 0) * mult
+    # rounds 1 … K: each arm once, its reward released with Lap(1/ε) (the shared helper)
+    played, n_rows, _, _ = private_initial_pulls(rng, env, K, stop, scale, mult, rows, capture,
+                                                 mu_tilde, n_obs, actions, False,
+                                                 np.zeros((4, 0), np.int64), np.zeros(0, np.int64))
+    O[:played] = 1.0
+    for t in range(played + 1, stop + 1):
+        shift = 3.0 * np.log2(t) / eps
+        for j in range(K):
+            m = clip01(mu_tilde[j] + shift / O[j])
+            theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
+        a = argmax_random_tie(theta, rng)
+        x = draw_reward(rng, env, a, t - 1)
+        buf_sum[a] += x
+        buf_len[a] += 1
+        n_obs[a] += 1
+        size = 2 ** (r[a] + 1)
+        if buf_len[a] == size:
+            start = n_obs[a] - size
+            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, n_obs[a], 0) * mult
             n_rows += 1
-            if capture.shape[1] > 0 and a == 0:
-                capture[0, 0] = x + noise
-                capture[1, 0] = x
-            mu_tilde[a] = x + noise
-            O[a] = 1.0
-            n_obs[a] = 1
-        else:
-            shift = 3.0 * np.log2(t) / eps
-            for j in range(K):
-                m = clip01(mu_tilde[j] + shift / O[j])
-                theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-            a = argmax_random_tie(theta, rng)
-            x = draw_reward(rng, env, a, t - 1)
-            buf_sum[a] += x
-            buf_len[a] += 1
-            n_obs[a] += 1
-            size = 2 ** (r[a] + 1)
-            if buf_len[a] == size:
-                start = n_obs[a] - size
-                noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, n_obs[a], 0) * mult
-                n_rows += 1
-                mu_tilde[a] = (buf_sum[a] + noise) / size
-                O[a] = size
-                r[a] += 1
-                buf_sum[a] = 0.0
-                buf_len[a] = 0
+            mu_tilde[a] = (buf_sum[a] + noise) / size
+            O[a] = size
+            r[a] += 1
+            buf_sum[a] = 0.0
+            buf_len[a] = 0
         actions[t - 1] = a
     return stop, n_rows, n_rows
 
