@@ -113,7 +113,8 @@ def uniform_below(rng, n):
 
 @njit(cache=True)
 def bernoulli_exp_ratio(rng, num, den):
-    """Exactly Bernoulli(e^{−num/den}) for integers 0 ≤ num ≤ den (CKS20 Algorithm 1): K = 1,
+    """Exactly Bernoulli(e^{−num/den}) for integers 0 ≤ num ≤ den (Canonne, Kamath, Steinke
+    2020, "The discrete Gaussian for differential privacy", Algorithm 1): K = 1,
     2, … while Bernoulli(γ/K) succeeds; success iff the final K is odd.  Bernoulli(num/(den·K))
     is Bernoulli(num/den) and Bernoulli(1/K), so no product can overflow."""
     k = 1

@@ -77,7 +77,9 @@ def split_tree_records(out: RunOutput) -> RunOutput:
 
 @njit(cache=True, inline="always")
 def dp_ucb_coefficients(r, n, gamma_, experimental):
-    """(A, B, C) with index = A + B·√(ln t) + C·ln t — printed: r/n + √(2 ln t/n) + Γ/n, i.e.
+    """(A, B, C) with index = A + B·√(ln t) + C·ln t, the DP-UCB index of Mishra & Thakurta
+    2015 (Algorithm 1 as printed; Section 5's width as "experimental"; algorithms.md A10) —
+    printed: r/n + √(2 ln t/n) + Γ/n, i.e.
     ((r + Γ)/n, √(2/n), 0); experimental: r/n + √(max(r,0)·ln t)/n + ln t/n, i.e.
     (r/n, √max(r,0)/n, 1/n).  They change only when the arm is pulled, so a round costs a
     multiply-add per arm instead of a square root and three divisions (DP-UCB +10 %)."""

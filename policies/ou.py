@@ -97,8 +97,10 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
 
 @njit(cache=True, inline="always")
 def posterior_read_mu2(k, c):
-    """μ² of one posterior draw over a prefix of k rewards: the mean S/(k+1) has sensitivity
-    1/(k+1) and σ² = c/(k+1), so μ² = (1/(k+1))² / (c/(k+1)) = 1/(c(k+1))."""
+    """μ² of one posterior draw over a prefix of k rewards (Ou, Avella Medina & Cummings 2024,
+    Algorithms 1–2: θ ~ N(S/(k+1), c/(k+1)); algorithms.md A8): the mean S/(k+1) has
+    sensitivity 1/(k+1) and σ² = c/(k+1), so by GDP's μ = Δ/σ (Dong, Roth, Su 2022)
+    μ² = (1/(k+1))² / (c/(k+1)) = 1/(c(k+1))."""
     return 1.0 / (c * (k + 1.0))
 
 
