@@ -20,6 +20,10 @@ Storage, all numpy columns, appended in bulk:
   is a sound *upper bound* per reward, exact for the tree's first item — the worst-off reward,
   in every node of every level — hence exact for the run's maximum and for certificates; the
   exact per-reward CSS counts would need O(n) rows per tree;
+* **posterior reads** ``(run, arm, first_round, last_round, c)``: a Gaussian posterior of the
+  arm sampled every round of a window, each draw a release of μ² = 1/(c(k+1)) over the k
+  rewards observed before it (:mod:`~dpledger.accounting.posterior_reads`) — one record per
+  stream, its per-reward totals derived from the segments;
 * **segments** ``(run, arm, first_index, first_round, stride, length)``: the index → round map;
 * **streams**: the number of observations of each (run, arm).
 
@@ -38,6 +42,7 @@ import numpy as np
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import mu_of_pure_epsilon
+from dpledger.accounting.posterior_reads import READ_FIELDS
 from dpledger.accounting.releases import (GaussianRelease, NonPrivateRelease, Release,
                                           release_from_json, release_to_json)
 from dpledger.errors import DpledgerError
@@ -49,7 +54,9 @@ SEGMENT_FIELDS = ("run", "arm", "first_index", "first_round", "stride", "length"
 _INT_DTYPES = {"run": np.int64, "arm": np.int64, "start": np.int64, "stop": np.int64,
                "release_id": np.int64, "count": np.int64, "offset": np.int64,
                "n_items": np.int64, "levels": np.int64, "first_index": np.int64,
-               "first_round": np.int64, "stride": np.int64, "length": np.int64}
+               "first_round": np.int64, "stride": np.int64, "length": np.int64,
+               "last_round": np.int64}
+_FLOAT_FIELDS = ("mu2", "c")
 
 
 class RowBuffer:
@@ -66,7 +73,7 @@ class RowBuffer:
 
 
 def _as_col(name: str, values, n: int | None = None, owned: bool = False) -> np.ndarray:
-    dtype = np.float64 if name == "mu2" else _INT_DTYPES[name]
+    dtype = np.float64 if name in _FLOAT_FIELDS else _INT_DTYPES[name]
     arr = np.asarray(values)
     if arr.dtype == dtype and arr.ndim == 1 and (n is None or arr.size == n):
         if owned and arr.flags.c_contiguous and arr.flags.writeable:
@@ -132,7 +139,8 @@ class _Table:
             elif self._chunks:
                 cols = [np.concatenate([c[i] for c in self._chunks]) for i in range(len(self.fields))]
             else:
-                cols = [np.zeros(0, dtype=np.float64 if f == "mu2" else np.int64) for f in self.fields]
+                cols = [np.zeros(0, dtype=np.float64 if f in _FLOAT_FIELDS else np.int64)
+                        for f in self.fields]
             self._cache = dict(zip(self.fields, cols))
             self._chunks = [tuple(cols)] if cols[0].size else []
         return self._cache
@@ -167,9 +175,12 @@ class WorstReward:
 
 @dataclass
 class PieceTotals:
-    """Per-piece totals: a piece is a maximal range of one stream whose rewards share one
-    composition.  ``counts[i, p]`` counts interned release ``i``; ``mu2_inline[p]`` is Σμ² of
-    the inline Gaussian rows."""
+    """Per-piece totals: a piece is a maximal range of one stream on which every record but
+    the posterior reads is constant.  ``counts[i, p]`` counts interned release ``i``;
+    ``mu2_inline[p]`` is Σμ² of the inline Gaussian rows plus ``mu2_reads[p]``, the posterior
+    reads' μ² of the piece's *first* reward.  Posterior reads never increase along a stream, so
+    ``mu2_inline[p]`` is the piece's maximum, attained at its first reward; without posterior
+    reads every reward of a piece has the same composition (``varying`` is False)."""
 
     run: np.ndarray
     arm: np.ndarray
@@ -177,6 +188,16 @@ class PieceTotals:
     stop: np.ndarray
     counts: np.ndarray
     mu2_inline: np.ndarray
+    mu2_reads: np.ndarray | None = None
+
+    @property
+    def varying(self) -> bool:
+        return self.mu2_reads is not None and bool(np.any(self.mu2_reads > 0))
+
+    def select(self, keep: np.ndarray) -> "PieceTotals":
+        return PieceTotals(self.run[keep], self.arm[keep], self.start[keep], self.stop[keep],
+                           self.counts[:, keep], self.mu2_inline[keep],
+                           None if self.mu2_reads is None else self.mu2_reads[keep])
 
 
 class RewardLedger:
@@ -188,6 +209,7 @@ class RewardLedger:
         self._rows = _Table(ROW_FIELDS)
         self._gauss = _Table(GAUSS_FIELDS)
         self._trees = _Table(TREE_FIELDS)
+        self._reads = _Table(READ_FIELDS)
         self._segments = _Table(SEGMENT_FIELDS)
         self._streams: dict[tuple[int, int], int] = {}
 
@@ -252,6 +274,25 @@ class RewardLedger:
         self._check_release_ids(np.array([rid]))
         self._trees.append(dict(run=run, arm=arm, offset=offset, n_items=n_items, levels=levels,
                                 release_id=rid))
+
+    def add_posterior_reads(self, run, arm, first_round, last_round, c) -> None:
+        """Posterior reads of arm ``arm``: every round ``first_round … last_round`` draws once
+        from N(S/(k+1), c/(k+1)) over the arm's k rewards observed before it (arrays or
+        scalars, broadcast together; see :mod:`~dpledger.accounting.posterior_reads`).  The
+        per-reward totals need the stream's segments and length."""
+        arrays = [np.atleast_1d(a) for a in np.broadcast_arrays(
+            *map(np.asarray, (run, arm, first_round, last_round, c)))]
+        cols = dict(zip(READ_FIELDS, arrays))
+        cv = np.asarray(cols["c"], dtype=np.float64)
+        if cv.size and (not np.all(np.isfinite(cv)) or np.any(cv <= 0)):
+            raise DpledgerError("posterior reads need a finite variance scale c > 0")
+        fr, lr = np.asarray(cols["first_round"]), np.asarray(cols["last_round"])
+        if fr.size and (np.any(fr < 1) or np.any(lr < fr)):
+            raise DpledgerError("posterior reads need 1 <= first_round <= last_round")
+        if np.asarray(cols["run"]).size and (np.any(np.asarray(cols["run"]) < 0)
+                                              or np.any(np.asarray(cols["arm"]) < 0)):
+            raise DpledgerError("posterior reads need run >= 0 and arm >= 0")
+        self._reads.append(cols)
 
     def add_segments(self, run, arm, first_index, first_round, stride, length,
                      owned: bool = False) -> None:
@@ -324,11 +365,15 @@ class RewardLedger:
         return self._trees.columns()
 
     @property
+    def posterior_reads(self) -> dict[str, np.ndarray]:
+        return self._reads.columns()
+
+    @property
     def segments(self) -> dict[str, np.ndarray]:
         return self._segments.columns()
 
     def n_rows(self) -> int:
-        return len(self._rows) + len(self._gauss) + len(self._trees)
+        return len(self._rows) + len(self._gauss) + len(self._trees) + len(self._reads)
 
     def runs(self) -> list[int]:
         return sorted({r for r, _ in self.streams()})
@@ -398,17 +443,141 @@ class RewardLedger:
         i = int(np.flatnonzero(m)[0])
         return int(seg["first_round"][i] + seg["stride"][i] * (index - seg["first_index"][i]))
 
+    # -- posterior reads ----------------------------------------------------------------
+    def _segment_index(self):
+        """Segments in (run, arm, first_index) order: (stream keys, block start, block end,
+        first_index, first_round, stride, length); memoised by the segment table's version."""
+        tag = (id(self._segments), self._segments.version)
+        cached = getattr(self, "_seg_index", None)
+        if cached is not None and cached[0] == tag:
+            return cached[1]
+        seg = self.segments
+        keys = seg["run"] * (1 << 20) + seg["arm"]
+        if keys.size > 1 and not bool(np.all((keys[1:] > keys[:-1]) | (
+                (keys[1:] == keys[:-1]) & (seg["first_index"][1:] > seg["first_index"][:-1])))):
+            order = np.lexsort((seg["first_index"], keys))
+            keys = keys[order]
+            seg = {k: v[order] for k, v in seg.items()}
+        ukeys, lo = np.unique(keys, return_index=True)
+        hi = np.r_[lo[1:], keys.size].astype(np.int64)
+        index = (ukeys, lo.astype(np.int64), hi, seg["first_index"], seg["first_round"],
+                 seg["stride"], seg["length"])
+        self._seg_index = (tag, index)
+        return index
+
+    def _reads_mu2(self, run: np.ndarray, arm: np.ndarray, q_lo: np.ndarray, q_hi: np.ndarray,
+                   queries: np.ndarray) -> np.ndarray:
+        """Posterior-read μ² of rewards ``queries``: the block ``q_lo[s] … q_hi[s]−1`` (indices
+        ascending) belongs to stream (run[s], arm[s]); streams without reads give 0."""
+        out = np.zeros(queries.size, dtype=np.float64)
+        reads = self.posterior_reads
+        if reads["run"].size == 0 or queries.size == 0:
+            return out
+        skeys = np.asarray(run, dtype=np.int64) * (1 << 20) + np.asarray(arm, dtype=np.int64)
+        rkeys = reads["run"] * (1 << 20) + reads["arm"]
+        pos = np.searchsorted(skeys, rkeys)
+        hit = (pos < skeys.size) & (skeys[np.minimum(pos, skeys.size - 1)] == rkeys)
+        if not hit.any():
+            return out
+        rec = np.flatnonzero(hit)
+        pos = pos[rec]
+        streams = self.streams()
+        n = np.array([streams.get((int(r), int(a)), 0) for r, a in
+                      zip(reads["run"][rec].tolist(), reads["arm"][rec].tolist())], dtype=np.int64)
+        ukeys, lo, hi, fi, fr, st, ln = self._segment_index()
+        seg_lo = np.zeros(rec.size, np.int64)
+        seg_hi = np.zeros(rec.size, np.int64)
+        if ukeys.size:
+            spos = np.minimum(np.searchsorted(ukeys, rkeys[rec]), ukeys.size - 1)
+            found = ukeys[spos] == rkeys[rec]
+            seg_lo[found], seg_hi[found] = lo[spos[found]], hi[spos[found]]
+        cum = np.r_[0, np.cumsum(ln)]
+        covered = cum[seg_hi] - cum[seg_lo]
+        starts_at_0 = np.zeros(rec.size, bool)
+        if fi.size:
+            starts_at_0 = (seg_hi > seg_lo) & (fi[np.minimum(seg_lo, fi.size - 1)] == 0)
+        bad = (n > 0) & ((covered != n) | ~starts_at_0)
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise DpledgerError(
+                f"posterior reads of run {int(reads['run'][rec[r]])}, arm "
+                f"{int(reads['arm'][rec[r]])} need index → round segments covering its "
+                f"{int(n[r])} observations")
+        from dpledger.accounting.read_kernels import suffix_mu2_many
+        suffix_mu2_many(fi, fr, st, seg_lo, seg_hi, n, reads["first_round"][rec],
+                        reads["last_round"][rec], reads["c"][rec],
+                        np.asarray(q_lo, dtype=np.int64)[pos], np.asarray(q_hi, dtype=np.int64)[pos],
+                        np.ascontiguousarray(queries, dtype=np.int64), out)
+        return out
+
+    def posterior_read_mu2(self, run: int, arm: int, indices) -> np.ndarray:
+        """The posterior reads' μ² of rewards ``indices`` of stream (run, arm)."""
+        idx = np.atleast_1d(np.asarray(indices, dtype=np.int64))
+        order = np.argsort(idx, kind="stable")
+        vals = self._reads_mu2(np.array([run]), np.array([arm]), np.array([0]),
+                               np.array([idx.size]), idx[order])
+        out = np.empty_like(vals)
+        out[order] = vals
+        return out
+
+    def posterior_read_rows(self) -> dict[str, np.ndarray]:
+        """The posterior reads expanded to growing-prefix rows (run, arm, start = 0, stop = k,
+        count, mu2): one row per stream and prefix length k with draws — the per-round view,
+        O(rewards); for tests and inspection, never used by the totals."""
+        from dpledger.accounting.posterior_reads import posterior_read_mu2
+        from dpledger.accounting.read_kernels import read_counts
+        reads = self.posterior_reads
+        streams = self.streams()
+        parts = {f: [] for f in GAUSS_FIELDS}
+        if reads["run"].size:
+            ukeys, lo, hi, fi, fr, st, _ = self._segment_index()
+        for r, a, f, l, c in zip(*(reads[x].tolist() for x in READ_FIELDS)):
+            n = streams.get((r, a), 0)
+            if n == 0:
+                continue
+            j = int(np.searchsorted(ukeys, r * (1 << 20) + a))
+            ks = np.zeros(n, np.int64)
+            cnt = np.zeros(n, np.int64)
+            m = read_counts(fi[lo[j]:hi[j]], fr[lo[j]:hi[j]], st[lo[j]:hi[j]], n, f, l, ks, cnt)
+            parts["run"].append(np.full(m, r, np.int64))
+            parts["arm"].append(np.full(m, a, np.int64))
+            parts["start"].append(np.zeros(m, np.int64))
+            parts["stop"].append(ks[:m])
+            parts["count"].append(cnt[:m])
+            parts["mu2"].append(np.array([posterior_read_mu2(k, c) for k in ks[:m].tolist()],
+                                         dtype=np.float64))
+        return {f: (np.concatenate(v) if v else
+                    np.zeros(0, np.float64 if f == "mu2" else np.int64)) for f, v in parts.items()}
+
+    def _with_reads(self, pt: PieceTotals) -> PieceTotals:
+        """Add the posterior reads' μ² of each piece's first reward (see :class:`PieceTotals`)."""
+        n = pt.start.size
+        run = np.asarray(pt.run, dtype=np.int64)
+        arm = np.asarray(pt.arm, dtype=np.int64)
+        keys = run * (1 << 20) + arm
+        # pieces come in stream order: one block of queries per stream
+        new = np.r_[True, keys[1:] != keys[:-1]] if n else np.zeros(0, bool)
+        first = np.flatnonzero(new)
+        q_lo = first.astype(np.int64)
+        q_hi = np.r_[first[1:], n].astype(np.int64)
+        reads = self._reads_mu2(run[first], arm[first], q_lo, q_hi, pt.start)
+        return PieceTotals(pt.run, pt.arm, pt.start, pt.stop, pt.counts, pt.mu2_inline + reads,
+                           reads)
+
     # -- per-reward totals --------------------------------------------------------------
     def piece_totals(self) -> PieceTotals:
         """Totals on the compressed coordinate (see module docstring); O(rows log rows).
         Memoised until the ledger changes (a report asks for them five times)."""
         versions = (id(self._rows), self._rows.version, id(self._gauss), self._gauss.version,
-                    id(self._trees), self._trees.version)
+                    id(self._trees), self._trees.version, id(self._reads), self._reads.version,
+                    id(self._segments), self._segments.version)
         streams = self.streams()
         cached = getattr(self, "_piece_cache", None)
         if cached is not None and cached[0] == versions and cached[1] == streams:
             return cached[2]
         out = self._piece_totals(streams)
+        if len(self._reads):
+            out = self._with_reads(out)
         self._piece_cache = (versions, streams, out)
         return out
 
@@ -488,7 +657,7 @@ class RewardLedger:
         """Primary worst-reward key per piece: pure ε, or GDP μ² when Gaussians are present."""
         n = pt.start.size
         nonpriv = np.array([isinstance(r, NonPrivateRelease) for r in self.releases], bool)
-        has_gauss = len(self._gauss) > 0 or any(
+        has_gauss = len(self._gauss) > 0 or len(self._reads) > 0 or any(
             r.statuses["pure"] == "unbounded" and not isinstance(r, NonPrivateRelease)
             for r in self.releases)
         if has_gauss:
@@ -515,6 +684,8 @@ class RewardLedger:
         for g in self._gauss.parts():
             m = (g["run"] == run) & (g["arm"] == arm) & (g["start"] <= index) & (index < g["stop"])
             terms += (g["count"][m] * g["mu2"][m]).tolist()
+        if len(self._reads):
+            terms.append(float(self.posterior_read_mu2(run, arm, [index])[0]))
         return math.fsum(terms)
 
     def composition_of(self, run: int, arm: int, index: int) -> Composition:
@@ -533,16 +704,57 @@ class RewardLedger:
             return np.zeros(pt.start.size, dtype=np.int64)
         return _column_groups(pt.counts)[0]
 
-    def n_distinct_compositions(self) -> int:
-        """Number of distinct per-reward compositions (inline μ² compared as floats)."""
+    def n_distinct_compositions(self, limit: int = 2_000_000) -> int | None:
+        """Number of distinct per-reward compositions (inline μ² compared as floats).  With
+        posterior reads nearly every reward has its own μ², so counting means one value per
+        reward: None when that is more than ``limit`` values."""
         pt = self.piece_totals()
         if pt.start.size == 0:
             return 0
         grp = self._signature_groups(pt)
+        mu2 = pt.mu2_inline
+        if pt.varying:
+            expanded = self._per_reward(pt, limit)
+            if expanded is None:
+                return None
+            piece, _, mu2 = expanded
+            grp = grp[piece]
         if grp.min() == grp.max():      # one release signature: count the distinct μ² values
-            s = np.sort(pt.mu2_inline)
+            s = np.sort(mu2)
             return int(1 + np.count_nonzero(s[1:] != s[:-1]))
-        return _column_groups(np.stack([grp.astype(np.float64), pt.mu2_inline]))[1]
+        return _column_groups(np.stack([grp.astype(np.float64), mu2]))[1]
+
+    def _per_reward(self, pt: PieceTotals, limit: int | None = None, sample: int | None = None):
+        """(piece, index, μ²) of every reward of the pieces with posterior reads, one entry
+        (its first reward) per other piece; None if that is more than ``limit`` entries.
+        ``sample``: about that many rewards spread evenly instead, plus every piece's first."""
+        reads_p = pt.mu2_reads > 0
+        sizes = np.where(reads_p, pt.stop - pt.start, 1).astype(np.int64)
+        total = int(sizes.sum())
+        if limit is not None and total > limit:
+            return None
+        first = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
+        if sample is not None and total > sample:
+            pos = np.unique(np.r_[np.linspace(0, total - 1, sample).astype(np.int64), first])
+            piece = np.searchsorted(first, pos, side="right") - 1
+            index = pt.start[piece] + (pos - first[piece])
+            # query blocks per stream must be laid out like the positions
+            first = np.searchsorted(pos, first)
+            total = pos.size
+        else:
+            piece = np.repeat(np.arange(pt.start.size), sizes)
+            index = pt.start[piece] + (np.arange(total) - first[piece])
+        base = (pt.mu2_inline - pt.mu2_reads)[piece]
+        run = np.asarray(pt.run, dtype=np.int64)
+        arm = np.asarray(pt.arm, dtype=np.int64)
+        keys = run * (1 << 20) + arm
+        new = np.r_[True, keys[1:] != keys[:-1]]
+        fp = np.flatnonzero(new)
+        # one query block per stream: the stream's pieces are contiguous, in index order
+        q_lo = first[fp]
+        q_hi = np.r_[first[fp[1:]], total].astype(np.int64)
+        reads = self._reads_mu2(run[fp], arm[fp], q_lo, q_hi, index)
+        return piece, index, np.where(reads_p[piece], base + reads, pt.mu2_inline[piece])
 
     def maximal_compositions(self) -> list[Composition]:
         """The per-reward compositions that can be a maximum in some currency: per group of
@@ -573,6 +785,13 @@ class RewardLedger:
         pt = self.piece_totals()
         out: dict[Composition, int] = {}
         for p in range(pt.start.size):
+            if pt.varying and pt.mu2_reads[p] > 0:    # posterior reads: reward by reward
+                pairs = [(self.releases[i], int(c)) for i, c in enumerate(pt.counts[:, p]) if c > 0]
+                run, arm = int(pt.run[p]), int(pt.arm[p])
+                for i in range(int(pt.start[p]), int(pt.stop[p])):
+                    comp = Composition.gaussian_total(self._inline_mu2_exact(run, arm, i), pairs)
+                    out[comp] = out.get(comp, 0) + 1
+                continue
             comp = self.piece_composition(pt, p)
             out[comp] = out.get(comp, 0) + int(pt.stop[p] - pt.start[p])
         return list(out.items())
@@ -584,8 +803,7 @@ class RewardLedger:
         pt = self.piece_totals()
         if runs is not None:
             keep = np.isin(pt.run, np.fromiter(runs, dtype=np.int64))
-            pt = PieceTotals(pt.run[keep], pt.arm[keep], pt.start[keep], pt.stop[keep],
-                             pt.counts[:, keep], pt.mu2_inline[keep])
+            pt = pt.select(keep)
         if pt.start.size == 0:
             return None
         key, currency = self._piece_keys(pt)
@@ -654,6 +872,10 @@ class RewardLedger:
         if tr["run"].size:
             order = np.lexsort((tr["offset"], tr["arm"], tr["run"]))
             self._trees.replace({k: v[order] for k, v in tr.items()})
+        rd = self.posterior_reads
+        if rd["run"].size:
+            order = np.lexsort((rd["c"], rd["last_round"], rd["first_round"], rd["arm"], rd["run"]))
+            self._reads.replace({k: v[order] for k, v in rd.items()})
         self._streams = dict(sorted(self._streams.items()))
         return self
 
@@ -672,6 +894,8 @@ class RewardLedger:
                 out._trees.append(dict(trees, release_id=remap[trees["release_id"]]))
             if led.segments["run"].size:
                 out._segments.append(led.segments)
+            if led.posterior_reads["run"].size:
+                out._reads.append(led.posterior_reads)
             for (r, a), n in led._streams.items():
                 out.set_stream_length(r, a, n)
         return out
@@ -683,13 +907,15 @@ class RewardLedger:
         def table(cols, fields):
             if arrays:
                 return {f: np.asarray(cols[f]) for f in fields}
-            return {f: (cols[f].tolist() if f != "mu2" else [float(x) for x in cols[f]]) for f in fields}
+            return {f: (cols[f].tolist() if f not in _FLOAT_FIELDS else [float(x) for x in cols[f]])
+                    for f in fields}
 
         return {
             "releases": [release_to_json(r) for r in self.releases],
             "rows": table(self.rows, ROW_FIELDS),
             "gaussian_rows": table(self.gaussian_rows, GAUSS_FIELDS),
             "trees": table(self.trees, TREE_FIELDS),
+            "posterior_reads": table(self.posterior_reads, READ_FIELDS),
             "segments": table(self.segments, SEGMENT_FIELDS),
             "streams": {"run": [r for r, _ in self._streams], "arm": [a for _, a in self._streams],
                         "length": list(self._streams.values())},
@@ -711,6 +937,10 @@ class RewardLedger:
                 if name in ("rows", "gaussian_rows") and cols["run"].size:
                     out._check_rows(cols, has_release=name == "rows")
                 table.append(cols)
+            if "posterior_reads" in data:
+                cols = {f: np.asarray(data["posterior_reads"][f]) for f in READ_FIELDS}
+                if cols["run"].size:
+                    out.add_posterior_reads(*(cols[f] for f in READ_FIELDS))
             s = data.get("streams", {"run": [], "arm": [], "length": []})
             for r, a, n in zip(s["run"], s["arm"], s["length"]):
                 out.set_stream_length(r, a, n)

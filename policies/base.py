@@ -99,7 +99,9 @@ def _from_text(text: str) -> Any:
 class RunOutput:
     """What one run produces.  ``rows`` is the (5, n) block (arm, start, stop, release_id,
     count) the kernel wrote; ``gauss_rows`` optional (arm, start, stop, count, mu2) columns;
-    ``trees`` optional (arm, offset, n_items, levels, release_id) columns.
+    ``trees`` optional (arm, offset, n_items, levels, release_id) columns;
+    ``posterior_reads`` optional (arm, first_round, last_round, c) columns (scalars broadcast;
+    :meth:`RewardLedger.add_posterior_reads`).
 
     The play is given either as ``actions`` (the arm of every round played) or as ``segments``,
     a (4, n) int64 array with rows (arm, first_round, stride, length): arithmetic runs of the
@@ -123,6 +125,7 @@ class RunOutput:
         self.rows = rows if rows is not None else np.zeros((5, 0), dtype=np.int64)
         self.gauss_rows = gauss_rows
         self.trees = trees
+        self.posterior_reads: dict | None = None
         self.noise_draws = noise_draws
         self.captured = captured
         self.extra = {} if extra is None else extra

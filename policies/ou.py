@@ -9,10 +9,10 @@ is b = 0, c = 1.
 Privacy (A8).  Every round after the pre-pulls, every arm's sample θ_j = S_j/(k_j+1) + N(0,
 c/(k_j+1)) is a Gaussian mechanism on the arm's prefix of k_j rewards: the mean S/(k+1) has
 sensitivity 1/(k+1) and σ² = c/(k+1), so μ² = 1/(c(k+1)) per draw.  The ledger records these as
-inline Gaussian prefix rows (arm, 0, k, count, μ²), one row per distinct prefix length k of
-each arm (the kernel counts the draws made at each k and writes one row when k changes), so a
-run costs at most (pulls + K) rows, never T × K.  A draw at k = 0 reads no reward and records
-nothing.  σ depends on k, which depends on the (public) history: ``adaptive = True`` and the
+one posterior-read record per arm, (arm, first sampling round, last round, c)
+(:mod:`dpledger.accounting.posterior_reads`): the prefix length at every round follows from the
+arm's pull rounds, which the ledger keeps as segments, so a run costs O(segments), never one
+row per round.  A draw at k = 0 reads no reward and records nothing.  σ depends on k, which depends on the (public) history: ``adaptive = True`` and the
 realized ledger is an odometer reading.
 
 Certificate: a reward is read by every later sample of its arm; pre-pull rewards are read by
@@ -35,6 +35,7 @@ from numba import njit
 from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
+from dpledger.accounting.posterior_reads import posterior_read_mu2
 from dpledger.accounting.releases import GaussianRelease
 from dpledger.policies.base import KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
@@ -48,10 +49,10 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
 
     Writes no ledger rows: every round after the pre-pulls, each arm with k ≥ 1 rewards draws
     once from N(S/(k+1), c/(k+1)), a Gaussian release reading its first k rewards, so the whole
-    read schedule is a function of the actions; :func:`prefix_reads` turns the actions into
-    the ledger's growing-prefix rows in one pass after the run (cheaper than counting in the
-    round loop: 1.4e7 → 1.7e7 run-rounds/s, and no (5, T) row buffer).  The kernel counts its
-    draws so the tests can hold the derived rows against them."""
+    read schedule is a function of the actions; ``finish`` records it as one posterior-read
+    record per arm (:mod:`dpledger.accounting.posterior_reads`), whose per-reward totals the
+    ledger derives from the index → round segments.  The kernel counts its draws so the tests
+    can hold the expanded reads against them."""
     b = np.int64(params[0])
     c = params[1]
     S = np.zeros(K)
@@ -95,46 +96,6 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     return stop, 0, draws
 
 
-@njit(cache=True, inline="always")
-def posterior_read_mu2(k, c):
-    """μ² of one posterior draw over a prefix of k rewards (Ou, Avella Medina & Cummings 2024,
-    Algorithms 1–2: θ ~ N(S/(k+1), c/(k+1)); algorithms.md A8): the mean S/(k+1) has
-    sensitivity 1/(k+1) and σ² = c/(k+1), so by GDP's μ = Δ/σ (Dong, Roth, Su 2022)
-    μ² = (1/(k+1))² / (c/(k+1)) = 1/(c(k+1))."""
-    return 1.0 / (c * (k + 1.0))
-
-
-@njit(cache=True)
-def prefix_reads(actions, K, pre, c):
-    """The growing-prefix reads of an M-TS-Gaussian run from its actions (rounds 1 … n):
-    one row (arm, k, count, μ²) per (arm, prefix length k ≥ 1) — ``count`` rounds drew from the
-    arm's posterior while it held k rewards, each draw of μ² = :func:`posterior_read_mu2`.  Arm j
-    holds k rewards from the round after its k-th pull through its (k+1)-th pull (or the end);
-    only rounds after ``pre`` (the pre-pulls) draw.  Rows come in the order the stretches close:
-    at each pull, then arm 0 … K−1.  One pass, no temporaries (fresh pages cost ~0.6 s per
-    1e7-row column on this VM)."""
-    n = actions.shape[0]
-    out = np.empty((3, n + K), np.int64)     # arm, k, count
-    mu2 = np.empty(n + K)
-    k = np.zeros(K, np.int64)
-    since = np.full(K, pre + 1, np.int64)      # first drawing round at the current k
-    m = 0
-    for t in range(1, n + K + 1):
-        # rounds 1 … n close the pulled arm's stretch; then the still-open stretches, arm order
-        a = actions[t - 1] if t <= n else t - n - 1
-        cnt = min(t, n) - since[a] + 1
-        if k[a] > 0 and cnt > 0:
-            out[0, m] = a
-            out[1, m] = k[a]
-            out[2, m] = cnt
-            mu2[m] = posterior_read_mu2(k[a], c)
-            m += 1
-        if t <= n:
-            k[a] += 1
-            since[a] = max(t + 1, pre + 1)
-    return out[0, :m], out[1, :m], out[2, :m], mu2[:m]
-
-
 class MTSGaussian(KernelPolicy):
     name = "mts-gaussian"
     title = "Modified Thompson sampling with Gaussian priors, M-TS-Gaussian (Ou et al. 2024, Alg. 2)"
@@ -156,16 +117,17 @@ class MTSGaussian(KernelPolicy):
         return np.array([float(self.b), self.c])
 
     def row_capacity(self, T, K):
-        return 1                   # no kernel rows: the reads are derived from the actions
+        return 1                   # no kernel rows: the reads are one record per arm
 
     def releases(self, T, K):
-        return []                  # every release is a Gaussian growing-prefix row
+        return []                  # every release is a posterior read
 
     def finish(self, out: RunOutput, T: int, K: int) -> RunOutput:
-        arm, k, count, mu2 = prefix_reads(out.actions, K, self.b * K, self.c)
-        # np.zeros leaves the pages untouched (calloc) until read
-        out.gauss_rows = {"arm": arm, "start": np.zeros(k.size, np.int64), "stop": k,
-                          "count": count, "mu2": mu2}
+        played = int(out.actions.size)
+        first = self.b * K + 1     # the first round that samples
+        if played >= first:
+            out.posterior_reads = {"arm": np.arange(K, dtype=np.int64), "first_round": first,
+                                   "last_round": played, "c": self.c}
         return out
 
     def certificate_mu2(self, T: int, K: int) -> tuple[float, int, float]:

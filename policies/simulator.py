@@ -388,8 +388,8 @@ def _mapped_ids(id_map: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence[RunOutput],
             table: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
             id_map: np.ndarray | None = None) -> None:
-    """The ledger records of runs ``indices`` (in that order): their rows, Gaussian prefix rows
-    and trees, the index → round map (``table``: the runs' segment tables side by side,
+    """The ledger records of runs ``indices`` (in that order): their rows, Gaussian prefix rows,
+    posterior reads and trees, the index → round map (``table``: the runs' segment tables side by side,
     ``sizes[r]`` columns each) and the stream lengths (``lengths[r, arm]`` pulls).  Rows and
     segments go in as one append each; the tables equal run-by-run appends."""
     runs = np.asarray(indices, dtype=np.int64)
@@ -404,6 +404,10 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
             g = out.gauss_rows
             ledger.add_growing_prefix(run, g["arm"], g["stop"], g["count"], g["mu2"],
                                       starts=g["start"], owned=True)
+        if out.posterior_reads is not None:
+            pr = out.posterior_reads
+            ledger.add_posterior_reads(run, pr["arm"], pr["first_round"], pr["last_round"],
+                                       pr["c"])
         if out.trees is not None:
             tr = out.trees
             for arm, off, n, lev, rid in zip(tr["arm"], tr["offset"], tr["n_items"],

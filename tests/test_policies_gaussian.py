@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from numba.core.registry import CPUDispatcher
 
+from dpledger.accounting.ledger import RewardLedger
 from dpledger.policies.environments import bernoulli, table
 from dpledger.policies.registry import make_policy
 from dpledger.policies.simulator import simulate
@@ -87,10 +88,35 @@ def checks_hold(report):
 MTS_GRID = [(b, c) for b in (0, 1, 10) for c in (1.0, 4.0)]
 
 
-def _brute_mu2(ledger, run, arm, index):
-    g = ledger.gaussian_rows
+def _brute_mu2(g, run, arm, index):
+    """Σ count·μ² of the expanded read rows (run, arm, 0, k, count, μ²) with k > index."""
     m = (g["run"] == run) & (g["arm"] == arm) & (g["start"] <= index) & (index < g["stop"])
     return math.fsum((g["count"][m] * g["mu2"][m]).tolist())
+
+
+def _read_rows_of(out, K):
+    """The growing-prefix rows (arm, k, count, μ²) a run's posterior-read records expand to,
+    through a one-run ledger built from its actions (the simulator's path)."""
+    led = RewardLedger()
+    led.add_actions(0, out.actions)
+    pr = out.posterior_reads
+    if pr is not None:
+        led.add_posterior_reads(0, pr["arm"], pr["first_round"], pr["last_round"], pr["c"])
+    return led.posterior_read_rows()
+
+
+def _reads_from_actions(actions, K, pre, c):
+    """The posterior reads of one run straight from its actions, round by round (independent
+    of the ledger): {(arm, k): draws at prefix length k ≥ 1} and each reward's μ²."""
+    k = np.zeros(K, int)
+    counts = {}
+    for t, a in enumerate(actions, start=1):
+        if t > pre:
+            for j in range(K):
+                if k[j] > 0:
+                    counts[(j, int(k[j]))] = counts.get((j, int(k[j])), 0) + 1
+        k[a] += 1
+    return counts
 
 
 @pytest.mark.parametrize("b,c", MTS_GRID)
@@ -106,18 +132,27 @@ def test_mts_gaussian_invariants(b, c):
     cert_mu = p["certificate"]["gdp_mu"]
     assert p["realized"]["gdp_mu"] <= cert_mu * TOL
     assert cert_mu <= p["theorem"]["gdp_mu"] * TOL
-    # direct ledger check: every reward's μ² from the raw rows, brute force
+    # direct ledger check: every reward's μ² from the expanded reads, brute force, against
+    # the ledger's per-reward values and its worst reward
     led = res.ledger
+    g = led.posterior_read_rows()
     worst = 0.0
     for (run, arm), n in led.streams().items():
-        for i in range(n):
-            worst = max(worst, _brute_mu2(led, run, arm, i))
+        brute = [_brute_mu2(g, run, arm, i) for i in range(n)]
+        got = led.posterior_read_mu2(run, arm, np.arange(n))
+        assert np.allclose(got, brute, rtol=1e-13, atol=0)
+        worst = max([worst] + brute)
     assert worst <= cert_mu ** 2 * TOL
     assert led.worst_reward().key == pytest.approx(math.sqrt(worst), rel=1e-12)
-    # rows never exceed one per (arm, prefix length)
-    g = led.gaussian_rows
-    keys = set(zip(g["run"].tolist(), g["arm"].tolist(), g["stop"].tolist()))
-    assert len(keys) == g["run"].size <= 2 * T
+    # the expansion is the read schedule of the actions, and the ledger holds one record per
+    # (run, arm), not one row per round
+    res2 = simulate(pol, env, T, seed=11, runs=2, keep_actions=True)
+    for run in range(2):
+        exp = _reads_from_actions(res2.actions[run], 3, b * 3, c)
+        m = g["run"] == run
+        got = {(int(a), int(k)): int(n) for a, k, n in zip(g["arm"][m], g["stop"][m], g["count"][m])}
+        assert got == exp
+    assert len(led.posterior_reads["run"]) <= 2 * 3 and led.gaussian_rows["run"].size == 0
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
@@ -255,7 +290,7 @@ def test_posterior_is_the_recorded_gaussian_mechanism(b, c):
         a = acts[t]
         S[a] += tab[t, a]
         k[a] += 1
-    g = out.gauss_rows
+    g = _read_rows_of(out, K)
     got = {(int(a), int(s)): int(n) for a, s, n in zip(g["arm"], g["stop"], g["count"])}
     assert got == expected_counts
     assert np.all(g["start"] == 0)
@@ -282,7 +317,7 @@ def test_ts_gaussian_draws_match_rows(b):
         if t >= b * K:
             prior_draws += int(np.sum(k == 0))
         k[a] += 1
-    assert rng.normal_calls == int(out.gauss_rows["count"].sum()) + prior_draws
+    assert rng.normal_calls == int(_read_rows_of(out, K)["count"].sum()) + prior_draws
     assert rng.normal_calls == out.noise_draws == (T - b * K) * K
     assert rng.laplace_calls == 0
 
@@ -327,7 +362,7 @@ def test_mts_prepulls_round_robin_and_no_draws():
     rng = CountingRng(np.random.default_rng(1))
     out = reference(pol, rng, bernoulli([0.5, 0.5, 0.5, 0.5]), 12)
     assert out.actions.tolist() == [0, 1, 2, 3] * 3
-    assert rng.normal_calls == 0 and out.gauss_rows["count"].size == 0
+    assert rng.normal_calls == 0 and _read_rows_of(out, 4)["count"].size == 0
 
 
 # ---- PLD is skipped for all-Gaussian: run/curve do not hang ---------------------------------

@@ -28,16 +28,25 @@ def register(sub) -> None:
 
 
 def per_reward(ledger: RewardLedger):
-    """(rounds, values, currency) for the first reward of each piece (pieces share values)."""
+    """(rounds, values, currency): the first reward of each piece (pieces share values), or,
+    where posterior reads make values change reward by reward, a sample of rewards (every
+    piece's first, which is its worst, among them)."""
     pt = ledger.piece_totals()
     key, currency = ledger._piece_keys(pt)
-    idx = np.arange(pt.start.size)
-    if idx.size > MAX_POINTS:
-        idx = np.unique(np.r_[np.linspace(0, idx.size - 1, MAX_POINTS).astype(int),
-                              np.argmax(key)])
-    rounds = np.array([ledger.round_of(int(pt.run[p]), int(pt.arm[p]), int(pt.start[p])) or 0
+    if pt.varying:
+        piece, index, mu2 = ledger._per_reward(pt, sample=MAX_POINTS)
+        key = key[piece] - pt.mu2_inline[piece] + mu2     # the other records' part unchanged
+        run, arm = pt.run[piece], pt.arm[piece]
+        idx = np.arange(piece.size)
+    else:
+        run, arm, index = pt.run, pt.arm, pt.start
+        idx = np.arange(pt.start.size)
+        if idx.size > MAX_POINTS:
+            idx = np.unique(np.r_[np.linspace(0, idx.size - 1, MAX_POINTS).astype(int),
+                                  np.argmax(key)])
+    rounds = np.array([ledger.round_of(int(run[p]), int(arm[p]), int(index[p])) or 0
                        for p in idx])
-    values = key[idx] if currency == "pure" else np.sqrt(key[idx])
+    values = key[idx] if currency == "pure" else np.sqrt(np.maximum(key[idx], 0.0))
     return rounds, values, currency
 
 

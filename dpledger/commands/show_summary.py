@@ -40,9 +40,12 @@ def summary_text(rep: dict) -> str:
             lines.append(f"  note: certificate/theorem = {ratio:.4g} in {cur} (the paper's bound "
                          "is looser than the release schedule needs)")
     led = rep["ledger"]
-    lines.append(f"ledger: {led['rows']} rows, {led['distinct_releases']} distinct releases, "
-                 f"{led['distinct_compositions']} distinct per-reward compositions, "
-                 f"{led['noise_draws']} noise draws")
+    n_comp = led.get("distinct_compositions")
+    comps = (f"{n_comp} distinct per-reward compositions" if n_comp is not None else
+             "per-reward compositions not counted (" + led.get("distinct_compositions_status", "")
+             .removeprefix("skipped:") + ")")
+    lines.append(f"ledger: {led['rows']} records, {led['distinct_releases']} distinct releases, "
+                 f"{comps}, {led['noise_draws']} noise draws")
     comp = real["composition"]
     if comp:
         parts = ", ".join(f"{c['count']}× {c['release']['kind']}("

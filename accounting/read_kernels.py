@@ -1,0 +1,94 @@
+"""Compiled passes over posterior-read records (:mod:`dpledger.accounting.posterior_reads`).
+
+Each pass walks one stream's pulls backwards through its index → round segments, so it needs
+no per-reward memory.  Imported lazily: the accounting package itself does not need numba.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dpledger.accounting.posterior_reads import posterior_read_mu2
+
+_mu2 = njit(cache=True, inline="always")(posterior_read_mu2)
+
+
+@njit(cache=True, inline="always")
+def _round_of(fi, fr, st, s, idx):
+    return fr[s] + st[s] * (idx - fi[s])
+
+
+@njit(cache=True)
+def suffix_mu2(fi, fr, st, n, first, last, c, queries, out):
+    """Add μ²(i) of the stream's rewards i = ``queries`` (ascending, in [0, n)) to ``out``.
+
+    ``fi, fr, st``: the stream's segments (first index, first round, stride) in index order,
+    covering indices 0 … n−1.  Backward pass k = n … 1 with Neumaier summation."""
+    acc = 0.0
+    comp = 0.0
+    qi = queries.shape[0] - 1
+    s = fi.shape[0] - 1
+    hi_round = last                      # q_n = ∞: the window's end bounds the last stretch
+    for k in range(n, 0, -1):
+        idx = k - 1
+        while fi[s] > idx:
+            s -= 1
+        q_lo = _round_of(fi, fr, st, s, idx)
+        lo = q_lo + 1 if q_lo + 1 > first else first
+        hi = hi_round if hi_round < last else last
+        cnt = hi - lo + 1
+        if cnt > 0:
+            term = cnt * _mu2(k, c)
+            t = acc + term
+            if abs(acc) >= abs(term):
+                comp += (acc - t) + term
+            else:
+                comp += (term - t) + acc
+            acc = t
+        while qi >= 0 and queries[qi] == idx:
+            out[qi] += acc + comp
+            qi -= 1
+        if qi < 0:
+            break
+        hi_round = q_lo
+
+
+@njit(cache=True)
+def read_counts(fi, fr, st, n, first, last, out_k, out_count):
+    """The stream's draws per prefix length: fills (k, count_k) for every k with count_k > 0,
+    k ascending; returns how many."""
+    m = 0
+    s = 0
+    for k in range(1, n + 1):
+        idx = k - 1
+        while s + 1 < fi.shape[0] and fi[s + 1] <= idx:
+            s += 1
+        lo = _round_of(fi, fr, st, s, idx) + 1
+        if k < n:
+            s2 = s
+            while s2 + 1 < fi.shape[0] and fi[s2 + 1] <= k:
+                s2 += 1
+            hi = _round_of(fi, fr, st, s2, k)
+        else:
+            hi = last
+        if lo < first:
+            lo = first
+        if hi > last:
+            hi = last
+        if hi >= lo:
+            out_k[m] = k
+            out_count[m] = hi - lo + 1
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def suffix_mu2_many(fi, fr, st, seg_lo, seg_hi, n, first, last, c, q_lo, q_hi, queries, out):
+    """:func:`suffix_mu2` for many records: record r reads the stream whose segments are
+    ``seg_lo[r] … seg_hi[r]−1`` (in index order) and answers ``queries[q_lo[r]:q_hi[r]]`` into
+    the same slice of ``out``."""
+    for r in range(seg_lo.shape[0]):
+        if q_hi[r] > q_lo[r] and n[r] > 0:
+            a, b = seg_lo[r], seg_hi[r]
+            suffix_mu2(fi[a:b], fr[a:b], st[a:b], n[r], first[r], last[r], c[r],
+                       queries[q_lo[r]:q_hi[r]], out[q_lo[r]:q_hi[r]])
