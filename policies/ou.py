@@ -63,9 +63,28 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     draws = 0
     full_capture = capture.shape[1] >= stop * K and capture.shape[1] > 0
     witness = capture.shape[1] > 0 and not full_capture
+    capturing = full_capture or witness
     pre = b * K
     for t in range(1, stop + 1):
-        if t <= pre:
+        if t > pre and not capturing:
+            # the hot path: draw and take the argmax in one sweep (σ·z is N(0, σ²) as numba's
+            # normal(0, σ) computes it, bit for bit); a tie goes to the shared tie-break
+            best = -np.inf
+            a = 0
+            tie = False
+            for j in range(K):
+                v = S[j] * inv[j] + sig[j] * rng.standard_normal()
+                theta[j] = v
+                if v > best:
+                    best = v
+                    a = j
+                    tie = False
+                elif v == best:
+                    tie = True
+            draws += K
+            if tie:
+                a = argmax_random_tie(theta, rng)
+        elif t <= pre:
             a = (t - 1) % K
             if full_capture:
                 for j in range(K):

@@ -41,7 +41,8 @@ def pure_python():
 
 
 class CountingRng:
-    """Wraps a numpy Generator; counts ``laplace`` and ``normal`` calls, forwards the rest."""
+    """Wraps a numpy Generator; counts ``laplace`` and Gaussian (``normal`` and
+    ``standard_normal``) calls, forwards the rest."""
 
     def __init__(self, rng):
         self._rng = rng
@@ -57,6 +58,10 @@ class CountingRng:
     def normal(self, loc=0.0, scale=1.0, size=None):
         self.normal_calls += 1
         return self._rng.normal(loc, scale, size)
+
+    def standard_normal(self, size=None):
+        self.normal_calls += 1
+        return self._rng.standard_normal(size)
 
     def __getattr__(self, name):
         return getattr(self._rng, name)
