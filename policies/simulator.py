@@ -65,46 +65,51 @@ def _checkpoints(T: int, n: int) -> np.ndarray:
     return pts(lo)
 
 
+@njit(cache=True, inline="always")
+def _close_run(out, n, a, first_idx, first_rnd, stride, length):
+    """Write run (a, …) at column n, doubling ``out`` when full; returns the table."""
+    if n == out.shape[1]:
+        bigger = np.zeros((5, 2 * out.shape[1]), dtype=np.int64)
+        bigger[:, :n] = out
+        out = bigger
+    out[0, n], out[1, n], out[2, n], out[3, n], out[4, n] = a, first_idx, first_rnd, stride, length
+    return out
+
+
 @njit(cache=True)
 def _segments(actions, K, first_round):
     """Per-arm arithmetic runs of the rounds each arm was played, as the (5, n) table (arm,
     first_index, first_round, stride, length): one greedy pass per arm (a run is closed by the
     first pull that does not continue it), runs listed in the order they close, then the runs
-    still open in arm order.  Two passes (count, fill)."""
-    out = np.zeros((5, 1), dtype=np.int64)
-    for fill in range(2):
-        first_idx = np.zeros(K, np.int64)
-        first_rnd = np.zeros(K, np.int64)
-        stride = np.zeros(K, np.int64)
-        length = np.zeros(K, np.int64)
-        count = np.zeros(K, np.int64)
-        n = 0
-        for i in range(actions.size):
-            a = actions[i]
-            t = first_round + i
-            if length[a] == 0:
-                first_idx[a], first_rnd[a], stride[a], length[a] = count[a], t, 1, 1
-            elif length[a] == 1:
-                stride[a] = t - first_rnd[a]
-                length[a] = 2
-            elif t == first_rnd[a] + stride[a] * length[a]:
-                length[a] += 1
-            else:
-                if fill == 1:
-                    out[0, n], out[1, n], out[2, n] = a, first_idx[a], first_rnd[a]
-                    out[3, n], out[4, n] = stride[a], length[a]
-                n += 1
-                first_idx[a], first_rnd[a], stride[a], length[a] = count[a], t, 1, 1
-            count[a] += 1
-        for a in range(K):
-            if length[a] > 0:
-                if fill == 1:
-                    out[0, n], out[1, n], out[2, n] = a, first_idx[a], first_rnd[a]
-                    out[3, n], out[4, n] = stride[a], length[a]
-                n += 1
-        if fill == 0:
-            out = np.zeros((5, n), dtype=np.int64)
-    return out
+    still open in arm order.  One pass into a doubling buffer (a count pass first cost as
+    much again: 6.3 → ~3 ns per round)."""
+    out = np.zeros((5, 64), dtype=np.int64)
+    first_idx = np.zeros(K, np.int64)
+    first_rnd = np.zeros(K, np.int64)
+    stride = np.zeros(K, np.int64)
+    length = np.zeros(K, np.int64)
+    count = np.zeros(K, np.int64)
+    n = 0
+    for i in range(actions.size):
+        a = actions[i]
+        t = first_round + i
+        if length[a] == 0:
+            first_idx[a], first_rnd[a], stride[a], length[a] = count[a], t, 1, 1
+        elif length[a] == 1:
+            stride[a] = t - first_rnd[a]
+            length[a] = 2
+        elif t == first_rnd[a] + stride[a] * length[a]:
+            length[a] += 1
+        else:
+            out = _close_run(out, n, a, first_idx[a], first_rnd[a], stride[a], length[a])
+            n += 1
+            first_idx[a], first_rnd[a], stride[a], length[a] = count[a], t, 1, 1
+        count[a] += 1
+    for a in range(K):
+        if length[a] > 0:
+            out = _close_run(out, n, a, first_idx[a], first_rnd[a], stride[a], length[a])
+            n += 1
+    return out[:, :n].copy()
 
 
 @njit(cache=True)
