@@ -23,34 +23,42 @@ def suffix_mu2(fi, fr, st, n, first, last, c, queries, out):
     """Add μ²(i) of the stream's rewards i = ``queries`` (ascending, in [0, n)) to ``out``.
 
     ``fi, fr, st``: the stream's segments (first index, first round, stride) in index order,
-    covering indices 0 … n−1.  Backward pass k = n … 1 with Neumaier summation."""
+    covering indices 0 … n−1.  Backward pass k = n … 1 with Neumaier summation, one segment
+    at a time (the pull rounds inside a segment are an arithmetic run)."""
     acc = 0.0
     comp = 0.0
     qi = queries.shape[0] - 1
-    s = fi.shape[0] - 1
+    if qi < 0 or n <= 0:
+        return
     hi_round = last                      # q_n = ∞: the window's end bounds the last stretch
-    for k in range(n, 0, -1):
-        idx = k - 1
-        while fi[s] > idx:
-            s -= 1
-        q_lo = _round_of(fi, fr, st, s, idx)
-        lo = q_lo + 1 if q_lo + 1 > first else first
-        hi = hi_round if hi_round < last else last
-        cnt = hi - lo + 1
-        if cnt > 0:
-            term = cnt * _mu2(k, c)
-            t = acc + term
-            if abs(acc) >= abs(term):
-                comp += (acc - t) + term
-            else:
-                comp += (term - t) + acc
-            acc = t
-        while qi >= 0 and queries[qi] == idx:
-            out[qi] += acc + comp
-            qi -= 1
-        if qi < 0:
-            break
-        hi_round = q_lo
+    k = n
+    for s in range(fi.shape[0] - 1, -1, -1):
+        f0 = fi[s]
+        if f0 >= k:
+            continue
+        r0 = fr[s]
+        step = st[s]
+        # indices idx = k−1 … f0 of this segment; q_lo = round of idx
+        for idx in range(k - 1, f0 - 1, -1):
+            q_lo = r0 + step * (idx - f0)
+            lo = q_lo + 1 if q_lo + 1 > first else first
+            hi = hi_round if hi_round < last else last
+            cnt = hi - lo + 1
+            if cnt > 0:
+                term = cnt * _mu2(idx + 1, c)
+                t = acc + term
+                if abs(acc) >= abs(term):
+                    comp += (acc - t) + term
+                else:
+                    comp += (term - t) + acc
+                acc = t
+            while qi >= 0 and queries[qi] == idx:
+                out[qi] += acc + comp
+                qi -= 1
+            if qi < 0:
+                return
+            hi_round = q_lo
+        k = f0
 
 
 @njit(cache=True)
