@@ -9,8 +9,8 @@ Storage, all numpy columns, appended in bulk:
 * **rows** ``(run, arm, start, stop, release_id, count)``: ``count`` releases of the interned
   release ``release_id`` each touching ``[start, stop)``;
 * **Gaussian prefix rows** ``(run, arm, start, stop, count, mu2)``: Gaussian releases given by
-  their μ² inline, for families with a different σ every round (a growing prefix read every
-  round, e.g. TS-Gaussian's posterior sample) — no release object per round;
+  their μ² inline, for families with a different σ per range — no release object per round
+  (a posterior sampled every round is better described by a posterior-read record, below);
 * **tree records** ``(run, arm, offset, n_items, levels, release_id)``: a tree over items
   ``offset … offset+n_items−1`` of the arm's stream in which every completed dyadic node at
   levels ``0 … levels−1`` counts as one release.  Item ``i`` (1-based in the tree) lies in the

@@ -151,8 +151,9 @@ def run(args: argparse.Namespace) -> int:
     ledger_out = args.ledger_out or os.path.splitext(args.out)[0] + ".ledger.json"
     records = res.ledger.n_rows() + len(res.ledger.segments["run"])
     if args.ledger_out is None and records > AUTO_LEDGER_RECORDS:
-        # a per-pull ledger (TS-Gaussian: one Gaussian row and about one segment per pull) of
-        # 4e7 records is ~1.5 GB of JSON and takes longer to write than the simulation
+        # a ledger of 4e7 records (e.g. per-pull rows of a custom policy, or the segments of a
+        # long run that switches arms every round) is ~1.5 GB of JSON and takes longer to
+        # write than the simulation
         sys.stderr.write(f"note: the ledger has {records} records; not writing {ledger_out} "
                          "(pass --ledger-out FILE to write it)\n")
         ledger_out = "none"
