@@ -67,12 +67,14 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     pre = b * K
     for t in range(1, stop + 1):
         if t > pre and not capturing:
-            # the hot path: draw and take the argmax in one sweep (σ·z is N(0, σ²) as numba's
-            # normal(0, σ) computes it, bit for bit); a tie goes to the shared tie-break
-            best = -np.inf
+            # the hot path: draw and take the argmax in one sweep, comparing as
+            # argmax_random_tie does (σ·z is N(0, σ²) as numba's normal(0, σ) computes it, bit
+            # for bit); a tie goes to the shared tie-break
+            best = S[0] * inv[0] + sig[0] * rng.standard_normal()
+            theta[0] = best
             a = 0
             tie = False
-            for j in range(K):
+            for j in range(1, K):
                 v = S[j] * inv[j] + sig[j] * rng.standard_normal()
                 theta[j] = v
                 if v > best:
