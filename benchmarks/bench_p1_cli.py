@@ -5,10 +5,13 @@
 For each policy: one warm-up run (fills numba's on-disk cache), then ``--repeats`` timed runs,
 each in a new process (best and median: the VM's timings vary by ±20 %).  Run-rounds per second = runs × T / wall time, everything included (interpreter start,
 imports, cache loading, simulation, ledger, accounting, run.json).  Single worker: per core.
+Also reported: run-rounds per CPU-second of the child (user + sys from ``getrusage``), which a
+second busy thread could not flatter and which wanders less with the VM's wall-clock noise.
 """
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
 import tempfile
@@ -33,16 +36,21 @@ def main() -> None:
         warm = cmd[:]
         warm[warm.index(str(args.horizon))] = "1000"
         subprocess.run(warm, check=True, capture_output=True)
-        times, status = [], "ok"
+        times, cpus, status = [], [], "ok"
         for _ in range(args.repeats):
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             res = subprocess.run(cmd, capture_output=True, text=True)
             times.append(time.perf_counter() - t0)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
             if res.returncode != 0:
                 status = f"exit {res.returncode}"
         best, med = min(times), sorted(times)[len(times) // 2]
-        print(f"  {pol:14s} best {best:7.2f} s  {args.runs * args.horizon / best:10.3g} run-rounds/s"
-              f"   median {med:7.2f} s  {args.runs * args.horizon / med:10.3g}  ({status})")
+        n = args.runs * args.horizon
+        print(f"  {pol:14s} best {best:7.2f} s  {n / best:10.3g} run-rounds/s"
+              f"   median {med:7.2f} s  {n / med:10.3g}   per CPU-second best {n / min(cpus):10.3g}"
+              f"  ({status})")
 
 
 if __name__ == "__main__":
