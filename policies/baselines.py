@@ -14,7 +14,7 @@ from dpledger.accounting.certificate import Certificate
 from dpledger.accounting.releases import NonPrivateRelease
 from dpledger.policies.base import KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.rules import argmax_random_tie, bernoulli_kl, kl_ucb_newton
+from dpledger.policies.rules import argmax_random_tie, argmax_step, bernoulli_kl, kl_ucb_newton
 
 
 class NonPrivatePolicy(KernelPolicy):
@@ -50,9 +50,16 @@ def _ucb1(rng, env, T, K, stop, params, actions, rows, capture):
             a = t - 1
         else:
             lt = 2.0 * np.log(t)
-            for j in range(K):
-                index[j] = sums[j] / n[j] + np.sqrt(lt / n[j])
-            a = argmax_random_tie(index, rng)
+            best = sums[0] / n[0] + np.sqrt(lt / n[0])
+            index[0] = best
+            a = 0
+            tie = False
+            for j in range(1, K):
+                v = sums[j] / n[j] + np.sqrt(lt / n[j])
+                index[j] = v
+                best, a, tie = argmax_step(v, j, best, a, tie)
+            if tie:                  # same comparisons and tie-break as argmax_random_tie
+                a = argmax_random_tie(index, rng)
         x = draw_reward(rng, env, a, t - 1)
         sums[a] += x
         n[a] += 1.0

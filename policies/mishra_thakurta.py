@@ -50,7 +50,7 @@ from dpledger.mechanisms.counters import (binary_commit, binary_new, binary_outp
 from dpledger.policies.base import EPSILON, KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
-from dpledger.policies.rules import argmax_random_tie
+from dpledger.policies.rules import argmax_random_tie, argmax_step
 
 BATCH_ROW = 0              # count placeholder of a random-pull batch row (filled in finish)
 
@@ -102,9 +102,9 @@ def dp_ucb_index(r, n, lt, gamma_, experimental):
 
 @njit(cache=True, inline="always")
 def argmax_with_ties(idx, rng, ca, cb, cc, sl, lt):
-    """Fill the DP-UCB indices and take their argmax in one sweep, comparing exactly as
-    :func:`argmax_random_tie` does (first value as the start); a tie goes to that shared
-    tie-break, so the draws and the arm are the same (DP-UCB run_one 9.2e6 → 1.1e7 r-r/s)."""
+    """Fill the DP-UCB indices and take their argmax in one sweep (:func:`argmax_step`: the
+    comparisons and tie-break of :func:`argmax_random_tie`, so the same arm and draws; DP-UCB
+    run_one 9.2e6 → 1.1e7 r-r/s)."""
     best = dp_ucb_from(ca[0], cb[0], cc[0], sl, lt)
     idx[0] = best
     a = 0
@@ -112,12 +112,7 @@ def argmax_with_ties(idx, rng, ca, cb, cc, sl, lt):
     for j in range(1, idx.shape[0]):
         v = dp_ucb_from(ca[j], cb[j], cc[j], sl, lt)
         idx[j] = v
-        if v > best:
-            best = v
-            a = j
-            tie = False
-        elif v == best:
-            tie = True
+        best, a, tie = argmax_step(v, j, best, a, tie)
     if tie:
         a = argmax_random_tie(idx, rng)
     return a

@@ -39,7 +39,7 @@ from dpledger.accounting.posterior_reads import posterior_read_mu2
 from dpledger.accounting.releases import GaussianRelease
 from dpledger.policies.base import KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.rules import argmax_random_tie
+from dpledger.policies.rules import argmax_random_tie, argmax_step
 
 
 
@@ -77,12 +77,7 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
             for j in range(1, K):
                 v = S[j] * inv[j] + sig[j] * rng.standard_normal()
                 theta[j] = v
-                if v > best:
-                    best = v
-                    a = j
-                    tie = False
-                elif v == best:
-                    tie = True
+                best, a, tie = argmax_step(v, j, best, a, tie)
             draws += K
             if tie:
                 a = argmax_random_tie(theta, rng)

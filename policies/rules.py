@@ -37,6 +37,19 @@ def argmax_random_tie(values, rng):
 
 
 @njit(cache=True, inline="always")
+def argmax_step(v, j, best, a, tie):
+    """One step of :func:`argmax_random_tie`'s comparison sweep, for kernels that compute the
+    values and their argmax in one loop: start from (values[0], 0, False), feed values 1 … K−1,
+    and on ``tie`` call :func:`argmax_random_tie` on the filled array — the same comparisons,
+    hence the same arm and the same tie-break draw."""
+    if v > best:
+        return v, j, False
+    if v == best:
+        return best, a, True
+    return best, a, tie
+
+
+@njit(cache=True, inline="always")
 def clip01(x):
     return min(1.0, max(0.0, x))
 

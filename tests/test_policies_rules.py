@@ -268,3 +268,23 @@ def test_adap_first_episodes(name):
         # arm 0 uses its 2-reward episode mean with Lap(1/(2ε)), arm 1 its r₆ with Lap(1/ε)
         assert acts[:6] == [0, 1, 0, 0, 0, 1]
         assert stub.laplace_scales[:5] == [1.0, 1.0, 1.0, 0.5, 1.0]
+
+
+def test_argmax_step_sweep_is_argmax_random_tie():
+    """The one-loop argmax of the kernels (argmax_step, then argmax_random_tie on a tie) picks
+    the arm argmax_random_tie picks and draws the tie-break exactly when it does: values with
+    and without ties, NaN in first and later places."""
+    from dpledger.policies.rules import argmax_random_tie, argmax_step
+    gen = np.random.default_rng(0)
+    cases = [gen.integers(0, 3, size=int(gen.integers(1, 7))).astype(float) for _ in range(300)]
+    cases += [np.array([np.nan, 1.0, 2.0]), np.array([1.0, np.nan, 1.0]), np.array([0.5])]
+    for vals in cases:
+        for seed in range(3):
+            r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
+            best, a, tie = vals[0], 0, False
+            for j in range(1, vals.size):
+                best, a, tie = argmax_step(vals[j], j, best, a, tie)
+            if tie:
+                a = argmax_random_tie(vals, r1)
+            assert a == argmax_random_tie(vals, r2), vals
+            assert r1.random() == r2.random()
