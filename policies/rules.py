@@ -9,24 +9,31 @@ from dpledger.policies.base import push_segment
 from dpledger.policies.environments import draw_reward
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def argmax_random_tie(values, rng):
     """Index of the largest value; ties broken uniformly at random (algorithms.md A2).
 
-    The tie-break draw happens only when there is a tie (SPEC §5 draw order)."""
+    The tie-break draw happens only when there is a tie (SPEC §5 draw order).  The sweep is
+    :func:`argmax_step` (selects, not branches: the comparisons of random samples are
+    unpredictable); the tie-break is out of line."""
     best = values[0]
-    best_i = 0
-    n_best = 1
+    a = 0
+    tie = False
     for i in range(1, values.size):
-        v = values[i]
-        if v > best:
-            best = v
-            best_i = i
-            n_best = 1
-        elif v == best:
+        best, a, tie = argmax_step(values[i], i, best, a, tie)
+    if not tie:
+        return a
+    return _tie_break(values, best, rng)
+
+
+@njit(cache=True)
+def _tie_break(values, best, rng):
+    """A uniform choice among the indices holding ``best`` (one ``integers`` draw).  They are
+    all the values equal to ``best``: every value before its first occurrence is smaller."""
+    n_best = 0
+    for i in range(values.size):
+        if values[i] == best:
             n_best += 1
-    if n_best == 1:
-        return best_i
     k = rng.integers(0, n_best)
     for i in range(values.size):
         if values[i] == best:
