@@ -784,8 +784,9 @@ class RewardLedger:
         """Each distinct per-reward composition with the number of rewards that have it."""
         pt = self.piece_totals()
         out: dict[Composition, int] = {}
+        by_reward = pt.mu2_reads > 0 if pt.varying else np.zeros(pt.start.size, dtype=bool)
         for p in range(pt.start.size):
-            if pt.varying and pt.mu2_reads[p] > 0:    # posterior reads: reward by reward
+            if by_reward[p]:                          # posterior reads: reward by reward
                 pairs = [(self.releases[i], int(c)) for i, c in enumerate(pt.counts[:, p]) if c > 0]
                 run, arm = int(pt.run[p]), int(pt.arm[p])
                 for i in range(int(pt.start[p]), int(pt.stop[p])):
