@@ -536,6 +536,9 @@ class RewardLedger:
             if n == 0:
                 continue
             j = int(np.searchsorted(ukeys, r * (1 << 20) + a))
+            if j >= ukeys.size or ukeys[j] != r * (1 << 20) + a:
+                raise DpledgerError(f"posterior reads of run {r}, arm {a} need index → round "
+                                    f"segments covering its {n} observations")
             ks = np.zeros(n, np.int64)
             cnt = np.zeros(n, np.int64)
             m = read_counts(fi[lo[j]:hi[j]], fr[lo[j]:hi[j]], st[lo[j]:hi[j]], n, f, l, ks, cnt)

@@ -169,3 +169,5 @@ def test_reads_without_segments_are_an_error_not_a_zero():
     led.set_stream_length(0, 0, 4)
     with pytest.raises(DpledgerError, match="segments"):
         led.worst_reward()
+    with pytest.raises(DpledgerError, match="segments"):
+        led.posterior_read_rows()
