@@ -50,7 +50,7 @@ from dpledger.mechanisms.counters import (binary_commit, binary_new, binary_outp
 from dpledger.policies.base import EPSILON, KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
-from dpledger.policies.rules import argmax_random_tie, argmax_step
+from dpledger.policies.rules import argmax_random_tie
 
 BATCH_ROW = 0              # count placeholder of a random-pull batch row (filled in finish)
 
@@ -100,24 +100,6 @@ def dp_ucb_index(r, n, lt, gamma_, experimental):
     return dp_ucb_from(a, b, c, np.sqrt(lt), lt)
 
 
-@njit(cache=True, inline="always")
-def argmax_with_ties(idx, rng, ca, cb, cc, sl, lt):
-    """Fill the DP-UCB indices and take their argmax in one sweep (:func:`argmax_step`: the
-    comparisons and tie-break of :func:`argmax_random_tie`, so the same arm and draws; DP-UCB
-    run_one 9.2e6 → 1.1e7 r-r/s)."""
-    best = dp_ucb_from(ca[0], cb[0], cc[0], sl, lt)
-    idx[0] = best
-    a = 0
-    tie = False
-    for j in range(1, idx.shape[0]):
-        v = dp_ucb_from(ca[j], cb[j], cc[j], sl, lt)
-        idx[j] = v
-        best, a, tie = argmax_step(v, j, best, a, tie)
-    if tie:
-        a = argmax_random_tie(idx, rng)
-    return a
-
-
 @njit(cache=True)
 def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε0, Γ, experimental width (0/1)."""
@@ -149,7 +131,9 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
         else:
             lt = np.log(t)
             sl = np.sqrt(lt)
-            a = argmax_with_ties(idx, rng, ca, cb, cc, sl, lt)
+            for j in range(K):
+                idx[j] = dp_ucb_from(ca[j], cb[j], cc[j], sl, lt)
+            a = argmax_random_tie(idx, rng)
         x = draw_reward(rng, env, a, t - 1)
         code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
         noise = tree_noise(rng, env, scale, rows, a, a, 0, bis[a, 0], levels, 0)

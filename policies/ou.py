@@ -63,46 +63,41 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     draws = 0
     full_capture = capture.shape[1] >= stop * K and capture.shape[1] > 0
     witness = capture.shape[1] > 0 and not full_capture
-    capturing = full_capture or witness
     pre = b * K
     for t in range(1, stop + 1):
-        if t > pre and not capturing:
-            # the hot path: draw and take the argmax in one sweep, comparing as
-            # argmax_random_tie does (σ·z is N(0, σ²) as numba's normal(0, σ) computes it, bit
-            # for bit); a tie goes to the shared tie-break
-            best = S[0] * inv[0] + sig[0] * rng.standard_normal()
-            theta[0] = best
-            a = 0
-            tie = False
-            for j in range(1, K):
-                v = S[j] * inv[j] + sig[j] * rng.standard_normal()
-                theta[j] = v
-                best, a, tie = argmax_step(v, j, best, a, tie)
-            draws += K
-            if tie:
-                a = argmax_random_tie(theta, rng)
-        elif t <= pre:
+        if t <= pre:
             a = (t - 1) % K
             if full_capture:
                 for j in range(K):
                     for row in range(capture.shape[0]):
                         capture[row, (t - 1) * K + j] = np.nan
         else:
+            # draw and take the argmax in one sweep (argmax_step: argmax_random_tie's
+            # comparisons; σ·z is N(0, σ²) as numba's normal(0, σ) computes it, bit for bit)
+            best = 0.0
+            a = 0
+            tie = False
             for j in range(K):
                 mean = S[j] * inv[j]
-                theta[j] = mean + rng.normal(0.0, sig[j])
-                draws += 1                   # also at k = 0 (reads nothing, no row)
+                v = mean + sig[j] * rng.standard_normal()
+                theta[j] = v
+                if j == 0:
+                    best = v
+                else:
+                    best, a, tie = argmax_step(v, j, best, a, tie)
                 if full_capture:
                     col = (t - 1) * K + j
-                    capture[0, col] = theta[j]
+                    capture[0, col] = v
                     capture[1, col] = mean
                     if capture.shape[0] > 2:
                         capture[2, col] = sig[j]
                 elif witness and j == 0 and k[0] > 0:
-                    capture[0, 0] = theta[j]
+                    capture[0, 0] = v
                     capture[1, 0] = mean
                     witness = False
-            a = argmax_random_tie(theta, rng)
+            draws += K                       # also at k = 0 (reads nothing, no record)
+            if tie:
+                a = argmax_random_tie(theta, rng)
         x = draw_reward(rng, env, a, t - 1)
         S[a] += x
         k[a] += 1
