@@ -552,18 +552,21 @@ class RewardLedger:
         return {f: (np.concatenate(v) if v else
                     np.zeros(0, np.float64 if f == "mu2" else np.int64)) for f, v in parts.items()}
 
-    def _with_reads(self, pt: PieceTotals) -> PieceTotals:
-        """Add the posterior reads' μ² of each piece's first reward (see :class:`PieceTotals`)."""
-        n = pt.start.size
+    def _reads_of_pieces(self, pt: PieceTotals, q_first: np.ndarray,
+                         queries: np.ndarray) -> np.ndarray:
+        """Posterior-read μ² of rewards ``queries``, laid out piece by piece: piece p's (indices
+        ascending) start at ``q_first[p]``.  Pieces come in stream order, so each stream's
+        queries form one block."""
         run = np.asarray(pt.run, dtype=np.int64)
         arm = np.asarray(pt.arm, dtype=np.int64)
         keys = run * (1 << 20) + arm
-        # pieces come in stream order: one block of queries per stream
-        new = np.r_[True, keys[1:] != keys[:-1]] if n else np.zeros(0, bool)
-        first = np.flatnonzero(new)
-        q_lo = first.astype(np.int64)
-        q_hi = np.r_[first[1:], n].astype(np.int64)
-        reads = self._reads_mu2(run[first], arm[first], q_lo, q_hi, pt.start)
+        fp = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else keys
+        q_hi = np.r_[q_first[fp[1:]], queries.size].astype(np.int64)
+        return self._reads_mu2(run[fp], arm[fp], q_first[fp], q_hi, queries)
+
+    def _with_reads(self, pt: PieceTotals) -> PieceTotals:
+        """Add the posterior reads' μ² of each piece's first reward (see :class:`PieceTotals`)."""
+        reads = self._reads_of_pieces(pt, np.arange(pt.start.size, dtype=np.int64), pt.start)
         return PieceTotals(pt.run, pt.arm, pt.start, pt.stop, pt.counts, pt.mu2_inline + reads,
                            reads)
 
@@ -741,22 +744,12 @@ class RewardLedger:
             pos = np.unique(np.r_[np.linspace(0, total - 1, sample).astype(np.int64), first])
             piece = np.searchsorted(first, pos, side="right") - 1
             index = pt.start[piece] + (pos - first[piece])
-            # query blocks per stream must be laid out like the positions
-            first = np.searchsorted(pos, first)
-            total = pos.size
+            first = np.searchsorted(pos, first)    # each piece's first query among pos
         else:
             piece = np.repeat(np.arange(pt.start.size), sizes)
             index = pt.start[piece] + (np.arange(total) - first[piece])
         base = (pt.mu2_inline - pt.mu2_reads)[piece]
-        run = np.asarray(pt.run, dtype=np.int64)
-        arm = np.asarray(pt.arm, dtype=np.int64)
-        keys = run * (1 << 20) + arm
-        new = np.r_[True, keys[1:] != keys[:-1]]
-        fp = np.flatnonzero(new)
-        # one query block per stream: the stream's pieces are contiguous, in index order
-        q_lo = first[fp]
-        q_hi = np.r_[first[fp[1:]], total].astype(np.int64)
-        reads = self._reads_mu2(run[fp], arm[fp], q_lo, q_hi, index)
+        reads = self._reads_of_pieces(pt, first, index)
         return piece, index, np.where(reads_p[piece], base + reads, pt.mu2_inline[piece])
 
     def maximal_compositions(self) -> list[Composition]:
