@@ -141,19 +141,16 @@ class MTSGaussian(KernelPolicy):
                                    "last_round": played, "c": self.c}
         return out
 
-    def certificate_mu2(self, T: int, K: int) -> tuple[float, int, float]:
-        """(μ², number of reads, μ² per read) of the worst-off reward (A8)."""
+    def certificate_reads(self, T: int, K: int) -> tuple[int, float]:
+        """(number of reads, μ² per read) of the worst-off reward (A8); the accounting composes
+        them."""
         b, c = self.b, self.c
         if b >= 1:
-            reads = max(T - b * K, 0)
-            per = float(posterior_read_mu2(float(b), c))      # every read at k = b
-        else:
-            reads = max(T - 1, 0)
-            per = float(posterior_read_mu2(1.0, c))           # every read at k = 1
-        return reads * per, reads, per
+            return max(T - b * K, 0), float(posterior_read_mu2(float(b), c))   # all at k = b
+        return max(T - 1, 0), float(posterior_read_mu2(1.0, c))                 # all at k = 1
 
     def certificate(self, T, K):
-        _, reads, per = self.certificate_mu2(T, K)
+        reads, per = self.certificate_reads(T, K)
         b = self.b
         comp = Composition.of([(GaussianRelease(sigma=1.0 / math.sqrt(per), sensitivity=1.0),
                                 reads)]) if reads > 0 else Composition()

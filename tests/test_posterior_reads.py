@@ -128,7 +128,8 @@ def test_certificate_case_is_exact_to_the_bit():
     T, c = 1000, 3.0
     acts = [0] + [1] * (T - 1)
     led = ledger_of(acts, 2, 1, T, c)
-    mu2, reads, per = make_policy("mts-gaussian", b=0, c=c).certificate_mu2(T, 2)
+    reads, per = make_policy("mts-gaussian", b=0, c=c).certificate_reads(T, 2)
+    mu2 = reads * per
     assert led.posterior_read_mu2(0, 0, [0])[0] == (T - 1) * posterior_read_mu2(1, c) == mu2
 
 
