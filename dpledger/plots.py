@@ -47,19 +47,47 @@ def _label(rep: dict) -> str:
 
 
 def plot_curve(series: dict[str, tuple[list[float], list[float]]], path: str, title: str) -> None:
-    """ε against δ (log x), one line per (block, accountant)."""
+    """ε against δ (log δ axis).  ``series`` keys are ``block/accountant`` (e.g.
+    ``certificate/pld``, ``realized/best``).  The best valid curve of each block is drawn thick;
+    the individual accountants thin and dashed in the same colour, so the loose bounds do not hide
+    the one that counts.  The ε axis stops a little above the best curves: a looser accountant
+    that leaves it is cut off and its legend entry says "off scale"."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(7.6, 4.4))
+    colours = {"certificate": "tab:blue", "realized": "tab:green"}
+    styles = {"pure": ":", "gdp": "--", "rdp": "-.", "pld": (0, (1, 1))}
+
+    def finite(deltas, eps):
+        return [(d, e) for d, e in zip(deltas, eps) if e is not None and math.isfinite(e)]
+
+    best_top = [max(e for _, e in finite(*v)) for k, v in series.items()
+                if k.endswith("/best") and finite(*v)]
+    top = 1.25 * max(best_top) if best_top else None
     for name, (deltas, eps) in series.items():
-        pts = [(d, e) for d, e in zip(deltas, eps) if e is not None and math.isfinite(e)]
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=name)
+        pts = finite(deltas, eps)
+        if not pts:
+            continue
+        block, _, acc = name.partition("/")
+        colour = colours.get(block, None)
+        xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+        label = f"{block}: {acc}"
+        if acc == "best":       # realized drawn thinner on top, so an equal certificate shows
+            thick = block != "realized"
+            ax.plot(xs, ys, color=colour, lw=3.2 if thick else 1.6, marker="o" if thick else "s",
+                    ms=3, label=f"{block}: best valid", zorder=3 if thick else 4)
+        else:
+            if top is not None and min(ys) > top:
+                label += " (off scale)"
+            ax.plot(xs, ys, color=colour, lw=0.9, alpha=0.7, ls=styles.get(acc, "--"),
+                    label=label)
     ax.set_xscale("log")
+    if top is not None:
+        ax.set_ylim(0, top)
     ax.set_xlabel("δ")
-    ax.set_ylabel("ε(δ)")
+    ax.set_ylabel("ε(δ) of the worst-off reward")
     ax.set_title(title)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.grid(alpha=0.3, which="both")
     _save(fig, path)
     plt.close(fig)
 
