@@ -92,19 +92,29 @@ def plot_curve(series: dict[str, tuple[list[float], list[float]]], path: str, ti
     plt.close(fig)
 
 
-def plot_per_reward(rounds, values, worst_round, worst_value, path: str, ylabel: str,
+def plot_per_reward(rounds, values, streams, worst_round, worst_value, path: str, ylabel: str,
                     title: str, cert: float | None) -> None:
+    """Per-reward privacy against the round each reward was observed: one step line per
+    (run, arm) stream — a value holds from a reward to the next point of its stream — with
+    the worst reward marked and the certificate as a line.  Points come sorted by stream, then
+    round (``dpledger show``'s ``per_reward``)."""
+    import numpy as np
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    ax.scatter(rounds, values, s=4, alpha=0.6, label="rewards")
-    ax.scatter([worst_round], [worst_value], color="red", s=40, marker="x", label="worst reward")
+    fig, ax = plt.subplots(figsize=(6.8, 4.2))
+    cuts = np.flatnonzero(np.diff(streams)) + 1
+    many = cuts.size + 1 > 12
+    for i, (xs, ys) in enumerate(zip(np.split(rounds, cuts), np.split(values, cuts))):
+        ax.step(xs, ys, where="post", lw=0.8 if many else 1.2, alpha=0.5 if many else 0.8,
+                color="tab:blue", label="rewards of one (run, arm) stream" if i == 0 else None)
+    ax.scatter([worst_round], [worst_value], color="red", s=40, marker="x", zorder=4,
+               label="worst reward")
     if cert is not None:
         ax.axhline(cert, color="black", ls="--", lw=1, label="certificate")
     ax.set_xscale("log")
-    ax.set_xlabel("round of the reward")
+    ax.set_xlabel("round the reward was observed")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower left")
     ax.grid(alpha=0.3)
     _save(fig, path)
     plt.close(fig)

@@ -28,26 +28,36 @@ def register(sub) -> None:
 
 
 def per_reward(ledger: RewardLedger):
-    """(rounds, values, currency): the first reward of each piece (pieces share values), or,
-    where posterior reads make values change reward by reward, a sample of rewards (every
-    piece's first, which is its worst, among them)."""
+    """(rounds, values, streams, currency): per-reward privacy as steps.  Without posterior
+    reads a piece's rewards share one value, so each piece gives its first reward (and each
+    stream its last reward, closing the last step); with posterior reads values change reward
+    by reward and a sample of rewards is given (every piece's first, its worst, among them).
+    ``streams`` names each point's (run, arm) stream as one integer, for drawing steps."""
     pt = ledger.piece_totals()
     key, currency = ledger._piece_keys(pt)
     if pt.varying:
         piece, index, mu2 = ledger._per_reward(pt, sample=MAX_POINTS)
         key = key[piece] - pt.mu2_inline[piece] + mu2     # the other records' part unchanged
         run, arm = pt.run[piece], pt.arm[piece]
-        idx = np.arange(piece.size)
+        vals = key
     else:
-        run, arm, index = pt.run, pt.arm, pt.start
         idx = np.arange(pt.start.size)
-        if idx.size > MAX_POINTS:
+        if idx.size > MAX_POINTS:       # drawing only: the summary line gives exact quantiles
             idx = np.unique(np.r_[np.linspace(0, idx.size - 1, MAX_POINTS).astype(int),
                                   np.argmax(key)])
-    rounds = np.array([ledger.round_of(int(run[p]), int(arm[p]), int(index[p])) or 0
-                       for p in idx])
-    values = key[idx] if currency == "pure" else np.sqrt(np.maximum(key[idx], 0.0))
-    return rounds, values, currency
+        # each stream's last reward closes its last step
+        last = np.r_[pt.run[1:] != pt.run[:-1], True] | np.r_[pt.arm[1:] != pt.arm[:-1], True]
+        ends = np.flatnonzero(last)
+        run = np.r_[pt.run[idx], pt.run[ends]]
+        arm = np.r_[pt.arm[idx], pt.arm[ends]]
+        index = np.r_[pt.start[idx], pt.stop[ends] - 1]
+        vals = np.r_[key[idx], key[ends]]
+    rounds = np.array([ledger.round_of(int(r), int(a), int(i)) or 0
+                       for r, a, i in zip(run, arm, index)], dtype=np.int64)
+    streams = run.astype(np.int64) * (int(arm.max()) + 1 if arm.size else 1) + arm
+    order = np.lexsort((rounds, streams))
+    values = vals if currency == "pure" else np.sqrt(np.maximum(vals, 0.0))
+    return rounds[order], values[order], streams[order], currency
 
 
 def run(args) -> int:
@@ -59,7 +69,7 @@ def run(args) -> int:
                          "writes ledgers above 2e6 records only with --ledger-out FILE)\n")
         return 0
     ledger = RewardLedger.from_json(read_json(path))
-    rounds, values, currency = per_reward(ledger)
+    rounds, values, streams, currency = per_reward(ledger)
     finite = np.isfinite(values)
     if not finite.any():
         sys.stdout.write("every observed reward was read without noise: privacy unbounded\n")
@@ -74,7 +84,8 @@ def run(args) -> int:
         cert = rep["privacy"]["certificate"]["pure_epsilon" if currency == "pure" else "gdp_mu"]
         i = int(np.nanargmax(np.where(finite, values, -np.inf)))
         wr = w["round"] if w and w.get("round") else rounds[i]
-        plot_per_reward(rounds[finite], values[finite], wr, float(np.nanmax(values[finite])),
+        plot_per_reward(rounds[finite], values[finite], streams[finite], wr,
+                        float(np.nanmax(values[finite])),
                         args.plot, f"per-reward {name}", f"{rep['policy']['name']}: per-reward "
                         f"privacy ({rep['runs']} runs)", cert if cert is not None and
                         math.isfinite(cert) else None)
