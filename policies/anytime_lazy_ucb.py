@@ -29,13 +29,13 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import (EPSILON, NOISE, WRITE_ACTIONS, KernelPolicy, fast_switch,
+from dpledger.policies.base import (EPSILON, WRITE_ACTIONS, KernelPolicy, fast_switch,
                                     push_segment)
 from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import private_initial_pulls, argmax_random_tie
 
-HIDDEN = (fast_switch("jump to the next event (False: per round)"), NOISE, WRITE_ACTIONS)
+HIDDEN = (fast_switch("jump to the next event (False: per round)"), WRITE_ACTIONS)
 
 
 @njit(cache=True, inline="always")
@@ -77,15 +77,14 @@ def _anytime_lazy_ucb(rng, env, T, K, stop, params, actions, rows, capture):
 
 @njit(cache=True)
 def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
-    """params: ε, fast, noise multiplier, write_actions.  A non-empty ``segs`` buffer: the play
-    goes there as segments (no actions written)."""
+    """params: ε, fast, write_actions, release 0's noise scale 1/ε (``noise_scales``).  A
+    non-empty ``segs`` buffer: the play goes there as segments (no actions written)."""
     eps = params[0]
     fast = params[1] != 0.0
-    mult = params[2]
-    write = params[3] != 0.0
+    write = params[2] != 0.0
+    scale = params[3]
     emit = segs.shape[1] > 0
     last = np.full(K, -1, np.int64)
-    scale = 1.0 / eps
     mu = np.zeros(K)
     O = np.ones(K)
     size = np.full(K, 2, np.int64)          # buffer size that closes the current epoch
@@ -93,7 +92,7 @@ def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capt
     blen = np.zeros(K, np.int64)
     N = np.zeros(K, np.int64)
     index = np.zeros(K)
-    _, n_rows, segs, n_segs = private_initial_pulls(rng, env, K, stop, scale, mult, rows,
+    _, n_rows, segs, n_segs = private_initial_pulls(rng, env, K, stop, scale, rows,
                                                     capture, mu, N, actions, emit, segs, last)
     s = K + 1                               # the next round to play (1-based)
     while s <= stop:
@@ -126,7 +125,7 @@ def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capt
         blen[a] += m
         N[a] += m
         if blen[a] == size[a]:
-            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, N[a] - size[a], N[a], 0) * mult
+            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, N[a] - size[a], N[a], 0)
             n_rows += 1
             mu[a] = (buf[a] + noise) / size[a]
             O[a] = size[a]
@@ -152,8 +151,8 @@ class AnytimeLazyUCB(KernelPolicy):
 
     def kernel_params(self, T, K):
         p = self.params
-        return np.array([p["epsilon"], float(p["fast"]), float(p["noise"]),
-                         float(p["write_actions"])])
+        return np.concatenate([[p["epsilon"], float(p["fast"]), float(p["write_actions"])],
+                               self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         return K + K * (int(math.log2(T)) + 2)

@@ -20,8 +20,8 @@ Bernoulli arms) and one segment (arm, first round, stride 1, length) per episode
 cost grows with episodes, not rounds.
 ``fast = False`` draws reward by reward (the per-round reference; the same random stream for
 fixed reward tables, a different but equally distributed one for Bernoulli arms).
-Hidden kernel switches (not policy parameters): ``noise`` (a multiplier of the drawn noise, 0 to
-switch noise off for tests) and ``write_actions`` (benchmarks of the event loop alone).
+Hidden switch ``write_actions`` (benchmarks of the event loop alone).  The noise of episode
+release k is drawn with ``noise_scales[k]``, the declared release's scale (no parameter scales it).
 """
 from __future__ import annotations
 
@@ -35,14 +35,14 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import (EPSILON, NOISE, WRITE_ACTIONS, KernelPolicy, Param,
+from dpledger.policies.base import (EPSILON, WRITE_ACTIONS, KernelPolicy, Param,
                                     fast_switch, push_segment)
 from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import private_initial_pulls, argmax_random_tie, clip01, kl_ucb_newton
 
 ALPHA = Param("alpha", 3.1, "positive", "exploration parameter α (> 3 in the regret theorem)")
-HIDDEN = (fast_switch("one draw_sum per episode (False: reward by reward)"), NOISE, WRITE_ACTIONS)
+HIDDEN = (fast_switch("one draw_sum per episode (False: reward by reward)"), WRITE_ACTIONS)
 
 
 @njit(cache=True)
@@ -55,14 +55,15 @@ def _adap(rng, env, T, K, stop, params, actions, rows, capture):
 
 @njit(cache=True)
 def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
-    """params: ε, α, variant (0 UCB, 1 KLUCB), fast, noise multiplier, write_actions.
+    """params: ε, α, variant (0 UCB, 1 KLUCB), fast, write_actions, then the noise scale of
+    every release id k (``noise_scales``: Lap(1/(ε·2^k)) on a mean of 2^k rewards).
     A non-empty ``segs`` buffer: the play goes there as segments (no actions written)."""
     eps = params[0]
     alpha = params[1]
     klucb = params[2] != 0.0
     fast = params[3] != 0.0
-    mult = params[4]
-    write = params[5] != 0.0
+    write = params[4] != 0.0
+    scales = params[5:]
     emit = segs.shape[1] > 0
     last = np.full(K, -1, np.int64)
     mu = np.zeros(K)
@@ -70,7 +71,7 @@ def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
     N = np.zeros(K, np.int64)
     index = np.zeros(K)
     # initial pulls: episodes of size 1; t = rounds played
-    t, n_rows, segs, n_segs = private_initial_pulls(rng, env, K, stop, 1.0 / eps, mult, rows,
+    t, n_rows, segs, n_segs = private_initial_pulls(rng, env, K, stop, scales[0], rows,
                                                     capture, mu, N, actions, emit, segs, last)
     while t < stop:
         lt = np.log(t + 1.0)                # ln t_ℓ, t_ℓ = t + 1 the episode's first round
@@ -102,8 +103,8 @@ def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
             k = 0
             while (1 << k) < n_ep:
                 k += 1
-            noise = laplace_noise(rng, env, 1.0 / (eps * n_ep), 1.0 / n_ep, rows, n_rows, a, N[a], N[a] + n_ep,
-                                  k) * mult
+            noise = laplace_noise(rng, env, scales[k], 1.0 / n_ep, rows, n_rows, a, N[a],
+                                  N[a] + n_ep, k)
             n_rows += 1
             mu[a] = s / n_ep + noise
             n_last[a] = n_ep
@@ -134,8 +135,8 @@ class _AdaP(KernelPolicy):
 
     def kernel_params(self, T, K):
         p = self.params
-        return np.array([p["epsilon"], p["alpha"], float(self.variant), float(p["fast"]),
-                         float(p["noise"]), float(p["write_actions"])])
+        return np.concatenate([[p["epsilon"], p["alpha"], float(self.variant), float(p["fast"]),
+                                float(p["write_actions"])], self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         return K + K * (int(math.log2(T)) + 2)

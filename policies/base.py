@@ -69,8 +69,11 @@ class Param:
 
 # Parameters several policies share, declared once.
 EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
-NOISE = Param("noise", 1.0, "float", "hidden test switch: multiplier of the drawn noise (0 = off)",
-              hidden=True)
+# No parameter scales the noise: a kernel draws the scales :meth:`KernelPolicy.noise_scales`
+# reads off the declared releases, so whatever changes a draw changes the release that the
+# ledger and the certificate name (issue 12 §1: a hidden ``noise`` multiplier, reachable from
+# ``--set``, voided every certificate).  Tests that need a mis-noised policy build one from a
+# test-only subclass (tests/planted.py).
 WRITE_ACTIONS = Param("write_actions", True, "bool",
                       "hidden benchmark switch: fill the actions array", hidden=True)
 
@@ -302,6 +305,13 @@ class KernelPolicy(Policy):
 
     def kernel_params(self, T: int, K: int) -> np.ndarray:
         return np.zeros(1)
+
+    def noise_scales(self, T: int, K: int) -> np.ndarray:
+        """The noise scale of every release id, read off :meth:`releases` (the ``scale`` of each
+        Laplace release): Laplace kernels get them in their parameters and draw release id
+        ``r``'s noise with scale ``noise_scales[r]``, so a kernel's draw and the ledger row that
+        names its release have one source."""
+        return np.array([float(r.scale) for r in self.releases(T, K)], dtype=np.float64)
 
     def row_capacity(self, T: int, K: int) -> int:
         return K

@@ -31,13 +31,13 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import (EPSILON, NOISE, WRITE_ACTIONS, KernelPolicy, Param,
+from dpledger.policies.base import (EPSILON, WRITE_ACTIONS, KernelPolicy, Param,
                                     fast_switch, push_segment)
 from dpledger.policies.environments import BERNOULLI, draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 
 BETA = Param("beta", None, "positive", "failure probability β (default 1/T)")
-HIDDEN = (fast_switch("one draw per arm per epoch (False: per round)"), NOISE, WRITE_ACTIONS)
+HIDDEN = (fast_switch("one draw per arm per epoch (False: per round)"), WRITE_ACTIONS)
 
 
 @njit(cache=True)
@@ -74,13 +74,13 @@ def _dp_se(rng, env, T, K, stop, params, actions, rows, capture):
 
 @njit(cache=True)
 def _dp_se_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
-    """params: ε, β, fast, noise multiplier, write_actions.  A non-empty ``segs`` buffer: the
-    play goes there as segments (no actions written)."""
+    """params: ε, β, fast, write_actions, release 0's noise scale 1/ε (``noise_scales``).  A
+    non-empty ``segs`` buffer: the play goes there as segments (no actions written)."""
     eps = params[0]
     beta = params[1]
     fast = params[2] != 0.0
-    mult = params[3]
-    write = params[4] != 0.0
+    write = params[3] != 0.0
+    scale = params[4]
     emit = segs.shape[1] > 0
     n_segs = 0
     last = np.full(K, -1, np.int64)
@@ -132,7 +132,7 @@ def _dp_se_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
             break
         for pos in range(m):
             a = members[pos]
-            noise = laplace_noise(rng, env, 1.0 / eps, 1.0, rows, n_rows, a, N[a], N[a] + n_e, 0) * mult
+            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, N[a], N[a] + n_e, 0)
             n_rows += 1
             if capture.shape[1] > 0 and a == 0 and e == 1:
                 capture[0, 0] = sums[a] + noise
@@ -195,8 +195,8 @@ class DPSE(KernelPolicy):
 
     def kernel_params(self, T, K):
         p = dict(self.params, beta=self.resolved_params(T, K)["beta"])
-        return np.array([p["epsilon"], p["beta"], float(p["fast"]), float(p["noise"]),
-                         float(p["write_actions"])])
+        return np.concatenate([[p["epsilon"], p["beta"], float(p["fast"]),
+                                float(p["write_actions"])], self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         return K * (int(math.log2(T)) + 2)

@@ -24,7 +24,7 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import EPSILON, NOISE, KernelPolicy
+from dpledger.policies.base import EPSILON, KernelPolicy
 from dpledger.policies.environments import draw_reward
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
                                           binary_reset, log_commit, log_new, log_output, log_push)
@@ -36,9 +36,9 @@ from dpledger.policies.rules import argmax_random_tie, clip01, private_initial_p
 
 @njit(cache=True)
 def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
+    """params: ε (the index shift), then release 0's noise scale 1/ε (``noise_scales``)."""
     eps = params[0]
-    mult = params[1] if params.size > 1 else 1.0   # hidden noise multiplier (tests: 0 = off)
-    scale = 1.0 / eps
+    scale = params[1]
     mu_tilde = np.zeros(K)
     O = np.zeros(K)             # size of the last released epoch
     r = np.zeros(K, np.int64)
@@ -47,7 +47,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     n_obs = np.zeros(K, np.int64)
     theta = np.zeros(K)
     # rounds 1 … K: each arm once, its reward released with Lap(1/ε) (the shared helper)
-    played, n_rows, _, _ = private_initial_pulls(rng, env, K, stop, scale, mult, rows, capture,
+    played, n_rows, _, _ = private_initial_pulls(rng, env, K, stop, scale, rows, capture,
                                                  mu_tilde, n_obs, actions, False,
                                                  np.zeros((4, 0), np.int64), np.zeros(0, np.int64))
     O[:played] = 1.0
@@ -64,7 +64,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         size = 2 ** (r[a] + 1)
         if buf_len[a] == size:
             start = n_obs[a] - size
-            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, n_obs[a], 0) * mult
+            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, n_obs[a], 0)
             n_rows += 1
             mu_tilde[a] = (buf_sum[a] + noise) / size
             O[a] = size
@@ -80,12 +80,11 @@ class LazyDPTS(KernelPolicy):
     title = "Lazy-DP-TS (Hu & Hegde 2022, Algorithm 2)"
     provenance = "faithful"
     exact_sampler = True
-    params_spec = (EPSILON, NOISE)
+    params_spec = (EPSILON,)
     kernel = _lazy_dp_ts
 
-
     def kernel_params(self, T, K):
-        return np.array([self.params["epsilon"], float(self.params["noise"])])
+        return np.concatenate([[self.params["epsilon"]], self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         # K initial releases plus at most one per completed epoch of each arm
@@ -115,10 +114,11 @@ def dp_ts_shift(eps, o, t):
 
 @njit(cache=True)
 def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
-    """params: ε, noise multiplier (hidden; 0 switches noise off for tests)."""
+    """params: ε (the index shift), then the noise scale of every release id r (``noise_scales``:
+    Lap(2(r+1)/ε); id 0 is also the logarithmic mechanism's Lap(1/(0.5ε)))."""
     eps = params[0]
-    mult = params[1]
-    log_scale = 2.0 / eps                  # Lap(1/(0.5ε))
+    scales = params[1:]
+    log_scale = scales[0]
     maxlev = 1
     while (1 << maxlev) <= T:
         maxlev += 1
@@ -149,7 +149,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         O[a] += 1.0
         code, value, start, stop_ = log_push(lfs[a], lis[a], x)
         if code >= 0:                       # O = 2^{r+1} − 1: the log mechanism absorbs
-            noise = laplace_noise(rng, env, log_scale, 1.0, rows, n_rows, a, start, stop_, 0) * mult
+            noise = laplace_noise(rng, env, log_scale, 1.0, rows, n_rows, a, start, stop_, 0)
             n_rows += 1
             draws += 1
             if capture.shape[1] > 0 and a == 0 and t <= K:
@@ -167,8 +167,8 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             if slot[a] < 0:
                 slot[a] = n_rows
                 n_rows += 1
-            noise = tree_noise(rng, env, (r[a] + 1) * log_scale, rows, slot[a], a, bis[a, 2],
-                               bis[a, 0], r[a] + 1, r[a]) * mult
+            noise = tree_noise(rng, env, scales[r[a]], rows, slot[a], a, bis[a, 2],
+                               bis[a, 0], r[a] + 1, r[a])
             draws += 1
             binary_commit(bfs[a], bis[a], bcode, value + noise)
             b_out = binary_output(bfs[a], bis[a])
@@ -182,12 +182,11 @@ class DPTS(KernelPolicy):
     title = "DP-TS (Hu & Hegde 2022, Algorithm 1)"
     provenance = "faithful"
     exact_sampler = True
-    params_spec = (EPSILON, NOISE)
+    params_spec = (EPSILON,)
     kernel = _dp_ts
 
-
     def kernel_params(self, T, K):
-        return np.array([self.params["epsilon"], float(self.params["noise"])])
+        return np.concatenate([[self.params["epsilon"]], self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         return 2 * K * (int(math.log2(T)) + 3)

@@ -102,13 +102,13 @@ def dp_ucb_index(r, n, lt, gamma_, experimental):
 
 @njit(cache=True)
 def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
-    """params: ε0, Γ, experimental width (0/1)."""
-    eps0 = params[0]
+    """params: ε0, Γ, experimental width (0/1), the p-sums' noise scale levels/ε0 (release 0,
+    ``noise_scales``)."""
     gamma_ = params[1]
     experimental = params[2] != 0.0
+    scale = params[3]
     fs0, is0 = binary_new(T, 0)
     levels = is0[1]
-    scale = levels / eps0
     bfs = np.zeros((K, fs0.size))
     bis = np.zeros((K, 4), np.int64)
     for a in range(K):
@@ -177,8 +177,9 @@ class DPUCB(KernelPolicy):
         return lnT ** 2 * math.log(K * T * lnT / self.params["gamma"]) / self.epsilon0(K)
 
     def kernel_params(self, T, K):
-        return np.array([self.epsilon0(K), self.confidence_relaxation(T, K),
-                         1.0 if self.params["width"] == "experimental" else 0.0])
+        return np.concatenate([[self.epsilon0(K), self.confidence_relaxation(T, K),
+                                1.0 if self.params["width"] == "experimental" else 0.0],
+                               self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         return K
@@ -266,12 +267,14 @@ def _round_robin_batch(rng, env, K, T, stop, m, t, bsum, obs, n_tot, actions):
 @njit(cache=True)
 def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε, gap estimation (0/1), n_mode tree (0/1), J, m_0 … m_{J−1}, then for each exit
-    e = 0 … J: P_e, release id of the tree, tree bound L_e = T − τ_e."""
-    eps = params[0]
+    e = 0 … J: P_e, release id of the tree, tree bound L_e = T − τ_e; then the noise scale of
+    every release id (``noise_scales``: id 0 the gap batches' Lap(2K/ε) on the batch sum, id
+    r ≥ 1 a tree's p-sums, Lap(levels/ε0))."""
     gap = params[1] != 0.0
     tree_mode = params[2] != 0.0
     J = np.int64(params[3])
     base = 4 + J
+    scales = params[base + 3 * (J + 1):]
     obs = np.zeros(K, np.int64)
     n_tot = np.zeros(K)
     n_tree = np.zeros(K)
@@ -281,7 +284,7 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     draws = 0
     t = 0                       # rounds played
     e = 0                       # completed gap iterations at exit
-    gap_scale = 2.0 * K / eps   # Lap(2K/(εm)) on the mean = Lap(2K/ε) on the batch sum
+    gap_scale = scales[0]       # Lap(2K/(εm)) on the mean = Lap(2K/ε) on the batch sum
     if gap:
         j = 0
         done = False
@@ -312,7 +315,7 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     L = np.int64(params[base + 3 * e + 2])
     fs0, is0 = binary_new(L, 0)
     levels = is0[1]
-    scale = levels / (eps / (2.0 * K))
+    scale = scales[rid]         # Lap(levels/ε0), ε0 = ε/(2K)
     bfs = np.zeros((K, fs0.size))
     bis = np.zeros((K, 4), np.int64)
     slot = np.zeros(K, np.int64)
@@ -447,7 +450,7 @@ class PrivateTS(KernelPolicy):
             else:
                 vals += [float(min(x["P"], T + 1)), float(1 + levels.index(x["levels"])),
                          float(max(x["L"], 1))]
-        return np.array(vals)
+        return np.concatenate([vals, self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         return K * (len(self.schedule(T, K)["m"]) + 3) + 1

@@ -140,19 +140,20 @@ def kl_ucb_newton(p, bound, tol=1e-10):
 
 
 @njit(cache=True)
-def private_initial_pulls(rng, env, K, stop, scale, mult, rows, capture, mu, N, actions, emit,
+def private_initial_pulls(rng, env, K, stop, scale, rows, capture, mu, N, actions, emit,
                           segs, last):
-    """Rounds 1…K of the epoch-based Laplace policies (AdaP-*, Anytime-Lazy-UCB): arm a at
-    round a+1; its one reward is released once as x + Lap(scale) — a ledger row over
-    observation [0, 1) — into ``mu[a]``, ``N[a] = 1``; arm 0's release is the captured witness.
-    The play goes to ``segs`` (when ``emit``) or ``actions``.  ``mult`` scales the drawn noise
-    (tests switch it off).  Returns (rounds played, rows written, segs, segments written)."""
+    """Rounds 1…K of the epoch-based Laplace policies (Lazy-DP-TS, AdaP-*, Anytime-Lazy-UCB):
+    arm a at round a+1; its one reward is released once as x + Lap(scale) — a ledger row of
+    release id 0 over observation [0, 1) — into ``mu[a]``, ``N[a] = 1``; arm 0's release is the
+    captured witness.  ``scale`` is release 0's (the caller's ``noise_scales[0]``).  The play
+    goes to ``segs`` (when ``emit``) or ``actions``.  Returns (rounds played, rows written,
+    segs, segments written)."""
     n_rows = 0
     n_segs = 0
     played = min(K, stop)
     for a in range(played):
         x = draw_reward(rng, env, a, a)
-        noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, 0, 1, 0) * mult
+        noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, 0, 1, 0)
         n_rows += 1
         if capture.shape[1] > 0 and a == 0:
             capture[0, 0] = x + noise

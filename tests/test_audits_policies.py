@@ -18,6 +18,8 @@ from dpledger.audits.policy import audit_policy, windows
 from dpledger.errors import DpledgerError
 from dpledger.policies.registry import available, make_policy, policy_class
 
+from planted import PlantedHalfNoiseLazyDPTS, noiseless, noiseless_class
+
 FULL = os.environ.get("DPLEDGER_FULL") == "1"
 AVAILABLE = available()
 
@@ -53,7 +55,7 @@ def test_dp_se_adversarial_table_straddles_the_threshold():
     pair = default_pair(p, 3000, 2)
     assert pair.design == "dp-se" and pair.stop_hint <= 3000 and not pair.notes
     # without noise D never eliminates arm 1 and D′ always does: the actions differ surely
-    quiet = make_policy("dp-se", noise=0.0)
+    quiet = noiseless("dp-se")          # test-only: draws no noise (tests/planted.py)
     r = audit_policy(quiet, trials=200, T=3000, score="pulls")
     assert r.score_audit.k0 in (0, r.score_audit.n0) and r.score_audit.k1 in (0, r.score_audit.n1)
     assert r.score_audit.k0 != r.score_audit.k1
@@ -103,34 +105,23 @@ def test_blackbox_dp_se_power():
 
 @pytest.mark.parametrize("name,T", [("dp-se", 3000), ("adap-ucb", 1000)])
 def test_blackbox_noise_off_is_flagged(name, T):
-    """Item 3b: the same policy with its noise switched off (hidden ``noise=0`` multiplier; the
-    certificate still claims ε = 1) is flagged above its certificate."""
+    """Item 3b: the same policy with its noise switched off (the test-only planted subclass
+    :func:`planted.noiseless`, drawing at scale 0; the certificate still claims ε = 1) is
+    flagged above its certificate."""
     assert name in AVAILABLE, f"policy {name!r} is missing from the registry"
-    p = make_policy(name, noise=0.0)
+    p = noiseless(name)
     assert p.certificate(T, 2).candidates[0].composition.pure_epsilon() == 1.0
     r = audit_policy(p, trials=2000, mode="blackbox", T=T, seed=1)
     assert r.violation is True and r.epsilon_lower > 3.0
 
 
-def _half_noise_lazy_dp_ts():
-    from dpledger.policies.hu_hegde import LazyDPTS
-
-    class HalfNoiseLazyDPTS(LazyDPTS):
-        """Test-only: draws Lap(1/(2ε)) — half the scale the certificate assumes."""
-
-        def kernel_params(self, T, K):
-            params = np.array(super().kernel_params(T, K), dtype=np.float64)
-            params[0] *= 2.0
-            return params
-
-    return HalfNoiseLazyDPTS()
-
-
 @needs("lazy-dp-ts")
 def test_whitebox_half_noise_flagged():
     """Item 3c: a white-box audit of a policy whose noise scale is half what its certificate
-    assumes gets ε_lower above the certificate at 95 %."""
-    p = _half_noise_lazy_dp_ts()
+    assumes (the planted defect :class:`planted.PlantedHalfNoiseLazyDPTS`: declares Lap(1/ε),
+    draws Lap(0.5/ε), true ε = 2) gets ε_lower above the certificate at 95 % (seed 2, 10 000
+    trials per side)."""
+    p = PlantedHalfNoiseLazyDPTS()
     assert p.certificate(1000, 2).candidates[0].composition.pure_epsilon() == 1.0
     r = audit_policy(p, trials=10_000, mode="whitebox", seed=2)
     assert r.epsilon_lower > 1.0 and r.violation is True
@@ -222,10 +213,15 @@ def test_cli_audit_writes_audit_json(tmp_path, capsys):
 
 
 @needs("dp-se")
-def test_cli_audit_violation_exits_1(tmp_path, capsys):
+def test_cli_audit_violation_exits_1(tmp_path, capsys, monkeypatch):
+    """The CLI's violation path (exit 1).  No public parameter builds a violating policy any
+    more (``--set noise=0`` did), so the test hands the command the planted noiseless DP-SE by
+    patching the registry's ``policy_class`` for this test only."""
     from dpledger.cli import main
+    from dpledger.policies import registry
+    monkeypatch.setattr(registry, "policy_class", noiseless_class)
     out = tmp_path / "a.json"
-    rc = main(["audit", "dp-se", "--set", "noise=0", "--trials", "500", "--horizon", "3000",
+    rc = main(["audit", "dp-se", "--trials", "500", "--horizon", "3000",
                "--out", str(out), "--quiet"])
     assert rc == 1 and out.exists()
     assert "exceeds the certificate" in capsys.readouterr().err
