@@ -302,8 +302,9 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
                 n_rows += 1
                 draws += 1
                 if capture.shape[1] > 0 and a == 0 and j == 0:
-                    capture[0, 0] = (bsum[a] + noise) / m
-                    capture[1, 0] = bsum[a] / m
+                    # the witness in the release's own units: the batch sum + Lap(2K/ε)
+                    capture[0, 0] = bsum[a] + noise
+                    capture[1, 0] = bsum[a]
                 mu[a] = (bsum[a] + noise) / m
             delta = delta / 2.0
             j += 1
