@@ -29,13 +29,13 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import (EPSILON, WRITE_ACTIONS, KernelPolicy, fast_switch,
+from dpledger.policies.base import (EPSILON, KernelPolicy, fast_switch,
                                     push_segment)
 from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import private_initial_pulls, argmax_random_tie
 
-HIDDEN = (fast_switch("jump to the next event (False: per round)"), WRITE_ACTIONS)
+HIDDEN = (fast_switch("jump to the next event (False: per round)"),)
 
 
 @njit(cache=True, inline="always")
@@ -77,12 +77,11 @@ def _anytime_lazy_ucb(rng, env, T, K, stop, params, actions, rows, capture):
 
 @njit(cache=True)
 def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
-    """params: ε, fast, write_actions, release 0's noise scale 1/ε (``noise_scales``).  A
+    """params: ε, fast, release 0's noise scale 1/ε (``noise_scales``).  A
     non-empty ``segs`` buffer: the play goes there as segments (no actions written)."""
     eps = params[0]
     fast = params[1] != 0.0
-    write = params[2] != 0.0
-    scale = params[3]
+    scale = params[2]
     emit = segs.shape[1] > 0
     last = np.full(K, -1, np.int64)
     mu = np.zeros(K)
@@ -112,7 +111,7 @@ def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capt
             x = draw_sum(rng, env, a, s - 1, m)
             if emit:
                 segs, n_segs = push_segment(segs, n_segs, last, a, s, 1, m)
-            elif write:
+            else:
                 actions[s - 1:s - 1 + m] = a
         else:
             m = 1
@@ -151,8 +150,7 @@ class AnytimeLazyUCB(KernelPolicy):
 
     def kernel_params(self, T, K):
         p = self.params
-        return np.concatenate([[p["epsilon"], float(p["fast"]), float(p["write_actions"])],
-                               self.noise_scales(T, K)])
+        return np.concatenate([[p["epsilon"], float(p["fast"])], self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         return K + K * (int(math.log2(T)) + 2)

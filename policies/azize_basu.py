@@ -20,8 +20,8 @@ Bernoulli arms) and one segment (arm, first round, stride 1, length) per episode
 cost grows with episodes, not rounds.
 ``fast = False`` draws reward by reward (the per-round reference; the same random stream for
 fixed reward tables, a different but equally distributed one for Bernoulli arms).
-Hidden switch ``write_actions`` (benchmarks of the event loop alone).  The noise of episode
-release k is drawn with ``noise_scales[k]``, the declared release's scale (no parameter scales it).
+The noise of episode release k is drawn with ``noise_scales[k]``, the declared release's scale
+(no parameter scales it).
 """
 from __future__ import annotations
 
@@ -35,14 +35,14 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import (EPSILON, WRITE_ACTIONS, KernelPolicy, Param,
+from dpledger.policies.base import (EPSILON, KernelPolicy, Param,
                                     fast_switch, push_segment)
 from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import private_initial_pulls, argmax_random_tie, clip01, kl_ucb_newton
 
 ALPHA = Param("alpha", 3.1, "positive", "exploration parameter α (> 3 in the regret theorem)")
-HIDDEN = (fast_switch("one draw_sum per episode (False: reward by reward)"), WRITE_ACTIONS)
+HIDDEN = (fast_switch("one draw_sum per episode (False: reward by reward)"),)
 
 
 @njit(cache=True)
@@ -55,15 +55,14 @@ def _adap(rng, env, T, K, stop, params, actions, rows, capture):
 
 @njit(cache=True)
 def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
-    """params: ε, α, variant (0 UCB, 1 KLUCB), fast, write_actions, then the noise scale of
+    """params: ε, α, variant (0 UCB, 1 KLUCB), fast, then the noise scale of
     every release id k (``noise_scales``: Lap(1/(ε·2^k)) on a mean of 2^k rewards).
     A non-empty ``segs`` buffer: the play goes there as segments (no actions written)."""
     eps = params[0]
     alpha = params[1]
     klucb = params[2] != 0.0
     fast = params[3] != 0.0
-    write = params[4] != 0.0
-    scales = params[5:]
+    scales = params[4:]
     emit = segs.shape[1] > 0
     last = np.full(K, -1, np.int64)
     mu = np.zeros(K)
@@ -89,7 +88,7 @@ def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
             s = draw_sum(rng, env, a, t, m_ep)
             if emit:
                 segs, n_segs = push_segment(segs, n_segs, last, a, t + 1, 1, m_ep)
-            elif write:
+            else:
                 actions[t:t + m_ep] = a
         else:
             s = 0.0
@@ -135,8 +134,8 @@ class _AdaP(KernelPolicy):
 
     def kernel_params(self, T, K):
         p = self.params
-        return np.concatenate([[p["epsilon"], p["alpha"], float(self.variant), float(p["fast"]),
-                                float(p["write_actions"])], self.noise_scales(T, K)])
+        return np.concatenate([[p["epsilon"], p["alpha"], float(self.variant), float(p["fast"])],
+                               self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         return K + K * (int(math.log2(T)) + 2)

@@ -74,8 +74,6 @@ EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
 # ledger and the certificate name (issue 12 §1: a hidden ``noise`` multiplier, reachable from
 # ``--set``, voided every certificate).  Tests that need a mis-noised policy build one from a
 # test-only subclass (tests/planted.py).
-WRITE_ACTIONS = Param("write_actions", True, "bool",
-                      "hidden benchmark switch: fill the actions array", hidden=True)
 
 
 def fast_switch(doc: str) -> Param:

@@ -31,13 +31,13 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import (EPSILON, WRITE_ACTIONS, KernelPolicy, Param,
+from dpledger.policies.base import (EPSILON, KernelPolicy, Param,
                                     fast_switch, push_segment)
 from dpledger.policies.environments import BERNOULLI, draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 
 BETA = Param("beta", None, "positive", "failure probability β (default 1/T)")
-HIDDEN = (fast_switch("one draw per arm per epoch (False: per round)"), WRITE_ACTIONS)
+HIDDEN = (fast_switch("one draw per arm per epoch (False: per round)"),)
 
 
 @njit(cache=True)
@@ -74,13 +74,12 @@ def _dp_se(rng, env, T, K, stop, params, actions, rows, capture):
 
 @njit(cache=True)
 def _dp_se_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
-    """params: ε, β, fast, write_actions, release 0's noise scale 1/ε (``noise_scales``).  A
+    """params: ε, β, fast, release 0's noise scale 1/ε (``noise_scales``).  A
     non-empty ``segs`` buffer: the play goes there as segments (no actions written)."""
     eps = params[0]
     beta = params[1]
     fast = params[2] != 0.0
-    write = params[3] != 0.0
-    scale = params[4]
+    scale = params[3]
     emit = segs.shape[1] > 0
     n_segs = 0
     last = np.full(K, -1, np.int64)
@@ -114,7 +113,7 @@ def _dp_se_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
                 sums[a] = strided_sum(rng, env, a, t + pos, m, cnt)
                 if emit:
                     segs, n_segs = push_segment(segs, n_segs, last, a, t + pos + 1, m, cnt)
-                elif write:
+                else:
                     actions[t + pos:t + span:m] = a
         else:
             for i in range(span):
@@ -160,7 +159,7 @@ def _dp_se_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
             draw_sum(rng, env, a, t, rem)
             if emit:
                 segs, n_segs = push_segment(segs, n_segs, last, a, t + 1, 1, rem)
-            elif write:
+            else:
                 actions[t:stop] = a
         else:
             for i in range(rem):
@@ -195,8 +194,8 @@ class DPSE(KernelPolicy):
 
     def kernel_params(self, T, K):
         p = dict(self.params, beta=self.resolved_params(T, K)["beta"])
-        return np.concatenate([[p["epsilon"], p["beta"], float(p["fast"]),
-                                float(p["write_actions"])], self.noise_scales(T, K)])
+        return np.concatenate([[p["epsilon"], p["beta"], float(p["fast"])],
+                               self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         return K * (int(math.log2(T)) + 2)

@@ -86,3 +86,26 @@ def test_cli_subprocess_exit_status(tmp_path):
     assert out.returncode == 2
     assert "Traceback" not in out.stderr and "noise" in out.stderr
     assert not (tmp_path / "n0.json").exists()
+
+
+@pytest.mark.parametrize("name", ["adap-ucb", "adap-klucb", "dp-se", "anytime-lazy-ucb"])
+def test_write_actions_switch_is_gone(name, tmp_path, capsys):
+    """The other hidden switch with a public path: ``write_actions=false`` left the actions
+    array unfilled in the uniform kernel that audits run, so ``audit adap-ucb --set
+    write_actions=false`` scored all-zero action sequences on both streams and reported
+    ε_lower = 0 — a vacuous audit that passed (measured: 0.33 with the switch on, 0.0 off, 2000
+    trials, seed 1) — while ``run`` ignored it silently.  No benchmark used it; it is removed."""
+    with pytest.raises(DpledgerError, match="no parameter 'write_actions'"):
+        make_policy(name, write_actions=False)
+    out = tmp_path / "a.json"
+    assert _main("audit", name, "--set", "write_actions=false", "--trials", "100",
+                 "--out", str(out), "--quiet") == 2
+    _one_error_line(capsys, "write_actions")
+
+
+def test_hidden_parameters_left():
+    """What hidden parameters remain, and that each is a speed switch the per-draw test shows to
+    draw identically (test_policies_draws.test_hidden_switches_draw_identically)."""
+    hidden = sorted({(p.name) for n in available() for p in policy_class(n).params_spec
+                     if p.hidden})
+    assert hidden == ["fast", "threshold_test"]

@@ -79,7 +79,7 @@ def _variants(param, current):
     elif param.kind == "fraction":
         cands = [0.25, 0.75]
     else:                                   # positive / float; None means a horizon default
-        cands = [0.05] if param.default is None else [param.default * 2.5]
+        cands = [0.05] if param.default is None else [param.default * 2.5, param.default + 1.5]
     out = []
     for v in cands:
         v = param.parse(v)
@@ -95,6 +95,15 @@ def _configs():
         for p in policy_class(name).params_spec:
             for v in _variants(p, base.get(p.name, p.default)):
                 yield pytest.param(name, dict(base, **{p.name: v}), id=f"{name}-{p.name}={v}")
+
+
+def test_every_declared_parameter_is_varied():
+    """The configurations above cover every declared parameter (hidden ones included) of every
+    registered policy with at least one non-default legal value."""
+    for name in NAMES:
+        _, _, base = _base(name)
+        for p in policy_class(name).params_spec:
+            assert _variants(p, base.get(p.name, p.default)), (name, p.name)
 
 
 # ---- recording ------------------------------------------------------------------------------
@@ -419,18 +428,19 @@ SPEED_SWITCHES = [(n, p.name) for n in NAMES for p in policy_class(n).params_spe
 
 @pytest.mark.parametrize("name,switch", SPEED_SWITCHES)
 def test_hidden_switches_draw_identically(name, switch, monkeypatch):
-    """Hidden switches (``fast``, ``write_actions``, ``threshold_test``) change how a run is
-    computed, never what is drawn: on a fixed reward table (the same random stream) the noise
-    draws and the ledger writes before them are identical, event by event."""
+    """Hidden switches (``fast``, ``threshold_test``) change how a run is computed, never what
+    is drawn: on a fixed reward table (the same random stream) the noise draws, their values
+    and the ledger writes before them are identical, event by event, and so are the actions."""
     T, K, base = _base(name)
     tab = np.random.default_rng(3).random((T, K)) * 0.5 + np.arange(K) * 0.1
     env = table(tab)
     spec = {p.name: p for p in policy_class(name).params_spec}
     flipped = dict(base, **{switch: not spec[switch].default})
-    a = recorded_run(monkeypatch, make_policy(name, **base), env, T, runs=1)[1][0].events
-    b = recorded_run(monkeypatch, make_policy(name, **flipped), env, T, runs=1)[1][0].events
-    assert a == b
-    assert any(e[0] == "laplace" for e in a) == make_policy(name).private
+    ra, reca, _ = recorded_run(monkeypatch, make_policy(name, **base), env, T, runs=1)
+    rb, recb, _ = recorded_run(monkeypatch, make_policy(name, **flipped), env, T, runs=1)
+    assert reca[0].events == recb[0].events
+    np.testing.assert_array_equal(ra.actions[0], rb.actions[0])
+    assert any(e[0] == "laplace" for e in reca[0].events) == make_policy(name).private
 
 
 def test_every_kernel_policy_draws_the_declared_scales():
