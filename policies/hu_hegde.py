@@ -26,6 +26,7 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import EPSILON, NOISE, KernelPolicy
 from dpledger.policies.environments import draw_reward
+from dpledger.policies.sink import put_action
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
@@ -34,7 +35,7 @@ from dpledger.policies.rules import argmax_random_tie, clip01, private_initial_p
 
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     eps = params[0]
     mult = params[1] if params.size > 1 else 1.0   # hidden noise multiplier (tests: 0 = off)
@@ -71,7 +72,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             r[a] += 1
             buf_sum[a] = 0.0
             buf_len[a] = 0
-        actions[t - 1] = a
+        put_action(actions, t, a)
     return stop, n_rows, n_rows
 
 
@@ -82,6 +83,7 @@ class LazyDPTS(KernelPolicy):
     exact_sampler = True
     params_spec = (EPSILON, NOISE)
     kernel = _lazy_dp_ts
+    action_sink = True
 
 
     def kernel_params(self, T, K):
@@ -113,7 +115,7 @@ def dp_ts_shift(eps, o, t):
     return 6.0 * np.sqrt(8.0) * np.log2(o + 1.0) * np.log2(t) / (eps * o)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε, noise multiplier (hidden; 0 switches noise off for tests)."""
     eps = params[0]
@@ -173,7 +175,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             binary_commit(bfs[a], bis[a], bcode, value + noise)
             b_out = binary_output(bfs[a], bis[a])
         mu_tilde[a] = (log_output(lfs[a], lis[a]) + b_out) / O[a]
-        actions[t - 1] = a
+        put_action(actions, t, a)
     return stop, n_rows, draws
 
 
@@ -184,6 +186,7 @@ class DPTS(KernelPolicy):
     exact_sampler = True
     params_spec = (EPSILON, NOISE)
     kernel = _dp_ts
+    action_sink = True
 
 
     def kernel_params(self, T, K):

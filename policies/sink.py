@@ -1,0 +1,175 @@
+"""Action sinks: per-round kernels whose play is digested as it is made (issue 13, "Long work").
+
+A per-round kernel writes the arm of round t with ``put_action(actions, t, a)``.  Given a plain
+int64 array (the per-round reference, the audits' compiled trial loop, ``keep_actions``) that is
+``actions[t − 1] = a``.  Given a *sink* — the tuple (buffer, state, table, cell) that
+:func:`make_sink` builds — the arm goes to a ring buffer of :data:`SINK_CHUNK` rounds, and every
+time the buffer is full (one predictable branch per round) :func:`_flush` digests it into the
+run's segment table and writes the rounds done to ``cell[1]``.  So a run of T rounds holds
+O(chunk + segments) memory, not O(T), and a thread can read the rounds done while the kernel
+runs (the kernels are compiled ``nogil=True`` so that the thread gets the GIL).
+
+The digest is the greedy per-arm pass that defines the segment table (arm, first_index,
+first_round, stride, length) — per-arm arithmetic runs of the rounds each arm was played, a run
+closed by the first pull of its arm that does not continue it, runs listed in the order they
+close, then the runs still open in arm order (:func:`digest` / :func:`close_open`; the
+simulator's ``_segments`` is the same two calls on a whole action array).  Feeding the actions
+chunk by chunk gives the table the whole array gives, bit for bit: the pass carries its whole
+state (per arm: first index, first round, stride, length, pulls) in ``state``.
+
+A sink's table has a fixed capacity (a kernel cannot hand a grown array back).  When the play
+needs more columns, the pass goes on counting the columns it would write without storing them;
+:func:`finish_sink` then raises :class:`SinkOverflow` with the exact count, and the simulator
+replays the run (same Generator seed, so the same play) into a table of that size.  No column
+is silently dropped.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+SINK_CHUNK = 1 << 15            # rounds per digest (a power of two: the flush test is a mask)
+SINK_COLUMNS = 1 << 16          # initial segment-table capacity of a sink (2.6 MB)
+_HEAD = 4                       # state: [0] columns (written or counted), [1] K,
+                                # [2] rounds digested, [3] unused; then 5 blocks of K
+
+
+class SinkOverflow(Exception):
+    """The sink's table was too small: ``columns`` is the exact number the play needs."""
+
+    def __init__(self, columns: int):
+        super().__init__(f"segment table needs {columns} columns")
+        self.columns = int(columns)
+
+
+def new_state(K: int) -> np.ndarray:
+    """Fresh state of the greedy pass for K arms (see the module docstring)."""
+    st = np.zeros(_HEAD + 5 * K, dtype=np.int64)
+    st[1] = K
+    return st
+
+
+def make_sink(K: int, columns: int = SINK_COLUMNS, cell: np.ndarray | None = None) -> tuple:
+    """A sink for one run of a K-armed kernel: (ring buffer, state, table (5, columns), cell).
+    ``cell[1]`` receives the rounds done at every flush (``cell`` int64, ≥ 2 entries; a fresh one
+    when not given)."""
+    if cell is None:
+        cell = np.zeros(2, dtype=np.int64)
+    return (np.zeros(SINK_CHUNK, dtype=np.int64), new_state(K),
+            np.zeros((5, max(int(columns), 1)), dtype=np.int64), cell)
+
+
+@njit(cache=True, nogil=True)
+def digest(actions, lo, hi, first_round, st, table, grow):
+    """The greedy pass over ``actions[lo:hi]`` (rounds first_round, first_round + 1, …),
+    continuing from ``st``; closed runs go to ``table`` (doubled when full if ``grow``, else
+    only counted in ``st[0]``).  Returns the table (a new array if it grew)."""
+    K = st[1]
+    n = st[0]
+    fi = _HEAD
+    fr = _HEAD + K
+    sd = _HEAD + 2 * K
+    ln = _HEAD + 3 * K
+    ct = _HEAD + 4 * K
+    for i in range(lo, hi):
+        a = actions[i]
+        t = first_round + (i - lo)
+        if st[ln + a] == 0:
+            st[fi + a], st[fr + a], st[sd + a], st[ln + a] = st[ct + a], t, 1, 1
+        elif st[ln + a] == 1:
+            st[sd + a] = t - st[fr + a]
+            st[ln + a] = 2
+        elif t == st[fr + a] + st[sd + a] * st[ln + a]:
+            st[ln + a] += 1
+        else:
+            table = _store(table, n, grow, a, st[fi + a], st[fr + a], st[sd + a], st[ln + a])
+            n += 1
+            st[fi + a], st[fr + a], st[sd + a], st[ln + a] = st[ct + a], t, 1, 1
+        st[ct + a] += 1
+    st[0] = n
+    st[2] += hi - lo
+    return table
+
+
+@njit(cache=True, nogil=True)
+def close_open(st, table, grow):
+    """Close the runs still open, in arm order (the end of the pass); returns the table."""
+    K = st[1]
+    n = st[0]
+    for a in range(K):
+        if st[_HEAD + 3 * K + a] > 0:
+            table = _store(table, n, grow, a, st[_HEAD + a], st[_HEAD + K + a],
+                           st[_HEAD + 2 * K + a], st[_HEAD + 3 * K + a])
+            n += 1
+            st[_HEAD + 3 * K + a] = 0
+    st[0] = n
+    return table
+
+
+@njit(cache=True, inline="always")
+def _store(table, n, grow, a, first_idx, first_rnd, stride, length):
+    if n >= table.shape[1]:
+        if not grow:
+            return table                    # counted in st[0] by the caller, not stored
+        bigger = np.zeros((5, 2 * table.shape[1]), dtype=np.int64)
+        bigger[:, :n] = table[:, :n]
+        table = bigger
+    table[0, n], table[1, n], table[2, n], table[3, n], table[4, n] = \
+        a, first_idx, first_rnd, stride, length
+    return table
+
+
+@njit(cache=True)
+def _flush(sink, t):
+    """Digest the full ring buffer (rounds t − chunk + 1 … t) and publish t."""
+    buf = sink[0]
+    digest(buf, 0, buf.size, t - buf.size + 1, sink[1], sink[2], False)
+    sink[3][1] = t
+
+
+def put_action(actions, t, a):
+    """Record arm ``a`` for round ``t`` (1-based): ``actions[t − 1] = a`` for an array, the
+    chunked digest for a sink (compiled code dispatches on the type; see the module doc)."""
+    actions[t - 1] = a
+
+
+@overload(put_action, inline="always")
+def _put_action(actions, t, a):
+    if isinstance(actions, types.Array):
+        def impl(actions, t, a):
+            actions[t - 1] = a
+        return impl
+
+    def impl_sink(actions, t, a):
+        buf = actions[0]
+        mask = buf.size - 1
+        buf[(t - 1) & mask] = a
+        if (t & mask) == 0:
+            _flush(actions, t)
+    return impl_sink
+
+
+def is_sink(actions) -> bool:
+    return isinstance(actions, tuple)
+
+
+def finish_sink(sink: tuple, played: int) -> np.ndarray:
+    """After the kernel played ``played`` rounds: digest the rest of the buffer, close the open
+    runs, and return the segment table (5, n); :class:`SinkOverflow` if it did not fit."""
+    buf, st, table, cell = sink
+    done = int(st[2])
+    rest = int(played) - done
+    if not 0 <= rest <= buf.size:
+        raise AssertionError(f"sink: {played} rounds played, {done} digested")
+    digest(buf, 0, rest, done + 1, st, table, False)
+    close_open(st, table, False)
+    cell[1] = played
+    n = int(st[0])
+    if n > table.shape[1]:
+        raise SinkOverflow(n)
+    return table[:, :n]
+
+
+__all__ = ["put_action", "make_sink", "finish_sink", "SinkOverflow", "digest", "close_open",
+           "new_state", "SINK_CHUNK", "SINK_COLUMNS"]
