@@ -35,8 +35,8 @@ from dpledger.accounting.ledger import RewardLedger
 from dpledger.errors import DpledgerError
 from dpledger.policies.base import KernelPolicy, Policy, RunOutput, validate_horizon
 from dpledger.policies.environments import Environment
-from dpledger.policies.sink import (SINK_CHUNK, SINK_COLUMNS, SinkOverflow, close_open, digest,
-                                    make_sink, new_state)
+from dpledger.policies.sink import (SLOT_DONE, SLOT_FINISHED, SinkOverflow, close_open, digest, make_sink, new_state,
+                                    rounds_done, sink_width)
 
 
 def run_generator(seed: int, run_index: int) -> np.random.Generator:
@@ -273,52 +273,51 @@ def run_certificate(policy: Policy, T: int, K: int, lattice_bits: int = 0):
     return replace(cert, candidates=cands)
 
 
-_WORKER_CELLS: np.ndarray | None = None     # a pool worker's view of the shared progress cells
+_WORKER_SINKS: np.ndarray | None = None     # a pool worker's view of the shared sinks
 
 
-def _attach_cells(raw) -> None:
-    """Pool initializer: the shared progress cells (one pair per chunk) of this simulation."""
-    global _WORKER_CELLS
-    _WORKER_CELLS = np.frombuffer(raw, dtype=np.int64)
+def _attach_sinks(raw, shape) -> None:
+    """Pool initializer: the sinks of this simulation's chunks, in memory shared with the
+    parent (whose progress thread reads their rounds-done slots)."""
+    global _WORKER_SINKS
+    _WORKER_SINKS = np.frombuffer(raw, dtype=np.int64).reshape(shape)
 
 
-def _resolve_cell(rounds_cell) -> np.ndarray | None:
-    if rounds_cell is None or isinstance(rounds_cell, np.ndarray):
-        return rounds_cell
-    if _WORKER_CELLS is None:               # a slot number outside a pool worker: no progress
-        return None
-    k = int(rounds_cell)
-    return _WORKER_CELLS[2 * k:2 * k + 2]
-
-
-def _played_of(segs: np.ndarray) -> int:
-    return int(np.asarray(segs)[3].sum()) if np.size(segs) else 0
+def _chunk_sink(K: int, where) -> np.ndarray:
+    """The sink of a chunk: ``where`` a (6, W) array, the slot of the chunk among a pool
+    worker's shared sinks, or None (a private one)."""
+    if isinstance(where, np.ndarray):
+        return make_sink(K, out=where)
+    if where is not None and _WORKER_SINKS is not None:
+        return make_sink(K, out=_WORKER_SINKS[int(where)])
+    return make_sink(K)
 
 
 def _run_sunk(policy: "KernelPolicy", et: tuple, T: int, seed: int, i: int,
-              stop_at: int | None, capture: bool, cell: np.ndarray | None) -> RunOutput:
-    """Run ``i`` of a per-round kernel through an action sink.  A play that needs more table
-    columns than the sink holds is replayed (same Generator, hence the same play) into a
-    table of the exact size the first pass counted — after checking that it fits in memory."""
+              stop_at: int | None, capture: bool, sink: np.ndarray) -> RunOutput:
+    """Run ``i`` of a per-round kernel through the chunk's action ``sink``.  A play that needs
+    more table columns than the sink holds is replayed (same Generator, hence the same play)
+    into a private sink of the exact size the first pass counted — after checking that it
+    fits in memory (the chunk's sink then shows no progress until the replay ends)."""
     K = int(et[1].shape[0])
-    columns = SINK_COLUMNS
-    for attempt in range(2):
-        if cell is not None:
-            cell[1] = 0
-        sink = make_sink(K, columns, cell if cell is not None else None)
-        try:
-            return policy.run_one(run_generator(seed, i), et, T, stop_at=stop_at, capture=capture,
-                                  sink=sink)
-        except SinkOverflow as exc:
-            columns = exc.columns
-            need = _SEGMENT_BYTES * columns
-            avail = available_memory()
-            if avail is not None and need > avail:
-                raise DpledgerError(
-                    f"run {i} of {policy.name!r} switches arms too often to compress: its segment "
-                    f"table needs {_fmt_bytes(need)} ({columns} arithmetic runs of rounds), more "
-                    f"than the {_fmt_bytes(avail)} available; use a smaller --horizon") from None
-    raise AssertionError("the replayed run did not fit the table its first pass counted")
+    try:
+        return policy.run_one(run_generator(seed, i), et, T, stop_at=stop_at, capture=capture,
+                              sink=make_sink(K, out=sink))
+    except SinkOverflow as exc:
+        columns = exc.columns
+    need = 6 * 8 * sink_width(K, columns)
+    avail = available_memory()
+    if avail is not None and need > avail:
+        raise DpledgerError(
+            f"run {i} of {policy.name!r} switches arms too often to compress: its segment table "
+            f"needs {_fmt_bytes(need)} ({columns} arithmetic runs of rounds), more than the "
+            f"{_fmt_bytes(avail)} available; use a smaller --horizon")
+    try:
+        return policy.run_one(run_generator(seed, i), et, T, stop_at=stop_at, capture=capture,
+                              sink=make_sink(K, columns))
+    except SinkOverflow:
+        raise AssertionError("the replayed run did not fit the table its first pass "
+                             "counted") from None
 
 
 class _Poller:
@@ -353,7 +352,7 @@ class _Poller:
 def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequence[int],
               stop_at: int | None = None, capture: bool = False, keep_actions: bool = False,
               progress: Callable[[int], None] | None = None,
-              rounds_cell: np.ndarray | int | None = None) -> dict:
+              progress_sink: np.ndarray | int | None = None) -> dict:
     """The runs ``indices`` of one simulation: the unit of work any executor ships (a local
     process, a Dask worker, a resumed sweep); :func:`assemble` joins chunks in run order.
 
@@ -365,12 +364,13 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     are made in bulk — a few compiled calls and one ledger append per table per chunk, so that
     recording stays small next to event-driven kernels of tens of microseconds per run.
 
-    ``rounds_cell`` (an int64 array of ≥ 2 entries, or the slot of this chunk in a worker
-    process's shared cells): ``[0]`` += rounds of each finished run, ``[1]`` = rounds done in
-    the running one (written by the sink every :data:`~dpledger.policies.sink.SINK_CHUNK`
-    rounds) — what a progress thread reads.  Progress never changes what is drawn."""
+    ``progress_sink`` (a sink array, or the slot of this chunk among a pool worker's shared
+    sinks): the chunk's sink, whose slots a progress thread reads (``rounds_done``: rounds of
+    the finished runs, plus those of the running one published every
+    :data:`~dpledger.policies.sink.SINK_CHUNK` rounds).  Progress never changes what is
+    drawn."""
     K = env.n_arms
-    cell = _resolve_cell(rounds_cell)
+    sink = _chunk_sink(K, progress_sink)
     sunk = (not keep_actions and isinstance(policy, KernelPolicy)
             and getattr(type(policy), "action_sink", False))
     ledger = RewardLedger()
@@ -389,7 +389,7 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     acts = []
     for i in indices:
         if sunk:
-            out = _run_sunk(policy, et, T, seed, i, stop_at, capture, cell)
+            out = _run_sunk(policy, et, T, seed, i, stop_at, capture, sink)
         else:
             out = policy.run_one(run_generator(seed, i), et, T, stop_at=stop_at, capture=capture)
         if getattr(out, "table", None) is not None:
@@ -412,9 +412,9 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
         out.actions = None                  # keep no O(T) array past its run
         out.segments = None
         out.table = None
-        if cell is not None:
-            cell[1] = 0
-            cell[0] += runs[-1][2] if runs[-1][1] is not None else _played_of(seg_parts[-1])
+        sink[5, SLOT_DONE] = 0
+        sink[5, SLOT_FINISHED] += runs[-1][2] if runs[-1][1] is not None else \
+            _played_of(seg_parts[-1])
         if progress is not None:
             progress(1)
     tables = [t for _, t, _ in runs]
@@ -536,19 +536,21 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
     workers = max(1, int(workers))
     check_memory(policy, env, T, len(run_indices), workers, keep_actions)
     rounds = getattr(progress, "rounds", None)
+    K = env.n_arms
     if workers == 1 or len(run_indices) == 1:
-        cells = np.zeros(2, dtype=np.int64)
-        with _Poller(rounds, lambda: int(cells[0] + cells[1])):
+        sink = make_sink(K)
+        with _Poller(rounds, lambda: rounds_done(sink)):
             parts = [run_chunk(policy, env, T, seed, run_indices, stop_at, capture, keep_actions,
-                               progress, cells)]
+                               progress, sink)]
     else:
         import multiprocessing
         chunks = [run_indices[k::workers] for k in range(workers) if run_indices[k::workers]]
-        raw = multiprocessing.RawArray("q", 2 * len(chunks))     # zeroed, shared with workers
-        view = np.frombuffer(raw, dtype=np.int64)
-        with _Poller(rounds, lambda: int(view.sum())), \
-                ProcessPoolExecutor(max_workers=len(chunks), initializer=_attach_cells,
-                                    initargs=(raw,)) as pool:
+        shape = (len(chunks), 6, sink_width(K))
+        raw = multiprocessing.RawArray("q", int(np.prod(shape)))   # zeroed, shared with workers
+        sinks = np.frombuffer(raw, dtype=np.int64).reshape(shape)
+        with _Poller(rounds, lambda: sum(rounds_done(s) for s in sinks)), \
+                ProcessPoolExecutor(max_workers=len(chunks), initializer=_attach_sinks,
+                                    initargs=(raw, shape)) as pool:
             futs = [pool.submit(run_chunk, policy, env, T, seed, c, stop_at, capture,
                                 keep_actions, None, k) for k, c in enumerate(chunks)]
             parts = []
@@ -634,7 +636,7 @@ def memory_estimate(policy: Policy, env: Environment, T: int, runs: int, workers
     elif (isinstance(policy, KernelPolicy) and not keep_actions
           and getattr(type(policy), "action_sink", False)):
         play = "sink"
-        per_run += 8 * SINK_CHUNK + _SEGMENT_BYTES * SINK_COLUMNS
+        per_run += 6 * 8 * sink_width(K)
     else:
         play = "actions"
         per_run += 8 * T + (2 * T if keep_actions else 0)
