@@ -7,7 +7,8 @@ tick is tqdm's ``initial``, which tqdm leaves out of the rate; ``smoothing=0`` m
 the plain average since then, so the ETA is (total − n)·elapsed/(n − initial)).  A bar appears
 only after ``delay`` seconds of work (short runs print nothing), goes to stderr only (never to
 stdout, so ``--json`` output stays clean), and is not created at all when ``quiet``.  On a
-stderr that is not a terminal (CI logs) it redraws at most every 10 s.
+stderr that is not a terminal (CI logs) it redraws at most every 10 s, and work longer than
+``delay`` ends with one final line (totals, elapsed, rate).
 """
 from __future__ import annotations
 
@@ -81,8 +82,21 @@ class Bar:
     def close(self) -> None:
         with self._lock:
             if self.bar is not None:
-                self.bar.close()
+                b = self.bar
+                now = b._time()
+                if b.last_print_t < b.start_t + b.delay and now - b.start_t >= b.delay:
+                    # longer than ``delay`` but never drawn (a non-terminal stderr redraws only
+                    # every 10 s): let tqdm draw the final line, so logs get the totals
+                    b.last_print_t = now
+                b.close()
                 self.bar = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
 
 
 class SimulationProgress:

@@ -293,6 +293,10 @@ def _chunk_sink(K: int, where) -> np.ndarray:
     return make_sink(K)
 
 
+def _played_of(segs: np.ndarray) -> int:
+    return int(np.asarray(segs)[3].sum()) if np.size(segs) else 0
+
+
 def _run_sunk(policy: "KernelPolicy", et: tuple, T: int, seed: int, i: int,
               stop_at: int | None, capture: bool, sink: np.ndarray) -> RunOutput:
     """Run ``i`` of a per-round kernel through the chunk's action ``sink``.  A play that needs
