@@ -297,7 +297,9 @@ class KernelPolicy(Policy):
     """A policy whose rule is one numba kernel (one source per rule, SPEC §5).
 
     ``kernel(rng, env, T, K, stop, params, actions, rows, capture)`` plays rounds 1 … stop,
-    writes the arm of round t to ``actions[t−1]``, ledger rows into ``rows`` (see
+    writes the arm of round t to ``actions[t−1]`` (kernels with ``action_sink = True`` write it
+    with ``put_action(actions, t, a)`` in round order, so that ``actions`` may also be a sink,
+    :mod:`dpledger.policies.sink`), ledger rows into ``rows`` (see
     :mod:`dpledger.mechanisms.noise`), and returns (rounds played, rows written, noise draws).
     The per-round reference run is ``kernel.py_func`` with the same Generator.
 

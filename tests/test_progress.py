@@ -99,6 +99,18 @@ def test_sink_path_equals_action_path(name):
     assert _ledger_json(a) == _ledger_json(b)
 
 
+@pytest.mark.parametrize("name", ["dp-ucb", "dp-ts", "lazy-dp-ts"])
+def test_sink_path_equals_action_path_exact_sampler(name):
+    """The same with the exact sampler (lattice rewards, discrete Laplace noise)."""
+    env = E.bernoulli(MEANS, 0, 1)
+    pol = make_policy(name)
+    T = SK.SINK_CHUNK + 77
+    a = S.simulate(pol, env, T, seed=9, runs=2, sampler="exact")
+    b = S.simulate(pol, env, T, seed=9, runs=2, sampler="exact", keep_actions=True)
+    assert np.array_equal(a.regret, b.regret) and a.noise_draws == b.noise_draws
+    assert _ledger_json(a) == _ledger_json(b)
+
+
 def test_overflow_replays_the_same_run(monkeypatch):
     """Equal means make TS switch arms nearly every round: the run overflows the sink, is
     replayed into an exact table, and equals the action-keeping run."""
