@@ -252,15 +252,16 @@ def _cli(*args):
 
 
 def test_cli_progress_on_stderr_only_and_quiet(tmp_path):
-    """A run of a few seconds draws its bar on stderr, never on stdout; --quiet prints
-    nothing at all; both write the same bytes."""
-    T = "5e7"
+    """A run of a few seconds (Beta-TS: ~2e-7 s per round, so ~4 s, well over the bar's 1 s
+    delay) draws its bar on stderr, never on stdout; --quiet prints nothing at all; both write
+    the same bytes."""
+    T = "2e7"
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    loud = _cli("run", "ucb1", "--horizon", T, "--runs", "1", "--out", str(a))
+    loud = _cli("run", "ts-beta", "--horizon", T, "--runs", "1", "--out", str(a))
     assert loud.returncode == 0, loud.stderr
     assert "round" in loud.stderr and "%|" in loud.stderr
     assert "%|" not in loud.stdout and "round/s" not in loud.stdout
-    quiet = _cli("run", "ucb1", "--horizon", T, "--runs", "1", "--out", str(b), "--quiet")
+    quiet = _cli("run", "ts-beta", "--horizon", T, "--runs", "1", "--out", str(b), "--quiet")
     assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""
     assert a.read_bytes() == b.read_bytes()
     assert (tmp_path / "a.ledger.json").read_bytes() == (tmp_path / "b.ledger.json").read_bytes()
