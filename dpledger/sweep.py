@@ -171,13 +171,23 @@ def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: 
         for idx in cells_of(cfg, cell_runs):
             if not os.path.exists(cell_path(out, cfg, idx)):
                 todo.append((cfg.to_json(), idx))
-    # cells done on stderr; the clock starts at the first cell (which carries the compilation)
     by_key = {c.key(): c for c in configs}
-    with Bar(len(todo), "cell", quiet=quiet, desc="cells") as progress:
+    if isinstance(executor, LocalExecutor):     # each of `workers` processes holds one cell
+        from dpledger.policies.simulator import check_memory
+        w = executor.workers
+        for key in sorted({RunConfig(**c).key() for c, _ in todo}):
+            cfg = by_key[key]
+            check_memory(cfg.make_policy(), cfg.make_env(), cfg.horizon,
+                         min(cell_runs, cfg.runs) * w, workers=w)
+    # rounds of the finished cells on stderr (cells differ in horizon, so rounds say more about
+    # the time left than cells); the clock starts at the first cell, which carries compilation
+    total = sum(len(idx) * c["horizon"] for c, idx in todo)
+    with Bar(total, "round", quiet=quiet, desc="sweep") as progress:
         for n, ((cfg_json, idx), cell) in enumerate(executor.map_unordered(compute_cell, todo)):
             cfg = by_key[cell["config_key"]]
             write_json_atomic(cell_path(out, cfg, idx), cell, compact=True)
-            progress.add(1, postfix=cfg.label)
+            progress.add(len(idx) * cfg.horizon,
+                         postfix=f"cells {n + 1}/{len(todo)}, {cfg.label}")
             if stop_after is not None and n + 1 >= stop_after:
                 raise KeyboardInterrupt("sweep stopped after %d cells" % (n + 1))
     # Reports: one task per config, in local processes (they read the cells from this disk).

@@ -278,3 +278,36 @@ def test_same_seed_same_bytes_whatever_split(tmp_path):
         assert r.returncode == 0, r.stderr
         outs.append((out.read_bytes(), (tmp_path / f"w{workers}.ledger.json").read_bytes()))
     assert outs[0] == outs[1]
+
+
+def test_sweep_checks_memory_before_any_cell(monkeypatch, tmp_path):
+    from dpledger.sweep import LocalExecutor, RunConfig, run_sweep
+    cfg = RunConfig("ucb", "ucb1", {}, {"kind": "bernoulli", "means": [0.7, 0.5]}, horizon=400,
+                    runs=2, seed=1)
+    monkeypatch.setattr(S, "available_memory", lambda: 64 << 20)
+    with pytest.raises(DpledgerError, match="needs about"):
+        run_sweep([cfg], str(tmp_path), LocalExecutor(1), cell_runs=1, quiet=True)
+    assert not (tmp_path / "cells").exists()
+
+
+def test_sweep_bar_counts_rounds_of_cells(monkeypatch, tmp_path):
+    """The sweep's bar totals the rounds of its cells and reaches them (drawn, with no delay)."""
+    import dpledger.sweep as SW
+    from dpledger.sweep import LocalExecutor, RunConfig, run_sweep
+    bars = []
+
+    class Spy(Bar):
+        def __init__(self, *a, **k):
+            k.update(delay=0, file=io.StringIO())
+            super().__init__(*a, **k)
+            bars.append(self)
+
+    monkeypatch.setattr(SW, "Bar", Spy)
+    cfgs = [RunConfig("a", "ucb1", {}, {"kind": "bernoulli", "means": [0.7, 0.5]}, horizon=400,
+                      runs=3, seed=1),
+            RunConfig("b", "ucb1", {}, {"kind": "bernoulli", "means": [0.7, 0.5]}, horizon=900,
+                      runs=2, seed=1)]
+    run_sweep(cfgs, str(tmp_path), LocalExecutor(1), cell_runs=2, quiet=False)
+    (bar,) = bars
+    assert bar.total == 3 * 400 + 2 * 900 and bar.n == bar.total
+    assert "cells 3/3" in bar.file.getvalue()
