@@ -287,14 +287,23 @@ def _attach_sinks(raw, shape) -> None:
     _WORKER_SINKS = np.frombuffer(raw, dtype=np.int64).reshape(shape)
 
 
-def _chunk_sink(K: int, where) -> np.ndarray:
-    """The sink of a chunk: ``where`` a (6, W) array, the slot of the chunk among a pool
+def _sunk(policy: Policy, keep_actions: bool) -> bool:
+    """Whether the simulator runs ``policy`` through an action sink."""
+    return (not keep_actions and isinstance(policy, KernelPolicy)
+            and bool(getattr(type(policy), "action_sink", False)))
+
+
+def _chunk_sink(K: int, where, sunk: bool) -> np.ndarray | None:
+    """The sink of a chunk (``sunk``), or just its progress slots (a (6, 2) array, or None
+    when nobody reads them): ``where`` a (6, W) array, the slot of the chunk among a pool
     worker's shared sinks, or None (a private one)."""
     if isinstance(where, np.ndarray):
-        return make_sink(K, out=where)
-    if where is not None and _WORKER_SINKS is not None:
-        return make_sink(K, out=_WORKER_SINKS[int(where)])
-    return make_sink(K)
+        out = where
+    elif where is not None and _WORKER_SINKS is not None:
+        out = _WORKER_SINKS[int(where)]
+    else:
+        out = None
+    return make_sink(K, out=out) if sunk else out
 
 
 def _played_of(segs: np.ndarray) -> int:
@@ -378,9 +387,8 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     :data:`~dpledger.policies.sink.SINK_CHUNK` rounds).  Progress never changes what is
     drawn."""
     K = env.n_arms
-    sink = _chunk_sink(K, progress_sink)
-    sunk = (not keep_actions and isinstance(policy, KernelPolicy)
-            and getattr(type(policy), "action_sink", False))
+    sunk = _sunk(policy, keep_actions)
+    sink = _chunk_sink(K, progress_sink, sunk)
     ledger = RewardLedger()
     # kernel rows name releases by position; equal releases intern once (the exact sampler maps
     # AdaP's per-episode Laplace releases, equal in ε, to one discrete release), so map ids
@@ -420,9 +428,10 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
         out.actions = None                  # keep no O(T) array past its run
         out.segments = None
         out.table = None
-        sink[5, SLOT_DONE] = 0
-        sink[5, SLOT_FINISHED] += runs[-1][2] if runs[-1][1] is not None else \
-            _played_of(seg_parts[-1])
+        if sink is not None:
+            sink[5, SLOT_DONE] = 0
+            sink[5, SLOT_FINISHED] += runs[-1][2] if runs[-1][1] is not None else \
+                _played_of(seg_parts[-1])
         if progress is not None:
             progress(1)
     tables = [t for _, t, _ in runs]
@@ -543,24 +552,28 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
         raise DpledgerError(f"seed must be an integer >= 0, got {seed!r}")
     workers = max(1, int(workers))
     check_memory(policy, env, T, len(run_indices), workers, keep_actions)
+    # progress in rounds (``progress.rounds``): a thread reads the chunks' sinks (or, for runs
+    # without a sink, their two progress slots); without it, sinks are private to the chunks
     rounds = getattr(progress, "rounds", None)
     K = env.n_arms
+    width = sink_width(K) if _sunk(policy, keep_actions) else 2
     if workers == 1 or len(run_indices) == 1:
-        sink = make_sink(K)
+        sink = np.zeros((6, width), dtype=np.int64) if rounds is not None else None
         with _Poller(rounds, lambda: rounds_done(sink)):
             parts = [run_chunk(policy, env, T, seed, run_indices, stop_at, capture, keep_actions,
                                progress, sink)]
     else:
         import multiprocessing
         chunks = [run_indices[k::workers] for k in range(workers) if run_indices[k::workers]]
-        shape = (len(chunks), 6, sink_width(K))
+        shape = (len(chunks), 6, width) if rounds is not None else (0, 6, 2)
         raw = multiprocessing.RawArray("q", int(np.prod(shape)))   # zeroed, shared with workers
         sinks = np.frombuffer(raw, dtype=np.int64).reshape(shape)
         with _Poller(rounds, lambda: sum(rounds_done(s) for s in sinks)), \
                 ProcessPoolExecutor(max_workers=len(chunks), initializer=_attach_sinks,
                                     initargs=(raw, shape)) as pool:
             futs = [pool.submit(run_chunk, policy, env, T, seed, c, stop_at, capture,
-                                keep_actions, None, k) for k, c in enumerate(chunks)]
+                                keep_actions, None, k if rounds is not None else None)
+                    for k, c in enumerate(chunks)]
             parts = []
             for f in futs:
                 parts.append(f.result())

@@ -3,8 +3,8 @@
 A per-round kernel writes the arm of round t with ``put_action(actions, t, a)``.  Given a plain
 int64 array (the per-round reference, the audits' compiled trial loop, ``keep_actions``) that is
 ``actions[t − 1] = a``.  Given a *sink* — the (6, W) int64 array :func:`make_sink` builds: rows
-0–4 the run's segment table (capacity W columns), row 5 a ring buffer of :data:`SINK_CHUNK`
-rounds followed by the progress slots and the state of the pass — the arm goes to the ring
+0–4 the run's segment table (capacity W columns), row 5 the progress slots, the state of the
+pass and, in its last :data:`SINK_CHUNK` columns, a ring buffer — the arm goes to the ring
 buffer, and every time it is full (one predictable branch per round) :func:`_flush` digests it
 into the table and publishes the rounds done in ``sink[5, SLOT_DONE]``.  (One array, not a
 tuple of arrays: with a tuple the UCB1 kernel measured 2× slower, with one 2-D array as fast
@@ -35,9 +35,10 @@ from numba.extending import overload
 SINK_CHUNK = 1 << 15            # rounds per digest (a power of two: the flush test is a mask)
 SINK_COLUMNS = 1 << 16          # initial segment-table capacity of a sink (3 MB in all)
 _MASK = SINK_CHUNK - 1
-SLOT_DONE = SINK_CHUNK          # row 5: rounds done in the running run (published at flushes)
-SLOT_FINISHED = SINK_CHUNK + 1  # row 5: rounds of the runs finished before (the caller's)
-_ST = SINK_CHUNK + 2            # row 5: the state of the pass from here on
+SLOT_DONE = 0                   # row 5: rounds done in the running run (published at flushes)
+SLOT_FINISHED = 1               # row 5: rounds of the runs finished before (the caller's)
+_ST = 2                         # row 5: the state of the pass from here on; the ring buffer is
+                                # the last SINK_CHUNK columns
 _HEAD = 4                       # state: [0] columns (written or counted), [1] K,
                                 # [2] rounds digested, [3] unused; then 5 blocks of K
 
@@ -60,7 +61,8 @@ def new_state(K: int) -> np.ndarray:
 def sink_width(K: int, columns: int | None = None) -> int:
     """Columns of a sink for K arms holding a table of at least ``columns`` columns (default
     :data:`SINK_COLUMNS`)."""
-    return max(int(SINK_COLUMNS if columns is None else columns), _ST + _HEAD + 5 * int(K))
+    return max(int(SINK_COLUMNS if columns is None else columns),
+               _ST + _HEAD + 5 * int(K) + SINK_CHUNK)
 
 
 def make_sink(K: int, columns: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
@@ -69,8 +71,8 @@ def make_sink(K: int, columns: int | None = None, out: np.ndarray | None = None)
     enough — its state is reset, its ``SLOT_FINISHED`` kept."""
     W = sink_width(K, columns)
     if out is not None and out.shape[0] == 6 and out.shape[1] >= W:
-        out[5, SINK_CHUNK:] = np.where(np.arange(SINK_CHUNK, out.shape[1]) == SLOT_FINISHED,
-                                       out[5, SINK_CHUNK:], 0)
+        out[5, SLOT_DONE] = 0
+        out[5, _ST:_ST + _HEAD + 5 * K] = 0
         out[5, _ST + 1] = K
         return out
     sink = np.zeros((6, W), dtype=np.int64)
@@ -141,8 +143,9 @@ def _store(table, n, grow, a, first_idx, first_rnd, stride, length):
 @njit(cache=True)
 def _flush(sink, t):
     """Digest the full ring buffer (rounds t − chunk + 1 … t) and publish t."""
-    digest(sink[5, :SINK_CHUNK], 0, SINK_CHUNK, t - SINK_CHUNK + 1, sink[5, _ST:], sink[:5],
-           False)
+    W = sink.shape[1]
+    digest(sink[5, W - SINK_CHUNK:], 0, SINK_CHUNK, t - SINK_CHUNK + 1,
+           sink[5, _ST:W - SINK_CHUNK], sink[:5], False)
     sink[5, SLOT_DONE] = t
 
 
@@ -160,7 +163,7 @@ def _put_action(actions, t, a):
         return impl
     if isinstance(actions, types.Array) and actions.ndim == 2:
         def impl_sink(actions, t, a):
-            actions[5, (t - 1) & _MASK] = a
+            actions[5, actions.shape[1] - SINK_CHUNK + ((t - 1) & _MASK)] = a
             if (t & _MASK) == 0:
                 _flush(actions, t)
         return impl_sink
@@ -176,12 +179,13 @@ def finish_sink(sink: np.ndarray, played: int) -> np.ndarray:
     """After the kernel played ``played`` rounds: digest the rest of the buffer, close the open
     runs, and return (a copy of) the segment table (5, n); :class:`SinkOverflow` if it did not
     fit."""
-    st = sink[5, _ST:]
+    W = sink.shape[1]
+    st = sink[5, _ST:W - SINK_CHUNK]
     done = int(st[2])
     rest = int(played) - done
     if not 0 <= rest <= SINK_CHUNK:
         raise AssertionError(f"sink: {played} rounds played, {done} digested")
-    digest(sink[5, :SINK_CHUNK], 0, rest, done + 1, st, sink[:5], False)
+    digest(sink[5, W - SINK_CHUNK:], 0, rest, done + 1, st, sink[:5], False)
     close_open(st, sink[:5], False)
     sink[5, SLOT_DONE] = played
     n = int(st[0])
