@@ -25,6 +25,11 @@ needs more columns, the pass goes on counting the columns it would write without
 :func:`finish_sink` then raises :class:`SinkOverflow` with the exact count, and the simulator
 replays the run (same Generator seed, so the same play) into a table of that size.  No column
 is silently dropped.
+
+``put_action`` is compiled into every kernel that calls it, and numba's on-disk cache of a
+kernel is keyed on the kernel's own file only: after changing the sink's layout here, remove the
+cached kernels (``__pycache__/*.nbi``, ``*.nbc``).  A stale kernel is caught, not silent:
+:func:`finish_sink` checks that the rounds digested account for the rounds played.
 """
 from __future__ import annotations
 
