@@ -92,26 +92,26 @@ def digest(actions, lo, hi, first_round, st, table, grow):
     only counted in ``st[0]``).  Returns the table (a new array if it grew)."""
     K = st[1]
     n = st[0]
-    fi = _HEAD
-    fr = _HEAD + K
-    sd = _HEAD + 2 * K
-    ln = _HEAD + 3 * K
-    ct = _HEAD + 4 * K
+    fi = st[_HEAD:_HEAD + K]                # views of the per-arm state blocks
+    fr = st[_HEAD + K:_HEAD + 2 * K]
+    sd = st[_HEAD + 2 * K:_HEAD + 3 * K]
+    ln = st[_HEAD + 3 * K:_HEAD + 4 * K]
+    ct = st[_HEAD + 4 * K:_HEAD + 5 * K]
     for i in range(lo, hi):
         a = actions[i]
         t = first_round + (i - lo)
-        if st[ln + a] == 0:
-            st[fi + a], st[fr + a], st[sd + a], st[ln + a] = st[ct + a], t, 1, 1
-        elif st[ln + a] == 1:
-            st[sd + a] = t - st[fr + a]
-            st[ln + a] = 2
-        elif t == st[fr + a] + st[sd + a] * st[ln + a]:
-            st[ln + a] += 1
+        if ln[a] == 0:
+            fi[a], fr[a], sd[a], ln[a] = ct[a], t, 1, 1
+        elif ln[a] == 1:
+            sd[a] = t - fr[a]
+            ln[a] = 2
+        elif t == fr[a] + sd[a] * ln[a]:
+            ln[a] += 1
         else:
-            table = _store(table, n, grow, a, st[fi + a], st[fr + a], st[sd + a], st[ln + a])
+            table = _store(table, n, grow, a, fi[a], fr[a], sd[a], ln[a])
             n += 1
-            st[fi + a], st[fr + a], st[sd + a], st[ln + a] = st[ct + a], t, 1, 1
-        st[ct + a] += 1
+            fi[a], fr[a], sd[a], ln[a] = ct[a], t, 1, 1
+        ct[a] += 1
     st[0] = n
     st[2] += hi - lo
     return table
