@@ -382,8 +382,8 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     recording stays small next to event-driven kernels of tens of microseconds per run.
 
     ``progress_sink`` (a sink array, or the slot of this chunk among a pool worker's shared
-    sinks): the chunk's sink, whose slots a progress thread reads (``rounds_done``: rounds of
-    the finished runs, plus those of the running one published every
+    sinks): the chunk's sink, whose rounds-done slot a progress thread reads (rounds of the
+    finished runs plus those of the running one, published every
     :data:`~dpledger.policies.sink.SINK_CHUNK` rounds).  Progress never changes what is
     drawn."""
     K = env.n_arms
@@ -429,9 +429,9 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
         out.segments = None
         out.table = None
         if sink is not None:
-            sink[5, SLOT_DONE] = 0
             sink[5, SLOT_FINISHED] += runs[-1][2] if runs[-1][1] is not None else \
                 _played_of(seg_parts[-1])
+            sink[5, SLOT_DONE] = sink[5, SLOT_FINISHED]     # one write: never seen to shrink
         if progress is not None:
             progress(1)
     tables = [t for _, t, _ in runs]

@@ -40,7 +40,8 @@ from numba.extending import overload
 SINK_CHUNK = 1 << 15            # rounds per digest (a power of two: the flush test is a mask)
 SINK_COLUMNS = 1 << 16          # initial segment-table capacity of a sink (3 MB in all)
 _MASK = SINK_CHUNK - 1
-SLOT_DONE = 0                   # row 5: rounds done in the running run (published at flushes)
+SLOT_DONE = 0                   # row 5: rounds done, those of the finished runs included (one
+                                # slot, written whole, so a reader sees it only grow)
 SLOT_FINISHED = 1               # row 5: rounds of the runs finished before (the caller's)
 _ST = 2                         # row 5: the state of the pass from here on; the ring buffer is
                                 # the last SINK_CHUNK columns
@@ -76,7 +77,7 @@ def make_sink(K: int, columns: int | None = None, out: np.ndarray | None = None)
     enough — its state is reset, its ``SLOT_FINISHED`` kept."""
     W = sink_width(K, columns)
     if out is not None and out.shape[0] == 6 and out.shape[1] >= W:
-        out[5, SLOT_DONE] = 0
+        out[5, SLOT_DONE] = out[5, SLOT_FINISHED]
         out[5, _ST:_ST + _HEAD + 5 * K] = 0
         out[5, _ST + 1] = K
         return out
@@ -151,7 +152,7 @@ def _flush(sink, t):
     W = sink.shape[1]
     digest(sink[5, W - SINK_CHUNK:], 0, SINK_CHUNK, t - SINK_CHUNK + 1,
            sink[5, _ST:W - SINK_CHUNK], sink[:5], False)
-    sink[5, SLOT_DONE] = t
+    sink[5, SLOT_DONE] = sink[5, SLOT_FINISHED] + t
 
 
 def put_action(actions, t, a):
@@ -177,7 +178,7 @@ def _put_action(actions, t, a):
 
 def rounds_done(sink: np.ndarray) -> int:
     """Rounds of the finished runs plus those published by the running one."""
-    return int(sink[5, SLOT_DONE] + sink[5, SLOT_FINISHED])
+    return int(sink[5, SLOT_DONE])
 
 
 def finish_sink(sink: np.ndarray, played: int) -> np.ndarray:
@@ -192,7 +193,7 @@ def finish_sink(sink: np.ndarray, played: int) -> np.ndarray:
         raise AssertionError(f"sink: {played} rounds played, {done} digested")
     digest(sink[5, W - SINK_CHUNK:], 0, rest, done + 1, st, sink[:5], False)
     close_open(st, sink[:5], False)
-    sink[5, SLOT_DONE] = played
+    sink[5, SLOT_DONE] = sink[5, SLOT_FINISHED] + played
     n = int(st[0])
     if n > sink.shape[1]:
         raise SinkOverflow(n)
