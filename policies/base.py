@@ -154,7 +154,9 @@ class RunOutput:
         if self._actions is not None:
             return np.bincount(np.asarray(self._actions, dtype=np.int64), minlength=K)
         segs = np.asarray(self.segments, dtype=np.int64).reshape(4, -1)
-        return np.bincount(segs[0], weights=segs[3], minlength=K).astype(np.int64)
+        counts = np.zeros(K, dtype=np.int64)
+        np.add.at(counts, segs[0], segs[3])         # integer sums (no float weights)
+        return counts
 
     @property
     def has_actions(self) -> bool:
