@@ -13,9 +13,9 @@ segments) not O(T), the rounds done published for a progress thread); another ru
 actions is converted by :func:`_segments` (O(rounds)); a run that gives segments (event-driven
 kernels, see :class:`~dpledger.policies.base.RunOutput`) by :func:`_canonical`, which builds
 the same table in O(segments log segments).  From the table alone, with one implementation
-each: the ledger's index → round map, the stream lengths, rounds played, and the pull counts N_a(t) at
-the checkpoints (:func:`_pulls_at`, O(segments·log P + K·P)).  Actions are materialised only
-for ``keep_actions=True``.  Before any work, :func:`check_memory` compares
+each: the ledger's index → round map, the stream lengths, rounds played, and the pull counts
+N_a(t) at the checkpoints (:func:`_pulls_at`, O(segments·log P + K·P)).  Actions are
+materialised only for ``keep_actions=True``.  Before any work, :func:`check_memory` compares
 :func:`memory_estimate` with the memory available and refuses (with the estimate and what
 avoids it) a simulation that cannot fit.
 

@@ -36,9 +36,11 @@ def _ledger_json(res) -> str:
 
 
 # -- the sink --------------------------------------------------------------------------------
-@pytest.mark.parametrize("n,K,switchy", [(1, 1, False), (SK.SINK_CHUNK, 3, False),
-                                         (SK.SINK_CHUNK + 1, 3, True), (3 * SK.SINK_CHUNK - 7, 4, False),
-                                         (5 * SK.SINK_CHUNK + 11, 7, True)])
+_C = SK.SINK_CHUNK
+
+
+@pytest.mark.parametrize("n,K,switchy", [(1, 1, False), (_C, 3, False), (_C + 1, 3, True),
+                                         (3 * _C - 7, 4, False), (5 * _C + 11, 7, True)])
 def test_sink_table_equals_whole_array_pass(n, K, switchy):
     """Fed chunk by chunk (flushes at every SINK_CHUNK rounds, a partial last chunk), the sink
     builds exactly the table the greedy pass builds from the whole array; the array form of
