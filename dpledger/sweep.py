@@ -17,8 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
-import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator, Sequence
@@ -27,6 +25,7 @@ import numpy as np
 
 from dpledger.accounting.schema import read_json, write_json_atomic
 from dpledger.errors import DpledgerError
+from dpledger.progress import Bar
 
 CELL_SCHEMA = 1
 
@@ -158,20 +157,6 @@ def cell_path(out: str, config: RunConfig, indices: Sequence[int]) -> str:
     return os.path.join(out, "cells", f"{config.key()}-{indices[0]}-{indices[-1]}.json")
 
 
-class _Progress:
-    def __init__(self, total: int, quiet: bool):
-        self.total, self.done, self.quiet = total, 0, quiet
-        self.t0 = self.last = time.monotonic()
-
-    def step(self, label: str) -> None:
-        self.done += 1
-        now = time.monotonic()
-        if not self.quiet and (now - self.last >= 1.0 or self.done == self.total):
-            self.last = now
-            sys.stderr.write(f"  cells {self.done}/{self.total} ({label}), "
-                             f"{now - self.t0:.0f}s\n")
-
-
 def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: int = 5,
               deltas: Sequence[float] | None = None, quiet: bool = False,
               stop_after: int | None = None) -> dict[str, dict]:
@@ -186,14 +171,25 @@ def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: 
         for idx in cells_of(cfg, cell_runs):
             if not os.path.exists(cell_path(out, cfg, idx)):
                 todo.append((cfg.to_json(), idx))
-    progress = _Progress(len(todo), quiet)
     by_key = {c.key(): c for c in configs}
-    for n, ((cfg_json, idx), cell) in enumerate(executor.map_unordered(compute_cell, todo)):
-        cfg = by_key[cell["config_key"]]
-        write_json_atomic(cell_path(out, cfg, idx), cell, compact=True)
-        progress.step(cfg.label)
-        if stop_after is not None and n + 1 >= stop_after:
-            raise KeyboardInterrupt("sweep stopped after %d cells" % (n + 1))
+    if isinstance(executor, LocalExecutor):     # each of `workers` processes holds one cell
+        from dpledger.policies.simulator import check_memory
+        w = executor.workers
+        for key in sorted({RunConfig(**c).key() for c, _ in todo}):
+            cfg = by_key[key]
+            check_memory(cfg.make_policy(), cfg.make_env(), cfg.horizon,
+                         min(cell_runs, cfg.runs) * w, workers=w)
+    # rounds of the finished cells on stderr (cells differ in horizon, so rounds say more about
+    # the time left than cells); the clock starts at the first cell, which carries compilation
+    total = sum(len(idx) * c["horizon"] for c, idx in todo)
+    with Bar(total, "round", quiet=quiet, desc="sweep") as progress:
+        for n, ((cfg_json, idx), cell) in enumerate(executor.map_unordered(compute_cell, todo)):
+            cfg = by_key[cell["config_key"]]
+            write_json_atomic(cell_path(out, cfg, idx), cell, compact=True)
+            progress.add(len(idx) * cfg.horizon,
+                         postfix=f"cells {n + 1}/{len(todo)}, {cfg.label}")
+            if stop_after is not None and n + 1 >= stop_after:
+                raise KeyboardInterrupt("sweep stopped after %d cells" % (n + 1))
     # Reports: one task per config, in local processes (they read the cells from this disk).
     tasks = [(cfg.to_json(), out, cell_runs, list(deltas) if deltas else None) for cfg in configs]
     local = LocalExecutor(getattr(executor, "workers", 1) if isinstance(executor, LocalExecutor)

@@ -130,6 +130,7 @@ class RunOutput:
         self.noise_draws = noise_draws
         self.captured = captured
         self.extra = {} if extra is None else extra
+        self.table: np.ndarray | None = None    # the (5, n) segment table, when a sink built it
 
     @property
     def actions(self) -> np.ndarray:
@@ -141,6 +142,22 @@ class RunOutput:
     @actions.setter
     def actions(self, value: np.ndarray) -> None:
         self._actions = value
+
+    def rounds_played(self) -> int:
+        """Rounds played, without materialising actions."""
+        if self._actions is not None:
+            return int(np.size(self._actions))
+        segs = np.asarray(self.segments, dtype=np.int64).reshape(4, -1)
+        return int(segs[3].sum())
+
+    def pull_counts(self, K: int) -> np.ndarray:
+        """Pulls of every arm (int64, length K), without materialising actions."""
+        if self._actions is not None:
+            return np.bincount(np.asarray(self._actions, dtype=np.int64), minlength=K)
+        segs = np.asarray(self.segments, dtype=np.int64).reshape(4, -1)
+        counts = np.zeros(K, dtype=np.int64)
+        np.add.at(counts, segs[0], segs[3])         # integer sums (no float weights)
+        return counts
 
     @property
     def has_actions(self) -> bool:
@@ -283,7 +300,9 @@ class KernelPolicy(Policy):
     """A policy whose rule is one numba kernel (one source per rule, SPEC §5).
 
     ``kernel(rng, env, T, K, stop, params, actions, rows, capture)`` plays rounds 1 … stop,
-    writes the arm of round t to ``actions[t−1]``, ledger rows into ``rows`` (see
+    writes the arm of round t to ``actions[t−1]`` (kernels with ``action_sink = True`` write it
+    with ``put_action(actions, t, a)`` in round order, so that ``actions`` may also be a sink,
+    :mod:`dpledger.policies.sink`), ledger rows into ``rows`` (see
     :mod:`dpledger.mechanisms.noise`), and returns (rounds played, rows written, noise draws).
     The per-round reference run is ``kernel.py_func`` with the same Generator.
 
@@ -300,6 +319,9 @@ class KernelPolicy(Policy):
 
     kernel: ClassVar[Any]
     segment_kernel: ClassVar[Any] = None
+    # the kernel writes its play through ``put_action`` (:mod:`dpledger.policies.sink`), one
+    # round at a time in round order, and is compiled nogil: set together with ``kernel``
+    action_sink: ClassVar[bool] = False
 
     def kernel_params(self, T: int, K: int) -> np.ndarray:
         return np.zeros(1)
@@ -326,7 +348,11 @@ class KernelPolicy(Policy):
         """Hook for policies that add non-row ledger records (non-private reads, trees)."""
         return out
 
-    def run_one(self, rng, env, T, stop_at=None, capture=False, reference=False):
+    def run_one(self, rng, env, T, stop_at=None, capture=False, reference=False, sink=None):
+        """One run.  ``sink`` (from :func:`~dpledger.policies.sink.make_sink`, only for an
+        ``action_sink`` kernel): the play is digested into its segment table while the kernel
+        runs (``out.table``; ``out.segments`` its (arm, first_round, stride, length) rows) and
+        no action array is made; may raise :class:`~dpledger.policies.sink.SinkOverflow`."""
         K = int(env[1].shape[0])
         stop = T if stop_at is None else int(stop_at)
         rows = np.zeros((5, max(self.row_capacity(T, K), 1)), dtype=np.int64)
@@ -341,8 +367,22 @@ class KernelPolicy(Policy):
             out = RunOutput(segments=segs[:, :n_segs], rows=rows[:, :n_rows],
                             noise_draws=int(draws), captured=captured)
             return self.finish(out, T, K)
-        actions = np.zeros(stop, dtype=np.int64)
         kernel = type(self).kernel
+        if sink is not None:
+            if reference or not type(self).action_sink:
+                raise DpledgerError(f"policy {self.name!r}: an action sink needs an action_sink "
+                                    "kernel and the compiled path")
+            from dpledger.policies.sink import finish_sink
+            played, n_rows, draws = kernel(rng, env, T, K, stop, self.kernel_params(T, K), sink,
+                                           rows, cap)
+            table = finish_sink(sink, played)
+            out = RunOutput(segments=table[[0, 2, 3, 4]], rows=rows[:, :n_rows],
+                            noise_draws=int(draws),
+                            captured={"released": cap[0].tolist(), "clean": cap[1].tolist()}
+                            if capture else None)
+            out.table = table
+            return self.finish(out, T, K)
+        actions = np.zeros(stop, dtype=np.int64)
         fn = kernel.py_func if reference else kernel
         played, n_rows, draws = fn(rng, env, T, K, stop, self.kernel_params(T, K), actions, rows, cap)
         out = RunOutput(actions=actions[:played], rows=rows[:, :n_rows], noise_draws=int(draws),

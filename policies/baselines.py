@@ -14,6 +14,7 @@ from dpledger.accounting.certificate import Certificate
 from dpledger.accounting.releases import NonPrivateRelease
 from dpledger.policies.base import KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
+from dpledger.policies.sink import put_action
 from dpledger.policies.rules import argmax_random_tie, argmax_step, bernoulli_kl, kl_ucb_newton
 
 
@@ -32,14 +33,14 @@ class NonPrivatePolicy(KernelPolicy):
 
     def finish(self, out: RunOutput, T: int, K: int) -> RunOutput:
         """Every observed reward is read, un-noised, by the index of every later round."""
-        counts = np.bincount(out.actions, minlength=K)
+        counts = out.pull_counts(K)
         arms = np.flatnonzero(counts)
         out.rows = np.vstack([arms, np.zeros_like(arms), counts[arms], np.zeros_like(arms),
                               np.ones_like(arms)]).astype(np.int64)
         return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ucb1(rng, env, T, K, stop, params, actions, rows, capture):
     """UCB1 (Auer et al. 2002): pull each arm once, then argmax μ̂ + √(2 ln t / n)."""
     sums = np.zeros(K)
@@ -63,7 +64,7 @@ def _ucb1(rng, env, T, K, stop, params, actions, rows, capture):
         x = draw_reward(rng, env, a, t - 1)
         sums[a] += x
         n[a] += 1.0
-        actions[t - 1] = a
+        put_action(actions, t, a)
     return stop, 0, 0
 
 
@@ -71,9 +72,10 @@ class UCB1(NonPrivatePolicy):
     name = "ucb1"
     title = "UCB1 (Auer, Cesa-Bianchi, Fischer 2002)"
     kernel = _ucb1
+    action_sink = True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
     """KL-UCB (Garivier & Cappé 2011; A14): pull each arm once, then argmax of
     max{q : n·d(μ̂, q) ≤ ln t} (no c·ln ln t term), ties uniformly at random.
@@ -115,7 +117,7 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
         n[a] += 1.0
         p[a] = sums[a] / n[a]
         leader = a
-        actions[t - 1] = a
+        put_action(actions, t, a)
     return stop, 0, 0
 
 
@@ -129,13 +131,14 @@ class KLUCB(NonPrivatePolicy):
                          "hidden speed switch: solve only indices that can beat the leader's "
                          "(same actions as solving all)", hidden=True),)
     kernel = _klucb
+    action_sink = True
 
 
     def kernel_params(self, T, K):
         return np.array([1.0 if self.params["threshold_test"] else 0.0])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _beta_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """Beta-Bernoulli Thompson sampling (Agrawal & Goyal 2012): θ_j ~ Beta(S_j + 1, F_j + 1) in arm
     order, argmax (ties at random), then the reward.  A reward x strictly inside (0, 1) is turned
@@ -157,7 +160,7 @@ def _beta_ts(rng, env, T, K, stop, params, actions, rows, capture):
             s[a] += 1.0
         else:
             f[a] += 1.0
-        actions[t - 1] = a
+        put_action(actions, t, a)
     return stop, 0, 0
 
 
@@ -169,3 +172,4 @@ class BetaTS(NonPrivatePolicy):
     title = "Beta-Bernoulli Thompson sampling (Agrawal & Goyal 2012)"
     provenance = "faithful"
     kernel = _beta_ts
+    action_sink = True

@@ -32,6 +32,7 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import GaussianRelease
 from dpledger.policies.base import KernelPolicy, Param
 from dpledger.policies.environments import draw_reward
+from dpledger.policies.sink import put_action
 from dpledger.policies.rules import argmax_random_tie
 
 
@@ -78,7 +79,7 @@ def _flush(rows, n, pending, arm, start, size, rid):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ln(T)^α, φ (integer budget)."""
     L = params[0]
@@ -142,7 +143,7 @@ def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
                 mx[a] = -np.inf
                 buf_sum[a] = 0.0
                 buf_len[a] = 0
-        actions[t - 1] = a
+        put_action(actions, t, a)
     for j in range(K):
         n_rows = _flush(rows, n_rows, pending, j, start[j], n[j], r[j])
     return stop, n_rows, draws
@@ -160,6 +161,7 @@ class DPTSUCB(KernelPolicy):
     params_spec = (ALPHA, C0)
     adaptive = False
     kernel = _dp_ts_ucb
+    action_sink = True
 
     def phi(self, T: int) -> int:
         return sampling_budget(T, self.params["alpha"], self.params["c0"])

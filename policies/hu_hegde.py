@@ -26,6 +26,7 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import EPSILON, KernelPolicy
 from dpledger.policies.environments import draw_reward
+from dpledger.policies.sink import put_action
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
@@ -34,7 +35,7 @@ from dpledger.policies.rules import argmax_random_tie, clip01, private_initial_p
 
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε (the index shift), then release 0's noise scale 1/ε (``noise_scales``)."""
     eps = params[0]
@@ -71,7 +72,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             r[a] += 1
             buf_sum[a] = 0.0
             buf_len[a] = 0
-        actions[t - 1] = a
+        put_action(actions, t, a)
     return stop, n_rows, n_rows
 
 
@@ -82,6 +83,7 @@ class LazyDPTS(KernelPolicy):
     exact_sampler = True
     params_spec = (EPSILON,)
     kernel = _lazy_dp_ts
+    action_sink = True
 
     def kernel_params(self, T, K):
         return np.concatenate([[self.params["epsilon"]], self.noise_scales(T, K)])
@@ -112,7 +114,7 @@ def dp_ts_shift(eps, o, t):
     return 6.0 * np.sqrt(8.0) * np.log2(o + 1.0) * np.log2(t) / (eps * o)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε (the index shift), then the noise scale of every release id r (``noise_scales``:
     Lap(2(r+1)/ε); id 0 is also the logarithmic mechanism's Lap(1/(0.5ε)))."""
@@ -173,7 +175,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             binary_commit(bfs[a], bis[a], bcode, value + noise)
             b_out = binary_output(bfs[a], bis[a])
         mu_tilde[a] = (log_output(lfs[a], lis[a]) + b_out) / O[a]
-        actions[t - 1] = a
+        put_action(actions, t, a)
     return stop, n_rows, draws
 
 
@@ -184,6 +186,7 @@ class DPTS(KernelPolicy):
     exact_sampler = True
     params_spec = (EPSILON,)
     kernel = _dp_ts
+    action_sink = True
 
     def kernel_params(self, T, K):
         return np.concatenate([[self.params["epsilon"]], self.noise_scales(T, K)])

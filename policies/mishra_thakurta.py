@@ -49,6 +49,7 @@ from dpledger.accounting.releases import LaplaceRelease
 from dpledger.mechanisms.counters import (binary_commit, binary_new, binary_output, binary_push)
 from dpledger.policies.base import EPSILON, KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
+from dpledger.policies.sink import put_action
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
 from dpledger.policies.rules import argmax_random_tie
 
@@ -100,7 +101,7 @@ def dp_ucb_index(r, n, lt, gamma_, experimental):
     return dp_ucb_from(a, b, c, np.sqrt(lt), lt)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε0, Γ, experimental width (0/1), the p-sums' noise scale levels/ε0 (release 0,
     ``noise_scales``)."""
@@ -145,7 +146,7 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
         r[a] = binary_output(bfs[a], bis[a])
         n[a] += 1.0
         ca[a], cb[a], cc[a] = dp_ucb_coefficients(r[a], n[a], gamma_, experimental)
-        actions[t - 1] = a
+        put_action(actions, t, a)
     return stop, K, draws
 
 
@@ -166,6 +167,7 @@ class DPUCB(KernelPolicy):
                          choices=("printed", "experimental")))
     adaptive = False
     kernel = _dp_ucb
+    action_sink = True
 
     def epsilon0(self, K: int) -> float:
         eps = self.params["epsilon"]
@@ -247,7 +249,7 @@ def _round_robin_batch(rng, env, K, T, stop, m, t, bsum, obs, n_tot, actions):
             a = t % K
             draw_reward(rng, env, a, t)
             obs[a] += 1
-            actions[t] = a
+            put_action(actions, t + 1, a)
             t += 1
         return t, False
     for a in range(K):
@@ -259,12 +261,12 @@ def _round_robin_batch(rng, env, K, T, stop, m, t, bsum, obs, n_tot, actions):
         bsum[a] += draw_reward(rng, env, a, t)
         obs[a] += 1
         n_tot[a] += 1.0
-        actions[t] = a
+        put_action(actions, t + 1, a)
         t += 1
     return t, True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε, gap estimation (0/1), n_mode tree (0/1), J, m_0 … m_{J−1}, then for each exit
     e = 0 … J: P_e, release id of the tree, tree bound L_e = T − τ_e; then the noise scale of
@@ -368,7 +370,7 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
         draws += 1
         binary_commit(bfs[a], bis[a], code, value + noise)
         rsum[a] = binary_output(bfs[a], bis[a])
-        actions[t] = a
+        put_action(actions, t + 1, a)
         t += 1
     return t, n_rows, draws
 
@@ -388,6 +390,7 @@ class PrivateTS(KernelPolicy):
                          "n of the Beta posterior: all pulls (printed) or the tree's rewards",
                          choices=("printed", "tree")))
     kernel = _private_ts
+    action_sink = True
 
     def __init__(self, **params):
         super().__init__(**params)

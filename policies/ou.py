@@ -39,11 +39,12 @@ from dpledger.accounting.posterior_reads import posterior_read_mu2
 from dpledger.accounting.releases import GaussianRelease
 from dpledger.policies.base import KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
+from dpledger.policies.sink import put_action
 from dpledger.policies.rules import argmax_random_tie, argmax_step
 
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     """params: b (pre-pulls per arm), c (variance scale).
 
@@ -103,7 +104,7 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
         k[a] += 1
         inv[a] = 1.0 / (k[a] + 1.0)
         sig[a] = np.sqrt(c * inv[a])
-        actions[t - 1] = a
+        put_action(actions, t, a)
     return stop, 0, draws
 
 
@@ -115,6 +116,7 @@ class MTSGaussian(KernelPolicy):
                    Param("c", 1.0, "positive", "variance scale c of N(S/(k+1), c/(k+1))"))
     adaptive = True
     kernel = _mts_gaussian
+    action_sink = True
 
     @property
     def b(self) -> int:
@@ -134,7 +136,7 @@ class MTSGaussian(KernelPolicy):
         return []                  # every release is a posterior read
 
     def finish(self, out: RunOutput, T: int, K: int) -> RunOutput:
-        played = int(out.actions.size)
+        played = out.rounds_played()
         first = self.b * K + 1     # the first round that samples
         if played >= first:
             out.posterior_reads = {"arm": np.arange(K, dtype=np.int64), "first_round": first,

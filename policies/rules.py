@@ -7,6 +7,7 @@ from numba import njit
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.base import push_segment
 from dpledger.policies.environments import draw_reward
+from dpledger.policies.sink import put_action
 
 
 @njit(cache=True, inline="always")
@@ -163,5 +164,5 @@ def private_initial_pulls(rng, env, K, stop, scale, rows, capture, mu, N, action
         if emit:
             segs, n_segs = push_segment(segs, n_segs, last, a, a + 1, 1, 1)
         else:
-            actions[a] = a
+            put_action(actions, a + 1, a)
     return played, n_rows, segs, n_segs

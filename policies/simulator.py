@@ -7,13 +7,17 @@ index.
 
 One description of the play per run, the segment table (arm, first_index, first_round, stride,
 length) — per-arm arithmetic runs of rounds, as :func:`_segments` builds them greedily from an
-action sequence.  A run that gives actions (per-round policies) is converted by
-:func:`_segments` (O(rounds)); a run that gives segments (event-driven kernels, see
-:class:`~dpledger.policies.base.RunOutput`) by :func:`_canonical`, which builds the same table
-in O(segments log segments).  From the table alone, with one implementation each: the
-ledger's index → round map, the stream lengths, rounds played, and the pull counts N_a(t) at
-the checkpoints (:func:`_pulls_at`, O(segments·log P + K·P)).  Actions are materialised only
-for ``keep_actions=True``.
+action sequence.  A per-round kernel marked ``action_sink`` builds it while it runs, through
+an action sink (:mod:`dpledger.policies.sink`: chunks of 2^15 rounds, memory O(chunk +
+segments) not O(T), the rounds done published for a progress thread); another run that gives
+actions is converted by :func:`_segments` (O(rounds)); a run that gives segments (event-driven
+kernels, see :class:`~dpledger.policies.base.RunOutput`) by :func:`_canonical`, which builds
+the same table in O(segments log segments).  From the table alone, with one implementation
+each: the ledger's index → round map, the stream lengths, rounds played, and the pull counts
+N_a(t) at the checkpoints (:func:`_pulls_at`, O(segments·log P + K·P)).  Actions are
+materialised only for ``keep_actions=True``.  Before any work, :func:`check_memory` compares
+:func:`memory_estimate` with the memory available and refuses (with the estimate and what
+avoids it) a simulation that cannot fit.
 
 Pseudo-regret at round t is Σ_a (μ* − μ_a)·N_a(t) with the environment's true means (column
 means for a fixed table), reported on about 200 log-spaced rounds including T; N_a(t) is an
@@ -33,8 +37,10 @@ from numba import njit
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.ledger import RewardLedger
 from dpledger.errors import DpledgerError
-from dpledger.policies.base import Policy, RunOutput, validate_horizon
+from dpledger.policies.base import KernelPolicy, Policy, RunOutput, validate_horizon
 from dpledger.policies.environments import Environment
+from dpledger.policies.sink import (SLOT_DONE, SLOT_FINISHED, SinkOverflow, close_open, digest,
+                                    make_sink, new_state, rounds_done, sink_width)
 
 
 def run_generator(seed: int, run_index: int) -> np.random.Generator:
@@ -65,51 +71,17 @@ def _checkpoints(T: int, n: int) -> np.ndarray:
     return pts(lo)
 
 
-@njit(cache=True, inline="always")
-def _close_run(out, n, a, first_idx, first_rnd, stride, length):
-    """Write run (a, …) at column n, doubling ``out`` when full; returns the table."""
-    if n == out.shape[1]:
-        bigger = np.zeros((5, 2 * out.shape[1]), dtype=np.int64)
-        bigger[:, :n] = out
-        out = bigger
-    out[0, n], out[1, n], out[2, n], out[3, n], out[4, n] = a, first_idx, first_rnd, stride, length
-    return out
-
-
-@njit(cache=True)
 def _segments(actions, K, first_round):
     """Per-arm arithmetic runs of the rounds each arm was played, as the (5, n) table (arm,
-    first_index, first_round, stride, length): one greedy pass per arm (a run is closed by the
-    first pull that does not continue it), runs listed in the order they close, then the runs
-    still open in arm order.  One pass into a doubling buffer (a count pass first cost as
-    much again: 6.3 → ~3 ns per round)."""
-    out = np.zeros((5, 64), dtype=np.int64)
-    first_idx = np.zeros(K, np.int64)
-    first_rnd = np.zeros(K, np.int64)
-    stride = np.zeros(K, np.int64)
-    length = np.zeros(K, np.int64)
-    count = np.zeros(K, np.int64)
-    n = 0
-    for i in range(actions.size):
-        a = actions[i]
-        t = first_round + i
-        if length[a] == 0:
-            first_idx[a], first_rnd[a], stride[a], length[a] = count[a], t, 1, 1
-        elif length[a] == 1:
-            stride[a] = t - first_rnd[a]
-            length[a] = 2
-        elif t == first_rnd[a] + stride[a] * length[a]:
-            length[a] += 1
-        else:
-            out = _close_run(out, n, a, first_idx[a], first_rnd[a], stride[a], length[a])
-            n += 1
-            first_idx[a], first_rnd[a], stride[a], length[a] = count[a], t, 1, 1
-        count[a] += 1
-    for a in range(K):
-        if length[a] > 0:
-            out = _close_run(out, n, a, first_idx[a], first_rnd[a], stride[a], length[a])
-            n += 1
-    return out[:, :n].copy()
+    first_index, first_round, stride, length): one greedy pass (a run is closed by the first
+    pull of its arm that does not continue it), runs listed in the order they close, then the
+    runs still open in arm order — :func:`dpledger.policies.sink.digest` over the whole array,
+    into a doubling buffer (the sinks of per-round kernels run the same pass chunk by chunk)."""
+    st = new_state(int(K))
+    table = np.zeros((5, 64), dtype=np.int64)
+    table = digest(actions, 0, actions.size, int(first_round), st, table, True)
+    table = close_open(st, table, True)
+    return table[:, :int(st[0])].copy()
 
 
 @njit(cache=True)
@@ -305,18 +277,118 @@ def run_certificate(policy: Policy, T: int, K: int, lattice_bits: int = 0):
     return replace(cert, candidates=cands)
 
 
+_WORKER_SINKS: np.ndarray | None = None     # a pool worker's view of the shared sinks
+
+
+def _attach_sinks(raw, shape) -> None:
+    """Pool initializer: the sinks of this simulation's chunks, in memory shared with the
+    parent (whose progress thread reads their rounds-done slots)."""
+    global _WORKER_SINKS
+    _WORKER_SINKS = np.frombuffer(raw, dtype=np.int64).reshape(shape)
+
+
+def _sunk(policy: Policy, keep_actions: bool) -> bool:
+    """Whether the simulator runs ``policy`` through an action sink."""
+    return (not keep_actions and isinstance(policy, KernelPolicy)
+            and bool(getattr(type(policy), "action_sink", False)))
+
+
+def _chunk_sink(K: int, where, sunk: bool) -> np.ndarray | None:
+    """The sink of a chunk (``sunk``), or just its progress slots (a (6, 2) array, or None
+    when nobody reads them): ``where`` a (6, W) array, the slot of the chunk among a pool
+    worker's shared sinks, or None (a private one)."""
+    if isinstance(where, np.ndarray):
+        out = where
+    elif where is not None and _WORKER_SINKS is not None:
+        out = _WORKER_SINKS[int(where)]
+    else:
+        out = None
+    return make_sink(K, out=out) if sunk else out
+
+
+def _played_of(segs: np.ndarray) -> int:
+    return int(np.asarray(segs)[3].sum()) if np.size(segs) else 0
+
+
+def _run_sunk(policy: "KernelPolicy", et: tuple, T: int, seed: int, i: int,
+              stop_at: int | None, capture: bool, sink: np.ndarray) -> RunOutput:
+    """Run ``i`` of a per-round kernel through the chunk's action ``sink``.  A play that needs
+    more table columns than the sink holds is replayed (same Generator, hence the same play)
+    into a private sink of the exact size the first pass counted — after checking that it
+    fits in memory (the chunk's sink then shows no progress until the replay ends)."""
+    K = int(et[1].shape[0])
+    try:
+        return policy.run_one(run_generator(seed, i), et, T, stop_at=stop_at, capture=capture,
+                              sink=make_sink(K, out=sink))
+    except SinkOverflow as exc:
+        columns = exc.columns
+    need = 6 * 8 * sink_width(K, columns)
+    avail = available_memory()
+    if avail is not None and need > avail:
+        raise DpledgerError(
+            f"run {i} of {policy.name!r} switches arms too often to compress: its segment table "
+            f"needs {_fmt_bytes(need)} ({columns} arithmetic runs of rounds), more than the "
+            f"{_fmt_bytes(avail)} available; use a smaller --horizon")
+    try:
+        return policy.run_one(run_generator(seed, i), et, T, stop_at=stop_at, capture=capture,
+                              sink=make_sink(K, columns))
+    except SinkOverflow:
+        raise AssertionError("the replayed run did not fit the table its first pass "
+                             "counted") from None
+
+
+class _Poller:
+    """While the block runs, call ``report(read())`` every ``interval`` seconds from a daemon
+    thread (the kernels release the GIL, so the thread runs while they do), and once at the
+    end.  ``report=None``: nothing."""
+
+    def __init__(self, report, read, interval: float = 0.2):
+        self.report, self.read, self.interval = report, read, interval
+
+    def __enter__(self):
+        if self.report is not None:
+            import threading
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
+        return self
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            self.report(self.read())
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.report is not None:
+            self._stop.set()
+            self._thread.join()
+            if exc_type is None:
+                self.report(self.read())
+        return False
+
+
 def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequence[int],
               stop_at: int | None = None, capture: bool = False, keep_actions: bool = False,
-              progress: Callable[[int], None] | None = None) -> dict:
+              progress: Callable[[int], None] | None = None,
+              progress_sink: np.ndarray | int | None = None) -> dict:
     """The runs ``indices`` of one simulation: the unit of work any executor ships (a local
     process, a Dask worker, a resumed sweep); :func:`assemble` joins chunks in run order.
 
-    Each run's play becomes its segment table at once when it comes as actions (the actions
-    are then dropped unless kept); runs given as segments are turned into tables together
-    after the loop, and the regret and ledger records of all runs are made in bulk — a few
-    compiled calls and one ledger append per table per chunk, so that recording stays small
-    next to event-driven kernels of tens of microseconds per run."""
+    Each run's play becomes its segment table at once: per-round kernels that take an action
+    sink (``KernelPolicy.action_sink``) digest it chunk by chunk while they run, so no O(T)
+    array exists (:mod:`dpledger.policies.sink`); other runs given as actions are digested
+    after the run (the actions are then dropped unless kept); runs given as segments are
+    turned into tables together after the loop, and the regret and ledger records of all runs
+    are made in bulk — a few compiled calls and one ledger append per table per chunk, so that
+    recording stays small next to event-driven kernels of tens of microseconds per run.
+
+    ``progress_sink`` (a sink array, or the slot of this chunk among a pool worker's shared
+    sinks): the chunk's sink, whose rounds-done slot a progress thread reads (rounds of the
+    finished runs plus those of the running one, published every
+    :data:`~dpledger.policies.sink.SINK_CHUNK` rounds).  Progress never changes what is
+    drawn."""
     K = env.n_arms
+    sunk = _sunk(policy, keep_actions)
+    sink = _chunk_sink(K, progress_sink, sunk)
     ledger = RewardLedger()
     # kernel rows name releases by position; equal releases intern once (the exact sampler maps
     # AdaP's per-episode Laplace releases, equal in ε, to one discrete release), so map ids
@@ -332,9 +404,15 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     seg_parts = []
     acts = []
     for i in indices:
-        rng = run_generator(seed, i)
-        out: RunOutput = policy.run_one(rng, et, T, stop_at=stop_at, capture=capture)
-        if out.has_actions:
+        if sunk:
+            out = _run_sunk(policy, et, T, seed, i, stop_at, capture, sink)
+        else:
+            out = policy.run_one(run_generator(seed, i), et, T, stop_at=stop_at, capture=capture)
+        if getattr(out, "table", None) is not None:
+            table_i = out.table
+            runs.append((out, table_i, int(table_i[4].sum())))
+            actions = None
+        elif out.has_actions:
             actions = np.asarray(out.actions, dtype=np.int64)
             runs.append((out, _segments(actions, K, 1), int(actions.size)))
         else:
@@ -349,6 +427,11 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
                     if keep_actions else None)
         out.actions = None                  # keep no O(T) array past its run
         out.segments = None
+        out.table = None
+        if sink is not None:
+            sink[5, SLOT_FINISHED] += runs[-1][2] if runs[-1][1] is not None else \
+                _played_of(seg_parts[-1])
+            sink[5, SLOT_DONE] = sink[5, SLOT_FINISHED]     # one write: never seen to shrink
         if progress is not None:
             progress(1)
     tables = [t for _, t, _ in runs]
@@ -468,14 +551,29 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
     if isinstance(seed, bool) or int(seed) != seed or seed < 0:
         raise DpledgerError(f"seed must be an integer >= 0, got {seed!r}")
     workers = max(1, int(workers))
+    check_memory(policy, env, T, len(run_indices), workers, keep_actions)
+    # progress in rounds (``progress.rounds``): a thread reads the chunks' sinks (or, for runs
+    # without a sink, their two progress slots); without it, sinks are private to the chunks
+    rounds = getattr(progress, "rounds", None)
+    K = env.n_arms
+    width = sink_width(K) if _sunk(policy, keep_actions) else 2
     if workers == 1 or len(run_indices) == 1:
-        parts = [run_chunk(policy, env, T, seed, run_indices, stop_at, capture, keep_actions,
-                           progress)]
+        sink = np.zeros((6, width), dtype=np.int64) if rounds is not None else None
+        with _Poller(rounds, lambda: rounds_done(sink)):
+            parts = [run_chunk(policy, env, T, seed, run_indices, stop_at, capture, keep_actions,
+                               progress, sink)]
     else:
+        import multiprocessing
         chunks = [run_indices[k::workers] for k in range(workers) if run_indices[k::workers]]
-        with ProcessPoolExecutor(max_workers=len(chunks)) as pool:
+        shape = (len(chunks), 6, width) if rounds is not None else (0, 6, 2)
+        raw = multiprocessing.RawArray("q", int(np.prod(shape)))   # zeroed, shared with workers
+        sinks = np.frombuffer(raw, dtype=np.int64).reshape(shape)
+        with _Poller(rounds, lambda: sum(rounds_done(s) for s in sinks)), \
+                ProcessPoolExecutor(max_workers=len(chunks), initializer=_attach_sinks,
+                                    initargs=(raw, shape)) as pool:
             futs = [pool.submit(run_chunk, policy, env, T, seed, c, stop_at, capture,
-                                keep_actions) for c in chunks]
+                                keep_actions, None, k if rounds is not None else None)
+                    for k, c in enumerate(chunks)]
             parts = []
             for f in futs:
                 parts.append(f.result())
@@ -513,8 +611,96 @@ def assemble(policy: Policy, env: Environment, T: int, seed: int, parts: Sequenc
         captured=[by_run[i][0]["captured"][by_run[i][1]] for i in order])
 
 
+_SEGMENT_BYTES = 5 * 8          # one column of a segment table
+_MEMORY_SLACK = 256 << 20       # interpreter, numba, compiled kernels, ledger and report
+                                # (peak RSS of `run ucb1 --horizon 1e8 --runs 1`: 174 MB)
+
+
+def available_memory() -> int | None:
+    """Bytes the system can give this process now: MemAvailable of /proc/meminfo (Linux), else
+    psutil's estimate, else None (unknown: no check)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        import psutil
+        return int(psutil.virtual_memory().available)
+    except Exception:       # psutil absent or unsupported platform: no estimate to compare
+        return None
+
+
+def memory_estimate(policy: Policy, env: Environment, T: int, runs: int, workers: int = 1,
+                    keep_actions: bool = False) -> dict:
+    """Bytes a simulation needs at least, before it starts, as {"bytes", "per_run", "held",
+    "concurrent", "play"}: ``concurrent`` runs at once (one per worker process) each holding
+    ``per_run`` bytes while it plays, plus ``held`` bytes kept for all runs to the end.
+
+    Per run: the kernel's row buffer (5 int64 per row of ``row_capacity``) and its play — an
+    action sink (chunk + initial table, O(1) in T; ``play = "sink"``), a segment buffer
+    (event-driven kernels, O(events); ``"segments"``), or the int64 action array of T rounds
+    (``"actions"``: keep_actions, policies without a kernel).  Held: the regret checkpoints and,
+    with keep_actions, 2 bytes per round per run.  Segment tables are not in the estimate (they
+    are O(switches of arm), unknown in advance; a sink that needs more columns checks again
+    before replaying, :func:`_run_sunk`)."""
+    K = env.n_arms
+    T = int(T)
+    per_run = 0
+    if isinstance(policy, KernelPolicy):
+        per_run += _SEGMENT_BYTES * max(int(policy.row_capacity(T, K)), 1)
+    if isinstance(policy, KernelPolicy) and not keep_actions and policy.emits_segments():
+        play = "segments"
+        per_run += 4 * 8 * max(int(policy.segment_capacity(T, K)), 1)
+    elif (isinstance(policy, KernelPolicy) and not keep_actions
+          and getattr(type(policy), "action_sink", False)):
+        play = "sink"
+        per_run += 6 * 8 * sink_width(K)
+    else:
+        play = "actions"
+        per_run += 8 * T + (2 * T if keep_actions else 0)
+    held = runs * 8 * len(_checkpoints(T, 200)) + (2 * T * runs if keep_actions else 0)
+    concurrent = max(1, min(int(workers), int(runs)))
+    return {"bytes": _MEMORY_SLACK + concurrent * per_run + held, "per_run": per_run,
+            "held": held, "concurrent": concurrent, "play": play}
+
+
+def check_memory(policy: Policy, env: Environment, T: int, runs: int, workers: int = 1,
+                 keep_actions: bool = False, available: int | None = None) -> dict:
+    """:func:`memory_estimate`, refused (DpledgerError, exit 2 on the CLI) with the estimate and
+    what avoids it when it exceeds the memory available (``available``, default
+    :func:`available_memory`; unknown → no refusal)."""
+    est = memory_estimate(policy, env, T, runs, workers, keep_actions)
+    avail = available_memory() if available is None else int(available)
+    if avail is None or est["bytes"] <= avail:
+        return est
+    if keep_actions:
+        fix = "do not keep the actions (keep_actions=False)"
+    elif est["concurrent"] > 1 and est["concurrent"] * est["per_run"] > est["held"]:
+        fix = "use fewer --workers (each worker holds a run)"
+    else:
+        fix = "use a smaller --horizon"
+        if est["play"] == "actions":
+            fix += (f" (policy {policy.name!r} returns one action per round; kernel policies "
+                    "keep no per-round array)")
+    raise DpledgerError(
+        f"this simulation needs about {_fmt_bytes(est['bytes'])} ({est['concurrent']} run(s) at "
+        f"once of {_fmt_bytes(est['per_run'])} each, {_fmt_bytes(est['held'])} kept), more than "
+        f"the {_fmt_bytes(avail)} available; {fix}")
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
 def default_workers() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-__all__ = ["simulate", "SimulationResult", "run_generator", "checkpoints", "default_workers"]
+__all__ = ["simulate", "SimulationResult", "run_generator", "checkpoints", "default_workers",
+           "memory_estimate", "check_memory", "available_memory"]

@@ -17,6 +17,7 @@ import sys
 import time
 
 from dpledger.errors import DpledgerError, InvariantViolation
+from dpledger.progress import Bar
 
 
 def register(sub) -> None:
@@ -58,18 +59,20 @@ def _num(name: str, text: str, kind=float):
 
 
 class _Progress:
+    """Trials done on stderr (a tqdm :class:`~dpledger.progress.Bar`, made at the first tick,
+    when the total is known; its clock starts there, so compilation is not in the ETA)."""
+
     def __init__(self, quiet: bool):
-        self.quiet = quiet
-        self.t0 = self.last = time.monotonic()
+        self.quiet, self.bar = quiet, None
 
     def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if self.quiet or now - self.last < 1.0:
-            return
-        self.last = now
-        rate = done / max(now - self.t0, 1e-9)
-        eta = (total - done) / rate if rate > 0 else float("nan")
-        sys.stderr.write(f"  trials {done}/{total}  ~{eta:.0f}s left\n")
+        if self.bar is None:
+            self.bar = Bar(total, "trial", quiet=self.quiet, desc="trials")
+        self.bar.set(done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,10 +101,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         sys.stderr.write(f"auditing {policy!r} ({args.mode}), {trials} trials per stream\n")
     t0 = time.monotonic()
-    res = audit_policy(policy, trials=trials, mode=args.mode, T=T, K=K, pair=pair, lo=lo, hi=hi,
-                       score=args.score, stop_at=stop, seed=seed, confidence=confidence,
-                       selection_fraction=fraction, workers=workers,
-                       progress=_Progress(args.quiet), sampler=args.sampler)
+    progress = _Progress(args.quiet)
+    try:
+        res = audit_policy(policy, trials=trials, mode=args.mode, T=T, K=K, pair=pair, lo=lo,
+                           hi=hi, score=args.score, stop_at=stop, seed=seed,
+                           confidence=confidence, selection_fraction=fraction, workers=workers,
+                           progress=progress, sampler=args.sampler)
+    finally:
+        progress.close()
     out = res.to_json()
     write_json_atomic(args.out, out)
     if not args.quiet:

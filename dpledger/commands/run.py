@@ -4,12 +4,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 from dpledger.accounting.schema import write_json_atomic, write_json_stream_atomic
 from dpledger.errors import DpledgerError, InvariantViolation
+from dpledger.progress import SimulationProgress
 from dpledger.policies import environments as E
 from dpledger.policies.registry import make_policy
 from dpledger.policies.simulator import simulate
@@ -43,7 +43,8 @@ def register(sub) -> None:
                         f"at most {AUTO_LEDGER_RECORDS:.0e} records; a path always writes, "
                         "'none' never — run.json keeps the worst-reward compositions either way)")
     p.add_argument("--plot", default=None, help="regret plot (PNG)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar on stderr and no summary on stdout")
     p.set_defaults(func=run)
 
 
@@ -115,23 +116,6 @@ def make_env(args) -> E.Environment:
     return E.table(load_table(args.table), lo, hi)
 
 
-class Progress:
-    """Runs done, on stderr, at most once a second, for runs that take more than a second."""
-
-    def __init__(self, total: int, quiet: bool):
-        self.total, self.done, self.quiet = total, 0, quiet
-        self.t0 = self.last = time.monotonic()
-
-    def __call__(self, n: int) -> None:
-        self.done += n
-        now = time.monotonic()
-        if not self.quiet and now - self.last >= 1.0:
-            self.last = now
-            rate = self.done / (now - self.t0)
-            eta = (self.total - self.done) / rate if rate > 0 else float("nan")
-            sys.stderr.write(f"  runs {self.done}/{self.total}  ~{eta:.0f}s left\n")
-
-
 def run(args: argparse.Namespace) -> int:
     from dpledger.report import build_run_report
     from dpledger.commands.show_summary import summary_text
@@ -143,9 +127,10 @@ def run(args: argparse.Namespace) -> int:
     if workers < 1:
         raise DpledgerError(f"--workers must be >= 1, got {workers}")
     deltas = [float(d) for d in args.delta] if args.delta else None
-    progress = Progress(R, args.quiet)
-    res = simulate(policy, env, T, seed=seed, runs=R, workers=workers, progress=progress,
-                   sampler=args.sampler)
+    # rounds (inside runs too) on stderr, ETA from the first tick on (compilation excluded)
+    with SimulationProgress(T, R, quiet=args.quiet) as progress:
+        res = simulate(policy, env, T, seed=seed, runs=R, workers=workers, progress=progress,
+                       sampler=args.sampler)
     report = build_run_report(res, deltas, sampler=args.sampler)
     write_json_atomic(args.out, report)
     ledger_out = args.ledger_out or os.path.splitext(args.out)[0] + ".ledger.json"

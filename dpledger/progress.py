@@ -1,0 +1,128 @@
+"""Progress bars on stderr for long work (issue 13): simulation rounds, sweep cells, audit trials.
+
+One bar type, :class:`Bar`, drawn by tqdm.  Its clock starts at the *first tick*, not at
+creation: whatever happens before the first unit of work is reported — numba compiling the
+kernels on a first run, ~30 s — is excluded from the rate and the ETA (the count at the first
+tick is tqdm's ``initial``, which tqdm leaves out of the rate; ``smoothing=0`` makes the rate
+the plain average since then, so the ETA is (total − n)·elapsed/(n − initial)).  A bar appears
+only after ``delay`` seconds of work (short runs print nothing), goes to stderr only (never to
+stdout, so ``--json`` output stays clean), and is not created at all when ``quiet``.  On a
+stderr that is not a terminal (CI logs) it redraws at most every 10 s, and work longer than
+``delay`` ends with one final line (totals, elapsed, rate).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Callable, TextIO
+
+
+class Bar:
+    """A tqdm bar of ``total`` ``unit`` s whose clock starts at the first tick (see module doc).
+
+    ``set(n)`` moves to an absolute count, ``add(k)`` by k; both are safe to call from a
+    progress thread.  ``clock`` (tests) replaces tqdm's time source."""
+
+    def __init__(self, total: int, unit: str, *, quiet: bool = False, desc: str | None = None,
+                 file: TextIO | None = None, delay: float = 1.0,
+                 clock: Callable[[], float] | None = None):
+        self.total, self.unit, self.quiet, self.desc = int(total), unit, quiet, desc
+        self.file, self.delay, self.clock = file, delay, clock
+        self.n = 0
+        self.bar = None
+        self._lock = threading.Lock()
+
+    def _open(self, n: int) -> None:
+        from tqdm import tqdm
+        out = self.file if self.file is not None else sys.stderr
+        tty = hasattr(out, "isatty") and out.isatty()
+        self.bar = tqdm(total=self.total, initial=n, unit=self.unit, unit_scale=True,
+                        desc=self.desc, file=out, smoothing=0, delay=self.delay,
+                        mininterval=0.5 if tty else 10.0, dynamic_ncols=tty, leave=True)
+        if self.clock is not None:          # tests: tqdm reads time through _time
+            self.bar._time = self.clock
+            self.bar.start_t = self.bar.last_print_t = self.clock()
+
+    def set(self, n: int, postfix: str | None = None) -> None:
+        if self.quiet:
+            return
+        with self._lock:
+            n = min(int(n), self.total)
+            if n <= self.n and postfix is None:
+                return
+            if self.bar is None:
+                if n <= 0:
+                    return
+                self.n = n
+                self._open(n)               # the first tick: the clock starts here
+            elif n > self.n:
+                self.bar.update(n - self.n)
+                self.n = n
+            if postfix is not None:
+                self.bar.set_postfix_str(postfix, refresh=False)
+
+    def add(self, k: int = 1, postfix: str | None = None) -> None:
+        self.set(self.n + int(k), postfix)
+
+    def rate_eta(self) -> tuple[float | None, float | None]:
+        """(units per second, seconds left) as the bar computes them; None before two ticks."""
+        if self.bar is None:
+            return None, None
+        d = self.bar.format_dict
+        done = d["n"] - d["initial"]
+        if not d["elapsed"] or done <= 0:
+            return None, None
+        rate = done / d["elapsed"]
+        return rate, (d["total"] - d["n"]) / rate
+
+    def line(self) -> str:
+        """The bar's current text (what it draws)."""
+        return "" if self.bar is None else self.bar.format_meter(**self.bar.format_dict)
+
+    def close(self) -> None:
+        with self._lock:
+            if self.bar is not None:
+                b = self.bar
+                now = b._time()
+                if b.last_print_t < b.start_t + b.delay and now - b.start_t >= b.delay:
+                    # longer than ``delay`` but never drawn (a non-terminal stderr redraws only
+                    # every 10 s): let tqdm draw the final line, so logs get the totals
+                    b.last_print_t = now
+                b.close()
+                self.bar = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class SimulationProgress:
+    """Progress of ``dpledger run``: rounds over all runs (``rounds``, called by the simulator's
+    progress thread with the rounds done so far, inside runs too) and runs done (``__call__``,
+    the simulator's per-run callback)."""
+
+    def __init__(self, horizon: int, runs: int, quiet: bool = False, **bar_args):
+        self.runs, self.done = int(runs), 0
+        self.bar = Bar(int(horizon) * int(runs), "round", quiet=quiet, **bar_args)
+
+    def __call__(self, n: int) -> None:
+        self.done += int(n)
+
+    def rounds(self, n: int) -> None:
+        self.bar.set(n, postfix=f"runs {self.done}/{self.runs}" if self.runs > 1 else None)
+
+    def close(self) -> None:
+        self.bar.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+__all__ = ["Bar", "SimulationProgress"]
