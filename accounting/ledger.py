@@ -518,7 +518,7 @@ class RewardLedger:
         return rq.per_reward(self, pt, limit, sample)
 
     def _signature_groups(self, pt: PieceTotals) -> np.ndarray:
-        return rq.signature_groups(pt)
+        return rq.signature_groups(pt, self.releases)
 
     def _inline_mu2_exact(self, run: int, arm: int, index: int) -> float:
         return rq.inline_mu2_exact(self, run, arm, index)

@@ -138,11 +138,27 @@ def column_groups(keys: np.ndarray) -> tuple[np.ndarray, int]:
     return ids, int(ids_sorted[-1]) + 1
 
 
-def signature_groups(pt: PieceTotals) -> np.ndarray:
-    """Group id per piece by its interned-release counts (inline Gaussian μ² aside)."""
-    if pt.counts.shape[0] == 0:
+def signature_groups(pt: PieceTotals, releases: Sequence[Release] | None = None) -> np.ndarray:
+    """Group id per piece by its release counts (inline Gaussian μ² aside); with the ledger's
+    ``releases``, interned releases of one normal form count as one (as in a
+    :class:`Composition`), so equal groups are equal compositions."""
+    counts = pt.counts if releases is None else _form_counts(pt.counts, releases)
+    if counts.shape[0] == 0:
         return np.zeros(pt.start.size, dtype=np.int64)
-    return column_groups(pt.counts)[0]
+    return column_groups(counts)[0]
+
+
+def _form_counts(counts: np.ndarray, releases: Sequence[Release]) -> np.ndarray:
+    """``counts`` (ids × pieces) with the rows of interned releases of one normal form added."""
+    from dpledger.accounting.composition import canonical
+    forms: dict[tuple, int] = {}
+    form = np.array([forms.setdefault(canonical(r).normal_form(), len(forms)) for r in releases],
+                    dtype=np.int64)
+    if len(forms) == len(releases):
+        return counts
+    out = np.zeros((len(forms), counts.shape[1]), dtype=np.int64)
+    np.add.at(out, form, counts)
+    return out
 
 
 def _summation_bound(n_terms_depth: int, abs_sum: float) -> float:
@@ -454,7 +470,7 @@ def n_distinct_compositions(ledger: "RewardLedger", limit: int = 2_000_000) -> i
     pt = piece_totals(ledger)
     if pt.start.size == 0:
         return 0
-    grp = signature_groups(pt)
+    grp = signature_groups(pt, ledger.releases)
     mu2 = pt.mu2_inline
     if pt.varying:
         expanded = per_reward(ledger, pt, limit)
@@ -524,12 +540,14 @@ def pareto_candidates(ints: np.ndarray, g: np.ndarray, tol: np.ndarray,
     for s in range(0, n, block):
         bX, blo, bhi = X[s:s + block], lo[s:s + block], hi[s:s + block]
         cX, clo = np.concatenate([fX, bX]), np.concatenate([flo, blo])
-        ge = np.all(cX[:, None, :] >= bX[None, :, :], axis=2)          # (front+block, block)
-        gt = np.any(cX[:, None, :] > bX[None, :, :], axis=2)
-        g_ge = clo[:, None] >= bhi[None, :]
-        g_gt = clo[:, None] > bhi[None, :]
-        dominated = np.any(ge & g_ge & (gt | g_gt), axis=0)
-        keep = np.flatnonzero(~dominated)
+        # (front + block) × block comparisons, one column at a time (no 3-d temporaries)
+        ge = clo[:, None] >= bhi[None, :]
+        gt = clo[:, None] > bhi[None, :]
+        for j in range(X.shape[1]):
+            a, b = cX[:, j, None], bX[None, :, j]
+            ge &= a >= b
+            gt |= a > b
+        keep = np.flatnonzero(~np.any(ge & gt, axis=0))
         keep_idx.append(order[s + keep])
         fX, flo = np.concatenate([fX, bX[keep]]), np.concatenate([flo, blo[keep]])
     return np.sort(np.concatenate(keep_idx))
@@ -548,8 +566,8 @@ def maximal_compositions(ledger: "RewardLedger") -> list[Composition]:
     # Gaussian μ² per piece: inline (reads included) + interned Gaussians (float, to rank)
     g = pt.mu2_inline + (_weighted(g_mu2, pt.counts) if len(ledger.releases) else 0.0)
     tol = KEY_REL_TOL * g + pt.mu2_abs_err
-    # 1. per signature (equal interned counts) the pieces whose μ² can be the group's largest
-    grp = signature_groups(pt)
+    # 1. per signature (equal release counts) the pieces whose μ² can be the group's largest
+    grp = signature_groups(pt, ledger.releases)
     n_groups = int(grp.max()) + 1
     low = np.full(n_groups, -np.inf)
     np.maximum.at(low, grp, g - tol)
