@@ -351,25 +351,25 @@ def test_worst_reward_over_more_than_256_near_tied_signatures():
 
 
 def test_float_ranking_under_cancellation_keeps_the_exact_maximum():
-    """A huge inline Gaussian row on reward 0 leaves the running μ² sum of later rewards with
-    an absolute error far above their differences: every reward whose float μ² is within the
-    summation bound is recomputed, so the exact maximum is found."""
+    """Two rewards of one signature: B (stream 0) with μ² = 1e-3, A (stream 1) with μ² =
+    1e-3·(1 + 1e-10) right after a reward of μ² = 1e12 — its running float sum lands on
+    9.77e-4 (one ulp of 1e12 is 1.2e-4).  The old 1e-9 relative window dropped A, the true
+    maximum; the summation bound keeps it."""
     led = RewardLedger()
-    n = 400
-    led.add_growing_prefix(0, 0, [1], [1], [1e12], starts=[0])
-    rng = np.random.default_rng(3)
-    vals = 1e-3 * (1 + rng.permutation(n - 1) * 1e-13)
-    led.add_growing_prefix(0, 0, np.arange(2, n + 1), np.ones(n - 1, np.int64), vals,
-                           starts=np.arange(1, n))
     lap = LaplaceRelease.from_epsilon(0.5)
-    led.add(0, 0, 1, n, lap)                 # rewards 1 … n−1 share one signature
-    led.set_stream_length(0, 0, n)
+    a = 1e-3 * (1 + 1e-10)
+    led.add_growing_prefix(0, 0, [1], [1], [1e-3], starts=[0])
+    led.add_growing_prefix(0, 1, [1, 2], [1, 1], [1e12, a], starts=[0, 1])
+    led.add(0, 0, 0, 1, lap)
+    led.add(0, 1, 1, 2, lap)
+    led.set_stream_length(0, 0, 1)
+    led.set_stream_length(0, 1, 2)
     pt = led.piece_totals()
-    assert pt.mu2_abs_err > 1e-6 * 1e-13     # the bound covers the cancellation
-    comps = led.maximal_compositions()
-    want = Composition.gaussian_total(float(vals.max()), [(lap, 1)])
-    assert want in comps
-    assert all(c.gdp_mu2() <= want.gdp_mu2() or c.gdp_mu2() > 1 for c in comps)
+    assert pt.mu2_inline[2] < 1e-3 < a                 # the float ranks A below B
+    assert pt.mu2_abs_err >= abs(pt.mu2_inline[2] - a)
+    want = Composition.gaussian_total(a, [(lap, 1)])
+    assert set(led.maximal_compositions()) == {want, Composition.gaussian_total(1e12)}
+    assert led.worst_reward().key == math.sqrt(1e12)
 
 
 def test_checks_count_a_bound_above_the_certificate_as_inconclusive():
