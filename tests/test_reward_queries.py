@@ -295,6 +295,15 @@ def test_cli_dp_ts_ucb_realized_equals_the_worst_run(tmp_path):
     assert led.worst_reward().key == worst_run
     assert rq.check_realized(led, real) == []
     assert main(["verify", str(out)]) == 0
+    # a block with bounds says so in the summary
+    from dpledger.commands.show_summary import summary_text
+    label = "bound: elementwise max over 70 maximal compositions"
+    rep["privacy"]["realized"]["upper_bounds"] = {"epsilon.pld": label}
+    rep["privacy"]["checks"]["inconclusive"] = ["epsilon.pld['1e-05']"]
+    text = summary_text(rep)
+    assert "realized epsilon.pld is an upper bound (elementwise max over 70 maximal " \
+           "compositions), not the exact maximum" in text
+    assert "inconclusive (a realized upper bound above the certificate): epsilon.pld" in text
 
 
 def test_verify_with_the_ledger_catches_a_lost_composition(tmp_path):
