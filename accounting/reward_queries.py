@@ -58,8 +58,8 @@ import numpy as np
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import mu_of_pure_epsilon
-from dpledger.accounting.releases import (GaussianRelease, NonPrivateRelease, Release,
-                                          UNBOUNDED, NOT_APPLICABLE)
+from dpledger.accounting.releases import (NOT_APPLICABLE, UNBOUNDED, GaussianRelease,
+                                          NonPrivateRelease, Release)
 
 if TYPE_CHECKING:       # pragma: no cover
     from dpledger.accounting.ledger import RewardLedger
@@ -572,9 +572,9 @@ def maximal_compositions(ledger: "RewardLedger") -> list[Composition]:
     low = np.full(n_groups, -np.inf)
     np.maximum.at(low, grp, g - tol)
     cand = np.flatnonzero(g + tol >= low[grp])
-    # one representative per (group, float μ²)
-    _, first = np.unique(np.stack([grp[cand].astype(np.float64), g[cand]]), axis=1,
-                         return_index=True)
+    # one representative per (group, float μ²) — a lexsort, not np.unique(axis=1) (slow)
+    ids, _ = column_groups(np.stack([grp[cand].astype(np.float64), g[cand]]))
+    _, first = np.unique(ids, return_index=True)
     reps = cand[np.sort(first)]
     # 2. float Pareto filter over (non-Gaussian counts by normal form, Gaussian μ²)
     ints = np.zeros((reps.size, n_cols), dtype=np.int64)
@@ -642,7 +642,6 @@ def elementwise_max(compositions: Sequence[Composition]) -> Composition:
     counts: dict[tuple, tuple[Release, int]] = {}
     mu2 = 0.0
     for c in compositions:
-        g = 0.0
         gterms = []
         for r, n in c.items:
             if isinstance(r, GaussianRelease):
@@ -651,8 +650,7 @@ def elementwise_max(compositions: Sequence[Composition]) -> Composition:
                 nf = r.normal_form()
                 if nf not in counts or counts[nf][1] < n:
                     counts[nf] = (r, n)
-        g = math.fsum(gterms)
-        mu2 = max(mu2, g)
+        mu2 = max(mu2, math.fsum(gterms))
     return Composition.gaussian_total(mu2, list(counts.values()))
 
 
