@@ -29,7 +29,8 @@ under domination, so the realized maximum over every reward equals the maximum o
 (undominated) compositions.  :func:`maximal_compositions` finds them all: per group of equal
 release counts the pieces with the largest μ², a float Pareto filter that drops only pieces
 dominated beyond their error bounds, exact compositions of the survivors, then the exact filter
-:func:`dpledger.accounting.composition.maximal_compositions`.
+(:func:`exact_front`: the set :func:`dpledger.accounting.composition.maximal_compositions`
+defines, in O(n·|front|)).
 
 **The realized block** (:func:`realized_privacy`).  Up to :data:`EXACT_FRONT_LIMIT` maximal
 compositions, every value is the exact maximum over them (:func:`privacy_block`).  Beyond it, the
@@ -553,12 +554,40 @@ def pareto_candidates(ints: np.ndarray, g: np.ndarray, tol: np.ndarray,
     return np.sort(np.concatenate(keep_idx))
 
 
+def exact_front(compositions: Sequence[Composition]) -> list[Composition]:
+    """The distinct compositions not dominated by another, in canonical (JSON) order: the set
+    :func:`dpledger.accounting.composition.maximal_compositions` defines (non-Gaussian counts by
+    normal form, Gaussian parts by total μ²), found by :func:`pareto_candidates` with zero
+    tolerance — O(n·|front|) instead of its O(n²)."""
+    import json
+    distinct = list(dict.fromkeys(compositions))
+    if len(distinct) <= 1:
+        return distinct
+    forms: dict[tuple, int] = {}
+    feats, g = [], np.zeros(len(distinct))
+    for i, c in enumerate(distinct):
+        feat: dict[int, int] = {}
+        mu2 = 0.0
+        for r, n in c.items:
+            if isinstance(r, GaussianRelease):
+                mu2 += n * r.mu2
+            else:
+                feat[forms.setdefault(r.normal_form(), len(forms))] = n
+        feats.append(feat)
+        g[i] = mu2
+    ints = np.zeros((len(distinct), len(forms)), dtype=np.int64)
+    for i, feat in enumerate(feats):
+        for k, v in feat.items():
+            ints[i, k] = v
+    keep = pareto_candidates(ints, g, np.zeros(len(distinct)))
+    return sorted((distinct[i] for i in keep.tolist()), key=lambda c: json.dumps(c.to_json()))
+
+
 def maximal_compositions(ledger: "RewardLedger") -> list[Composition]:
     """Every maximal per-reward composition of the ledger, exactly, with no cap (module
     docstring): the realized maximum over every reward of every run is the maximum over
     these.  Cost: the pieces once, a Pareto scan over the per-signature candidates, one exact
     composition per survivor."""
-    from dpledger.accounting.composition import maximal_compositions as exact_front
     pt = piece_totals(ledger)
     if pt.start.size == 0:
         return []
@@ -613,7 +642,6 @@ def worst_reward(ledger: "RewardLedger", deltas: Sequence[float] = (1e-9,),
         # a dominated composition never has the larger ε at any δ (every accountant is
         # monotone under domination): only the maximal ones among the tied are evaluated
         from dpledger.accounting.accountants import BestAccountant
-        from dpledger.accounting.composition import maximal_compositions as exact_front
         acc, dmin = BestAccountant(), min(deltas)
         eps = {c: acc.epsilon(c, dmin, adaptive) for c in exact_front(distinct)}
         top_eps = max(eps.values())
@@ -662,7 +690,6 @@ def realized_privacy(compositions: Sequence[Composition], deltas: Sequence[float
     value that is a bound (``"epsilon.pld"``, ``"epsilon.pure"``, ``"epsilon_at_delta"``) to its
     label; it is present only when some value is one.  ``unbounded`` when a reward was read
     without noise."""
-    from dpledger.accounting.composition import maximal_compositions as exact_front
     from dpledger.accounting.schema import privacy_block
     comps = list(compositions)
     unbounded = any(c.status("gdp") == UNBOUNDED and math.isinf(c.pure_epsilon()) for c in comps)

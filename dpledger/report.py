@@ -25,8 +25,9 @@ import numpy as np
 
 from dpledger.accounting.accountants import OK
 from dpledger.accounting.certificate import Certificate, Theorem
-from dpledger.accounting.composition import Composition, maximal_compositions
+from dpledger.accounting.composition import Composition
 from dpledger.accounting.numerics import le_tol
+from dpledger.accounting.reward_queries import exact_front
 from dpledger.accounting.reward_queries import realized_privacy as _realized_privacy
 from dpledger.accounting.schema import (ACCOUNTANT_ORDER, SCHEMA_VERSION, delta_key, parse_deltas,
                                         privacy_block)
@@ -83,7 +84,7 @@ def realized_block(compositions: Sequence[Composition], deltas: Sequence[float],
 def _stored(compositions: Sequence[Composition]) -> list[Composition]:
     """The compositions ``verify`` needs to recompute the realized block: the maximal ones,
     all of them."""
-    return maximal_compositions(compositions)
+    return exact_front(compositions)
 
 
 def checks(theorem: dict, certificate: dict, realized: dict) -> dict:

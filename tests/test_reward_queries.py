@@ -262,6 +262,28 @@ def test_pareto_candidates_against_pairwise_definition():
         assert want <= wide
 
 
+def test_exact_front_equals_the_plain_definition():
+    """:func:`rq.exact_front` (a Pareto scan) returns what composition.maximal_compositions
+    (the O(n²) definition) does, in the same order — with repeated compositions, releases of
+    one normal form under two parametrisations, and Gaussian parts of equal total μ² split
+    differently (equal coordinates: both kept)."""
+    rng = np.random.default_rng(11)
+    pool = POOL[:6]
+    comps = []
+    for _ in range(900):
+        pairs = [(pool[i], int(rng.integers(1, 4))) for i in rng.choice(6, rng.integers(0, 4),
+                                                                        replace=False)]
+        if rng.random() < 0.3:
+            mu2 = float(rng.choice([0.5, 1.0]))
+            pairs += ([(GaussianRelease.from_mu(math.sqrt(mu2)), 1)] if rng.random() < 0.5 else
+                      [(GaussianRelease.from_mu(math.sqrt(mu2 / 4)), 4)])
+        comps.append(Composition.of(pairs))
+    comps += comps[:50]
+    want = maximal_compositions(comps)
+    assert 5 < len(want) < 200
+    assert rq.exact_front(comps) == want
+
+
 # -- the issue's repros, and caps that were in the old code -------------------------------------
 def test_600_rewards_with_growing_laplace_counts_realize_pure_epsilon_6():
     """Reward i carries i+1 copies of Lap(ε = 0.01): the worst is reward 599 with ε = 6.0 (the
