@@ -27,8 +27,8 @@ from dpledger.accounting.accountants import OK
 from dpledger.accounting.certificate import Certificate, Theorem
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.numerics import le_tol
+from dpledger.accounting.realized import realized_privacy as _realized_privacy
 from dpledger.accounting.reward_queries import exact_front
-from dpledger.accounting.reward_queries import realized_privacy as _realized_privacy
 from dpledger.accounting.schema import (ACCOUNTANT_ORDER, SCHEMA_VERSION, delta_key, parse_deltas,
                                         privacy_block)
 from dpledger.policies.simulator import SimulationResult, run_certificate
@@ -66,7 +66,7 @@ def realized_privacy(compositions: Sequence[Composition], deltas: Sequence[float
                      adaptive: bool) -> dict:
     """The privacy block of a ledger's maximal compositions: every value the maximum over every
     reward, exact or a sound upper bound named under ``upper_bounds``
-    (:func:`dpledger.accounting.reward_queries.realized_privacy`); ``verify`` recomputes exactly
+    (:func:`dpledger.accounting.realized.realized_privacy`); ``verify`` recomputes exactly
     this from the stored compositions."""
     return _realized_privacy(compositions, deltas, adaptive)
 

@@ -45,7 +45,7 @@ def verify_report(report: Any, ledger=None) -> list[str]:
     """Problems found (empty when every number re-derives and every invariant holds).  With the
     run's ``ledger`` (a RewardLedger), the realized block's largest pure ε and GDP μ² are also
     checked against the ledger by an independent route
-    (:func:`dpledger.accounting.reward_queries.check_realized`): recomputing from the stored
+    (:func:`dpledger.accounting.realized.check_realized`): recomputing from the stored
     compositions alone cannot notice compositions missing from them."""
     if not isinstance(report, dict):
         raise DpledgerError("run.json must hold a JSON object")
@@ -75,7 +75,7 @@ def verify_report(report: Any, ledger=None) -> list[str]:
     _same({k: realized.get(k) for k in _REALIZED_DERIVED},
           {k: stored_realized.get(k) for k in _REALIZED_DERIVED}, "privacy.realized", problems)
     if ledger is not None:
-        from dpledger.accounting.reward_queries import check_realized
+        from dpledger.accounting.realized import check_realized
         problems += check_realized(ledger, stored_realized)
     recomputed = checks(theorem, certificate, dict(stored_realized, **realized))
     _same(recomputed, priv["checks"], "privacy.checks", problems)

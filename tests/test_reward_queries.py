@@ -22,6 +22,7 @@ import math
 import numpy as np
 import pytest
 
+from dpledger.accounting import realized as rz
 from dpledger.accounting import reward_queries as rq
 from dpledger.accounting.accountants import ACCOUNTANTS
 from dpledger.accounting.composition import Composition, maximal_compositions
@@ -209,7 +210,7 @@ def test_realized_block_is_the_maximum_over_every_reward(case):
     k, d = delta_key(DELTAS[-1]), DELTAS[-1]
     assert block["epsilon"]["gdp"][k] == max(ACCOUNTANTS["gdp"].epsilon(c, d) for c in front)
     assert block["epsilon"]["rdp"][k] == max(ACCOUNTANTS["rdp"].epsilon(c, d) for c in front)
-    if len(front) <= rq.EXACT_FRONT_LIMIT:
+    if len(front) <= rz.EXACT_FRONT_LIMIT:
         assert "upper_bounds" not in block
         assert block == privacy_block(front, DELTAS)
     else:
@@ -236,7 +237,7 @@ def test_realized_block_is_the_maximum_over_every_reward(case):
 
 def test_scalar_maxima_sweep_agrees_with_brute_force(case):
     _, led, _, distinct, _ = case
-    ref = rq.scalar_maxima(led)
+    ref = rz.scalar_maxima(led)
     pure = max(c.pure_epsilon() for c in distinct)
     mu2 = max(c.gdp_mu2() for c in distinct)
     if math.isinf(pure):
@@ -315,7 +316,7 @@ def test_cli_dp_ts_ucb_realized_equals_the_worst_run(tmp_path):
     assert real["gdp_mu"] == worst_run
     led = RewardLedger.from_json(json.loads((tmp_path / "run.ledger.json").read_text()))
     assert led.worst_reward().key == worst_run
-    assert rq.check_realized(led, real) == []
+    assert rz.check_realized(led, real) == []
     assert main(["verify", str(out)]) == 0
     # a block with bounds says so in the summary
     from dpledger.commands.show_summary import summary_text
@@ -345,9 +346,9 @@ def test_verify_with_the_ledger_catches_a_lost_composition(tmp_path):
     kept = [c for c in comps if c != worst]
     real = dict(realized_privacy(kept, DELTAS, adaptive=False),
                 compositions=[c.to_json() for c in kept])
-    assert rq.check_realized(led, dict(realized_privacy(comps, DELTAS, False),
+    assert rz.check_realized(led, dict(realized_privacy(comps, DELTAS, False),
                                        compositions=[c.to_json() for c in comps])) == []
-    problems = rq.check_realized(led, real)
+    problems = rz.check_realized(led, real)
     assert problems and "pure_epsilon" in problems[0]
     # the same through verify_report, on a run.json whose realized block is that one
     from dpledger.policies.registry import make_policy
