@@ -601,17 +601,58 @@ def maximal_compositions(ledger: "RewardLedger") -> list[Composition]:
 # -- worst reward ------------------------------------------------------------------------------
 def worst_reward(ledger: "RewardLedger", deltas: Sequence[float] = (1e-9,),
                  runs: Iterable[int] | None = None, adaptive: bool = True) -> WorstReward | None:
-    """argmax of pure ε (of μ when Gaussian releases are present); ties by the larger ε at
-    the smallest δ, then by the earliest (run, round).  None for an empty ledger.  Every piece
-    whose float key can reach the maximum (:func:`_candidates`) is recomputed exactly; no cap."""
+    """argmax of pure ε (of μ when Gaussian releases are present) over the rewards of ``runs``
+    (all by default); ties by the larger ε at the smallest δ, then by the earliest (run,
+    round).  None for an empty ledger.  Every piece whose float key can reach the maximum
+    (:func:`_candidates`) is recomputed exactly; no cap."""
     pt = piece_totals(ledger)
-    if runs is not None:
-        keep = np.isin(pt.run, np.fromiter(runs, dtype=np.int64))
-        pt = pt.select(keep)
-    if pt.start.size == 0:
-        return None
+    key, currency = _memo_keys(ledger, pt)
+    if runs is None:
+        pieces = np.arange(pt.start.size)
+    else:
+        pieces = np.flatnonzero(np.isin(pt.run, np.fromiter(runs, dtype=np.int64)))
+    return _worst_among(ledger, pt, key, currency, pieces, deltas, adaptive)
+
+
+def worst_rewards_by_run(ledger: "RewardLedger", runs: Iterable[int],
+                         deltas: Sequence[float] = (1e-9,),
+                         adaptive: bool = True) -> dict[int, WorstReward | None]:
+    """``{run: worst_reward(ledger, deltas, runs=[run], adaptive)}`` with the keys computed
+    once (pieces come in (run, arm) order, so each run's pieces are one slice)."""
+    pt = piece_totals(ledger)
+    key, currency = _memo_keys(ledger, pt)
+    run = np.asarray(pt.run, dtype=np.int64)
+    ordered = run.size < 2 or bool(np.all(run[1:] >= run[:-1]))
+    out = {}
+    for r in runs:
+        if ordered:
+            lo, hi = np.searchsorted(run, [r, r + 1])
+            pieces = np.arange(lo, hi)
+        else:
+            pieces = np.flatnonzero(run == r)
+        out[r] = _worst_among(ledger, pt, key, currency, pieces, deltas, adaptive)
+    return out
+
+
+def _memo_keys(ledger: "RewardLedger", pt: PieceTotals) -> tuple[np.ndarray, str]:
+    """:func:`piece_keys` of the ledger's memoised piece totals, memoised with them."""
+    cached = getattr(ledger, "_key_cache", None)
+    if cached is not None and cached[0] is pt:
+        return cached[1], cached[2]
     key, currency = piece_keys(ledger, pt)
-    tied = _candidates(key, key_tolerance(pt, key, currency))
+    ledger._key_cache = (pt, key, currency)
+    return key, currency
+
+
+def _worst_among(ledger: "RewardLedger", pt: PieceTotals, key: np.ndarray, currency: str,
+                 pieces: np.ndarray, deltas: Sequence[float],
+                 adaptive: bool) -> WorstReward | None:
+    """The worst reward among ``pieces`` (indices into ``pt``), by the rules of
+    :func:`worst_reward`."""
+    if pieces.size == 0:
+        return None
+    k = key[pieces]
+    tied = pieces[_candidates(k, key_tolerance(pt, k, currency))]
     comps = dict(zip(tied.tolist(), piece_compositions(ledger, pt, tied)))
     value_of: dict[Composition, float] = {}
     for c in comps.values():
@@ -622,13 +663,11 @@ def worst_reward(ledger: "RewardLedger", deltas: Sequence[float] = (1e-9,),
     tied = [p for p, v in exact_key.items() if v >= best * (1 - 1e-12) or v == best]
     distinct = list(dict.fromkeys(comps[p] for p in tied))
     if len(distinct) > 1 and math.isfinite(best):
-        # a dominated composition never has the larger ε at any δ (every accountant is
-        # monotone under domination): only the maximal ones among the tied are evaluated
         from dpledger.accounting.accountants import BestAccountant
         acc, dmin = BestAccountant(), min(deltas)
-        eps = {c: acc.epsilon(c, dmin, adaptive) for c in exact_front(distinct)}
+        eps = {c: acc.epsilon(c, dmin, adaptive) for c in distinct}
         top_eps = max(eps.values())
-        tied = [p for p in tied if eps.get(comps[p], -math.inf) >= top_eps * (1 - 1e-12)]
+        tied = [p for p in tied if eps[comps[p]] >= top_eps * (1 - 1e-12)]
 
     def round_of(p: int):
         return ledger.round_of(int(pt.run[p]), int(pt.arm[p]), int(pt.start[p]))

@@ -28,7 +28,7 @@ from dpledger.accounting.certificate import Certificate, Theorem
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.numerics import le_tol
 from dpledger.accounting.realized import realized_privacy as _realized_privacy
-from dpledger.accounting.reward_queries import exact_front
+from dpledger.accounting.reward_queries import exact_front, worst_rewards_by_run
 from dpledger.accounting.schema import (ACCOUNTANT_ORDER, SCHEMA_VERSION, delta_key, parse_deltas,
                                         privacy_block)
 from dpledger.policies.simulator import SimulationResult, run_certificate
@@ -178,8 +178,9 @@ def build_run_report(res: SimulationResult, deltas: Sequence[float] | None = Non
         worst_json = {"run": worst.reward.run, "round": worst.reward.round, "arm": worst.reward.arm,
                       "index": worst.reward.index, "ranked_by": worst.currency}
     per_run = []
+    worst_of_run = worst_rewards_by_run(ledger, res.run_indices, deltas)
     for run in res.run_indices:
-        w = ledger.worst_reward(deltas, runs=[run])
+        w = worst_of_run[run]
         entry = {"run": run, "pure_epsilon": None, "gdp_mu": None}
         if w is not None:
             pe = w.composition.pure_epsilon()
@@ -232,8 +233,9 @@ def _across_runs(ledger, runs, deltas, adaptive) -> dict:
     the R per-run compositions.  Bounded here by composing each run's worst composition (a
     valid upper bound for every row)."""
     parts = []
+    worst_of_run = worst_rewards_by_run(ledger, runs, deltas)
     for run in runs:
-        w = ledger.worst_reward(deltas, runs=[run])
+        w = worst_of_run[run]
         if w is not None:
             parts.extend(w.composition.items)
     comp = Composition.of(parts) if parts else Composition()

@@ -188,7 +188,11 @@ def test_worst_reward_is_the_brute_force_maximum(case):
     def value(c):
         return c.pure_epsilon() if currency == "pure" else c.gdp_mu2()
 
-    for runs in (None, [0]):
+    all_runs = sorted({k[0] for k in comps})
+    by_run = rq.worst_rewards_by_run(led, all_runs, DELTAS)
+    for r in all_runs:
+        assert by_run[r] == led.worst_reward(DELTAS, runs=[r])
+    for runs in [None] + [[r] for r in all_runs]:
         pool = {k: c for k, c in comps.items() if runs is None or k[0] in runs}
         top = max(value(c) for c in pool.values())
         w = led.worst_reward(DELTAS, runs=runs)
@@ -419,3 +423,21 @@ def test_checks_count_a_bound_above_the_certificate_as_inconclusive():
     assert chk["realized_le_certificate"]
     assert chk["inconclusive"] == [f"epsilon.pld[{delta_key(d)}]" for d in sorted(DELTAS,
                                                                                  reverse=True)]
+
+
+def test_round_of_is_the_pull_round():
+    """round_of (a binary search in the stream's segments) against the action sequence; None
+    past a stream's end and for a stream without segments."""
+    rng = np.random.default_rng(4)
+    led = RewardLedger()
+    acts = {}
+    for run in (0, 2):
+        acts[run] = np.repeat(rng.integers(0, 3, 400), rng.integers(1, 5, 400))
+        led.add_actions(run, acts[run], first_round=1 + run)
+    for run, a in acts.items():
+        for arm in range(3):
+            rounds = np.flatnonzero(a == arm) + 1 + run
+            got = [led.round_of(run, arm, i) for i in range(rounds.size)]
+            assert got == rounds.tolist()
+            assert led.round_of(run, arm, rounds.size) is None
+    assert led.round_of(1, 0, 0) is None
