@@ -173,7 +173,7 @@ def scalar_maxima(ledger: "RewardLedger") -> dict:
     increase).  Returns {"pure_epsilon", "gdp_mu2", "pure_err", "gdp_err"}: the maxima (∞ when
     some reward has no finite value) and bounds on their floating-point error."""
     streams = ledger.streams()
-    if not streams:
+    if sum(streams.values()) == 0:          # no rewards: the empty composition's values
         return {"pure_epsilon": 0.0, "gdp_mu2": 0.0, "pure_err": 0.0, "gdp_err": 0.0}
     keys = np.array([r * (1 << 20) + a for r, a in streams], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(list(streams.values()))]).astype(np.int64)

@@ -441,3 +441,37 @@ def test_round_of_is_the_pull_round():
             assert got == rounds.tolist()
             assert led.round_of(run, arm, rounds.size) is None
     assert led.round_of(1, 0, 0) is None
+
+
+def test_small_ledgers_maximal_compositions_and_scalars_equal_brute_force():
+    """Hypothesis over small ledgers (rows, trees, inline Gaussian rows, empty streams; the
+    strategy and the reward-by-reward brute force of test_ledger.py): the maximal compositions
+    are those of every reward's composition; the realized scalar currencies and GDP / RDP ε(δ)
+    are the maxima over every reward; the sweep check agrees."""
+    from hypothesis import given
+    from test_ledger import SETTINGS, brute, build, ledger_ops, normalise
+
+    @SETTINGS
+    @given(ledger_ops)
+    def check(ops):
+        ops = normalise(ops)
+        led = build(ops)
+        comps, _, _, _ = brute(ops)
+        distinct = list(dict.fromkeys(comps.values()))
+        front = led.maximal_compositions()
+        assert set(front) == set(maximal_compositions(distinct))
+        block = dict(realized_privacy(front, DELTAS, adaptive=True),
+                     compositions=[c.to_json() for c in front])
+        if block["pure_epsilon_status"] == "unbounded":
+            return
+        pure = max([c.pure_epsilon() for c in distinct] or [0.0])
+        assert block["pure_epsilon"] == (pure if math.isfinite(pure) else None)
+        assert block["zcdp_rho"] == max([c.zcdp_rho() for c in distinct] or [0.0])
+        d, k = DELTAS[0], delta_key(DELTAS[0])
+        for acc in ("gdp", "rdp"):
+            if block["epsilon_status"][acc][k] == "ok" and distinct:
+                assert block["epsilon"][acc][k] == max(ACCOUNTANTS[acc].epsilon(c, d, True)
+                                                       for c in distinct)
+        assert rz.check_realized(led, block) == []
+
+    check()
