@@ -308,12 +308,17 @@ def piece_keys(ledger: "RewardLedger", pt: PieceTotals) -> tuple[np.ndarray, str
 
 
 def _weighted(per_id: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Σ_i per_id[i]·counts[i, p] with 0·∞ = 0 (a release a piece never received costs it
-    nothing)."""
-    with np.errstate(invalid="ignore"):
-        terms = per_id[:, None] * counts
-    terms[counts == 0] = 0.0
-    return terms.sum(axis=0)
+    """Σ_i per_id[i]·counts[i, p], one release at a time (no ids × pieces temporary), with
+    0·∞ = 0: a release a piece never received costs it nothing."""
+    out = np.zeros(counts.shape[1])
+    for i, v in enumerate(per_id.tolist()):
+        if v == 0.0:
+            continue
+        if math.isinf(v):
+            out[counts[i] > 0] = math.inf
+        else:
+            out += v * counts[i]
+    return out
 
 
 def key_tolerance(pt: PieceTotals, key: np.ndarray, currency: str) -> np.ndarray:
