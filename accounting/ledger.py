@@ -451,6 +451,8 @@ class RewardLedger:
                         np.ascontiguousarray(queries, dtype=np.int64), out)
         return out
 
+    _reads_mu2 = reads_mu2          # the name callers used before the query layer moved out
+
     def posterior_read_mu2(self, run: int, arm: int, indices) -> np.ndarray:
         """The posterior reads' μ² of rewards ``indices`` of stream (run, arm)."""
         idx = np.atleast_1d(np.asarray(indices, dtype=np.int64))
