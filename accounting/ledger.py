@@ -27,24 +27,24 @@ Storage, all numpy columns, appended in bulk:
 * **segments** ``(run, arm, first_index, first_round, stride, length)``: the index → round map;
 * **streams**: the number of observations of each (run, arm).
 
-Per-reward totals use difference arrays over the *breakpoints* of each stream (every start
-and stop), so their cost grows with rows, not with rewards: exact integer counts per release id
-and a float64 Σμ² for inline Gaussians (used to rank; the worst reward is recomputed exactly).  Pieces with equal counts share one composition,
-computed once.
+This module holds the storage (the tables above, appends, segments, trees, the posterior
+reads' per-reward μ²) and its serialisation (JSON, compact, merge, dp_accounting).  The
+per-reward queries — piece totals, signature groups, maximal compositions, the worst reward,
+the realized block — read it from :mod:`dpledger.accounting.reward_queries`; the ledger's
+methods of those names delegate there.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from dpledger.accounting import reward_queries as rq
 from dpledger.accounting.composition import Composition
-from dpledger.accounting.gdp import mu_of_pure_epsilon
 from dpledger.accounting.posterior_reads import READ_FIELDS
-from dpledger.accounting.releases import (GaussianRelease, NonPrivateRelease, Release,
-                                          release_from_json, release_to_json)
+from dpledger.accounting.releases import Release, release_from_json, release_to_json
+from dpledger.accounting.reward_queries import (PieceTotals, RewardRef,  # noqa: F401 (re-exported)
+                                                WorstReward)
 from dpledger.errors import DpledgerError
 
 ROW_FIELDS = ("run", "arm", "start", "stop", "release_id", "count")
@@ -85,25 +85,6 @@ def _as_col(name: str, values, n: int | None = None, owned: bool = False) -> np.
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
             raise DpledgerError(f"ledger column {name!r} must hold integers")
     return arr.astype(dtype, copy=True).ravel()
-
-
-def _column_groups(keys: np.ndarray) -> tuple[np.ndarray, int]:
-    """Group ids of the columns of ``keys`` (k, N) — equal columns share an id, ids ordered
-    like the sorted columns — and the number of groups.  A lexsort: ``np.unique(axis=…)``
-    sorts a void view and took 7 s for 2 × 2e6 floats (this takes 0.3 s)."""
-    n = keys.shape[1]
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), 0
-    if keys.shape[0] > 1 and bool(np.all(keys[0] == keys[0, 0])):
-        return _column_groups(keys[1:])         # a constant first key: sort the rest only
-    order = np.lexsort(keys[::-1]) if keys.shape[0] > 1 else np.argsort(keys[0], kind="stable")
-    sk = keys[:, order]
-    new = np.ones(n, dtype=bool)
-    new[1:] = np.any(sk[:, 1:] != sk[:, :-1], axis=0)
-    ids_sorted = np.cumsum(new) - 1
-    ids = np.empty(n, dtype=np.int64)
-    ids[order] = ids_sorted
-    return ids, int(ids_sorted[-1]) + 1
 
 
 class _Table:
@@ -153,51 +134,6 @@ class _Table:
 
     def __len__(self) -> int:
         return sum(c[0].size for c in self._chunks)
-
-
-@dataclass(frozen=True)
-class RewardRef:
-    run: int
-    arm: int
-    index: int
-    round: int | None
-
-
-@dataclass(frozen=True)
-class WorstReward:
-    """The worst-off reward (SPEC §2 tie rules) and its exact composition."""
-
-    reward: RewardRef
-    composition: Composition
-    key: float                  # pure ε, or GDP μ when the ledger holds Gaussian releases
-    currency: str               # "pure" or "gdp"
-
-
-@dataclass
-class PieceTotals:
-    """Per-piece totals: a piece is a maximal range of one stream on which every record but
-    the posterior reads is constant.  ``counts[i, p]`` counts interned release ``i``;
-    ``mu2_inline[p]`` is Σμ² of the inline Gaussian rows plus ``mu2_reads[p]``, the posterior
-    reads' μ² of the piece's *first* reward.  Posterior reads never increase along a stream, so
-    ``mu2_inline[p]`` is the piece's maximum, attained at its first reward; without posterior
-    reads every reward of a piece has the same composition (``varying`` is False)."""
-
-    run: np.ndarray
-    arm: np.ndarray
-    start: np.ndarray
-    stop: np.ndarray
-    counts: np.ndarray
-    mu2_inline: np.ndarray
-    mu2_reads: np.ndarray | None = None
-
-    @property
-    def varying(self) -> bool:
-        return self.mu2_reads is not None and bool(np.any(self.mu2_reads > 0))
-
-    def select(self, keep: np.ndarray) -> "PieceTotals":
-        return PieceTotals(self.run[keep], self.arm[keep], self.start[keep], self.stop[keep],
-                           self.counts[:, keep], self.mu2_inline[keep],
-                           None if self.mu2_reads is None else self.mu2_reads[keep])
 
 
 class RewardLedger:
@@ -435,13 +371,18 @@ class RewardLedger:
         return {f: np.concatenate([p[f] for p in parts]) for f in ROW_FIELDS}
 
     def round_of(self, run: int, arm: int, index: int) -> int | None:
-        seg = self.segments
-        m = ((seg["run"] == run) & (seg["arm"] == arm) & (seg["first_index"] <= index)
-             & (index < seg["first_index"] + seg["length"]))
-        if not m.any():
+        """The round of reward (run, arm, index), from the segments; None when no segment
+        holds it.  A binary search in the stream's segments (the worst-reward tie rule asks
+        this once per tied piece; a scan of the whole table took 0.3 ms each)."""
+        ukeys, lo, hi, fi, fr, st, ln = self._segment_index()
+        key = int(run) * (1 << 20) + int(arm)
+        j = int(np.searchsorted(ukeys, key))
+        if j >= ukeys.size or ukeys[j] != key:
             return None
-        i = int(np.flatnonzero(m)[0])
-        return int(seg["first_round"][i] + seg["stride"][i] * (index - seg["first_index"][i]))
+        i = int(lo[j]) + int(np.searchsorted(fi[lo[j]:hi[j]], index, side="right")) - 1
+        if i < lo[j] or not index < fi[i] + ln[i]:
+            return None
+        return int(fr[i] + st[i] * (index - fi[i]))
 
     # -- posterior reads ----------------------------------------------------------------
     def _segment_index(self):
@@ -465,8 +406,8 @@ class RewardLedger:
         self._seg_index = (tag, index)
         return index
 
-    def _reads_mu2(self, run: np.ndarray, arm: np.ndarray, q_lo: np.ndarray, q_hi: np.ndarray,
-                   queries: np.ndarray) -> np.ndarray:
+    def reads_mu2(self, run: np.ndarray, arm: np.ndarray, q_lo: np.ndarray, q_hi: np.ndarray,
+                  queries: np.ndarray) -> np.ndarray:
         """Posterior-read μ² of rewards ``queries``: the block ``q_lo[s] … q_hi[s]−1`` (indices
         ascending) belongs to stream (run[s], arm[s]); streams without reads give 0."""
         out = np.zeros(queries.size, dtype=np.float64)
@@ -510,11 +451,13 @@ class RewardLedger:
                         np.ascontiguousarray(queries, dtype=np.int64), out)
         return out
 
+    _reads_mu2 = reads_mu2          # the name callers used before the query layer moved out
+
     def posterior_read_mu2(self, run: int, arm: int, indices) -> np.ndarray:
         """The posterior reads' μ² of rewards ``indices`` of stream (run, arm)."""
         idx = np.atleast_1d(np.asarray(indices, dtype=np.int64))
         order = np.argsort(idx, kind="stable")
-        vals = self._reads_mu2(np.array([run]), np.array([arm]), np.array([0]),
+        vals = self.reads_mu2(np.array([run]), np.array([arm]), np.array([0]),
                                np.array([idx.size]), idx[order])
         out = np.empty_like(vals)
         out[order] = vals
@@ -552,289 +495,65 @@ class RewardLedger:
         return {f: (np.concatenate(v) if v else
                     np.zeros(0, np.float64 if f == "mu2" else np.int64)) for f, v in parts.items()}
 
-    def _reads_of_pieces(self, pt: PieceTotals, q_first: np.ndarray,
-                         queries: np.ndarray) -> np.ndarray:
-        """Posterior-read μ² of rewards ``queries``, laid out piece by piece: piece p's (indices
-        ascending) start at ``q_first[p]``.  Pieces come in stream order, so each stream's
-        queries form one block."""
-        run = np.asarray(pt.run, dtype=np.int64)
-        arm = np.asarray(pt.arm, dtype=np.int64)
-        keys = run * (1 << 20) + arm
-        fp = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else keys
-        q_hi = np.r_[q_first[fp[1:]], queries.size].astype(np.int64)
-        return self._reads_mu2(run[fp], arm[fp], q_first[fp], q_hi, queries)
+    # -- per-reward queries (accounting/reward_queries.py) ---------------------------------
+    # The query layer reads this storage and lives in its own module; these delegations keep
+    # the ledger's public interface.
+    def storage_versions(self) -> tuple:
+        """A tag that changes whenever a record is added or replaced (memo keys)."""
+        return (id(self._rows), self._rows.version, id(self._gauss), self._gauss.version,
+                id(self._trees), self._trees.version, id(self._reads), self._reads.version,
+                id(self._segments), self._segments.version)
 
-    def _with_reads(self, pt: PieceTotals) -> PieceTotals:
-        """Add the posterior reads' μ² of each piece's first reward (see :class:`PieceTotals`)."""
-        reads = self._reads_of_pieces(pt, np.arange(pt.start.size, dtype=np.int64), pt.start)
-        return PieceTotals(pt.run, pt.arm, pt.start, pt.stop, pt.counts, pt.mu2_inline + reads,
-                           reads)
+    def gaussian_row_parts(self) -> list[dict[str, np.ndarray]]:
+        """The inline Gaussian rows as their appended blocks (see :meth:`_Table.parts`)."""
+        return self._gauss.parts()
 
-    # -- per-reward totals --------------------------------------------------------------
+    def n_gaussian_rows(self) -> int:
+        return len(self._gauss)
+
+    def n_posterior_reads(self) -> int:
+        return len(self._reads)
+
     def piece_totals(self) -> PieceTotals:
-        """Totals on the compressed coordinate (see module docstring); O(rows log rows).
-        Memoised until the ledger changes (a report asks for them five times)."""
-        versions = (id(self._rows), self._rows.version, id(self._gauss), self._gauss.version,
-                    id(self._trees), self._trees.version, id(self._reads), self._reads.version,
-                    id(self._segments), self._segments.version)
-        streams = self.streams()
-        cached = getattr(self, "_piece_cache", None)
-        if cached is not None and cached[0] == versions and cached[1] == streams:
-            return cached[2]
-        out = self._piece_totals(streams)
-        if len(self._reads):
-            out = self._with_reads(out)
-        self._piece_cache = (versions, streams, out)
-        return out
-
-    def _piece_totals(self, streams) -> PieceTotals:
-        keys = np.array([r * (1 << 20) + a for r, a in streams], dtype=np.int64)
-        lengths = np.array(list(streams.values()), dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        rows = self.expanded_rows()
-        gauss_parts = self._gauss.parts()
-        n_gauss = sum(p["run"].size for p in gauss_parts)
-
-        def glob(table, col):
-            k = table["run"] * (1 << 20) + table["arm"]
-            pos = np.searchsorted(keys, k)
-            return offsets[pos] + table[col]
-
-        n_total = int(offsets[-1])
-        n_break = 2 * (rows["run"].size + n_gauss) + offsets.size
-        dense = n_total <= 4 * n_break
-        # the compressed path needs the Gaussian columns joined; the dense one reads the parts
-        gauss = self.gaussian_rows if not dense else None
-        if dense:   # every reward its own piece: no sort needed
-            bp = np.arange(n_total + 1, dtype=np.int64)
-
-            def piece(t, col):
-                return glob(t, col)
-        else:       # compress to the breakpoints of each stream
-            parts = [offsets]
-            for t in (rows, gauss):
-                if t["run"].size:
-                    parts += [glob(t, "start"), glob(t, "stop")]
-            bp = np.unique(np.concatenate(parts))
-
-            def piece(t, col):
-                return np.searchsorted(bp, glob(t, col))
-        n_pieces = max(bp.size - 1, 0)
-        n_ids = len(self.releases)
-        counts = np.zeros((n_ids, n_pieces), dtype=np.int64)
-        if rows["run"].size and n_pieces:
-            ps, pe = piece(rows, "start"), piece(rows, "stop")
-            w = rows["count"].astype(np.float64)
-            size = n_ids * (n_pieces + 1)
-            diff = (np.bincount(rows["release_id"] * (n_pieces + 1) + ps, weights=w, minlength=size)
-                    - np.bincount(rows["release_id"] * (n_pieces + 1) + pe, weights=w, minlength=size))
-            counts = np.cumsum(diff.reshape(n_ids, n_pieces + 1), axis=1)[:, :n_pieces]
-            counts = np.rint(counts).astype(np.int64)
-        mu2 = np.zeros(n_pieces, dtype=np.float64)
-        if dense and n_gauss and n_pieces:
-            from dpledger.accounting.piece_kernels import (add_gaussian_diff,
-                                                           clamped_running_sum,
-                                                           dense_piece_coordinates)
-            diff = np.zeros(n_total + 1)
-            for g in gauss_parts:
-                add_gaussian_diff(diff, keys, offsets, g["run"], g["arm"], g["start"], g["stop"],
-                                  g["count"], g["mu2"])
-            mu2 = clamped_running_sum(diff, n_total)
-            run, arm, start, stop = dense_piece_coordinates(keys, offsets)
-            return PieceTotals(run=run, arm=arm, start=start, stop=stop, counts=counts,
-                               mu2_inline=mu2)
-        if gauss is not None and gauss["run"].size and n_pieces:
-            ps, pe = piece(gauss, "start"), piece(gauss, "stop")
-            w = gauss["count"] * gauss["mu2"]
-            diff = (np.bincount(ps, weights=w, minlength=n_pieces + 1)
-                    - np.bincount(pe, weights=w, minlength=n_pieces + 1))
-            # float64 running sum (relative error ~1e-10 over 1e6 terms): it only ranks rewards;
-            # the worst reward's μ² is recomputed exactly (math.fsum) before it is reported.
-            mu2 = np.maximum(np.cumsum(diff)[:n_pieces], 0)
-        # map pieces back to (run, arm, start, stop)
-        starts = bp[:-1]
-        sid = np.searchsorted(offsets, starts, side="right") - 1
-        run = keys[sid] >> 20 if keys.size else np.zeros(0, np.int64)
-        arm = keys[sid] & ((1 << 20) - 1) if keys.size else np.zeros(0, np.int64)
-        return PieceTotals(run=run, arm=arm, start=starts - offsets[sid], stop=bp[1:] - offsets[sid],
-                           counts=counts, mu2_inline=mu2)
+        """:func:`~dpledger.accounting.reward_queries.piece_totals` (memoised)."""
+        return rq.piece_totals(self)
 
     def _piece_keys(self, pt: PieceTotals) -> tuple[np.ndarray, str]:
-        """Primary worst-reward key per piece: pure ε, or GDP μ² when Gaussians are present."""
-        n = pt.start.size
-        nonpriv = np.array([isinstance(r, NonPrivateRelease) for r in self.releases], bool)
-        has_gauss = len(self._gauss) > 0 or len(self._reads) > 0 or any(
-            r.statuses["pure"] == "unbounded" and not isinstance(r, NonPrivateRelease)
-            for r in self.releases)
-        if has_gauss:
-            per_id = np.array([_mu2_bound(r) for r in self.releases], dtype=np.float64)
-            key = pt.mu2_inline.astype(np.float64) + (per_id[:, None] * pt.counts).sum(axis=0) \
-                if self.releases else pt.mu2_inline.astype(np.float64)
-            currency = "gdp"
-        else:
-            per_id = np.array([0.0 if isinstance(r, NonPrivateRelease) else r.epsilon
-                               for r in self.releases], dtype=np.float64)
-            key = (per_id[:, None] * pt.counts).sum(axis=0) if self.releases else np.zeros(n)
-            currency = "pure"
-        if nonpriv.any():
-            key = np.where(pt.counts[nonpriv].sum(axis=0) > 0, np.inf, key)
-        return np.asarray(key, dtype=np.float64), currency
+        return rq.piece_keys(self, pt)
 
-    def piece_composition(self, pt: PieceTotals, p: int) -> Composition:
-        pairs = [(self.releases[i], int(c)) for i, c in enumerate(pt.counts[:, p]) if c > 0]
-        mu2 = self._inline_mu2_exact(int(pt.run[p]), int(pt.arm[p]), int(pt.start[p]))
-        return Composition.gaussian_total(mu2, pairs)
+    def _per_reward(self, pt: PieceTotals, limit: int | None = None, sample: int | None = None):
+        return rq.per_reward(self, pt, limit, sample)
+
+    def _signature_groups(self, pt: PieceTotals) -> np.ndarray:
+        return rq.signature_groups(pt, self.releases)
 
     def _inline_mu2_exact(self, run: int, arm: int, index: int) -> float:
-        terms: list[float] = []
-        for g in self._gauss.parts():
-            m = (g["run"] == run) & (g["arm"] == arm) & (g["start"] <= index) & (index < g["stop"])
-            terms += (g["count"][m] * g["mu2"][m]).tolist()
-        if len(self._reads):
-            terms.append(float(self.posterior_read_mu2(run, arm, [index])[0]))
-        return math.fsum(terms)
+        return rq.inline_mu2_exact(self, run, arm, index)
+
+    def piece_composition(self, pt: PieceTotals, p: int) -> Composition:
+        return rq.piece_composition(self, pt, p)
 
     def composition_of(self, run: int, arm: int, index: int) -> Composition:
         """Exact composition of one reward, by scanning the rows that touch it."""
-        rows = self.expanded_rows()
-        m = (rows["run"] == run) & (rows["arm"] == arm) & (rows["start"] <= index) & (index < rows["stop"])
-        pairs: dict[int, int] = {}
-        for rid, c in zip(rows["release_id"][m].tolist(), rows["count"][m].tolist()):
-            pairs[rid] = pairs.get(rid, 0) + c
-        return Composition.gaussian_total(self._inline_mu2_exact(run, arm, index),
-                                          [(self.releases[i], c) for i, c in pairs.items()])
-
-    def _signature_groups(self, pt: PieceTotals) -> np.ndarray:
-        """Group id per piece by its interned-release counts (inline Gaussian μ² aside)."""
-        if pt.counts.shape[0] == 0:
-            return np.zeros(pt.start.size, dtype=np.int64)
-        return _column_groups(pt.counts)[0]
+        return rq.composition_of(self, run, arm, index)
 
     def n_distinct_compositions(self, limit: int = 2_000_000) -> int | None:
-        """Number of distinct per-reward compositions (inline μ² compared as floats).  With
-        posterior reads nearly every reward has its own μ², so counting means one value per
-        reward: None when that is more than ``limit`` values."""
-        pt = self.piece_totals()
-        if pt.start.size == 0:
-            return 0
-        grp = self._signature_groups(pt)
-        mu2 = pt.mu2_inline
-        if pt.varying:
-            expanded = self._per_reward(pt, limit)
-            if expanded is None:
-                return None
-            piece, _, mu2 = expanded
-            grp = grp[piece]
-        if grp.min() == grp.max():      # one release signature: count the distinct μ² values
-            s = np.sort(mu2)
-            return int(1 + np.count_nonzero(s[1:] != s[:-1]))
-        return _column_groups(np.stack([grp.astype(np.float64), mu2]))[1]
-
-    def _per_reward(self, pt: PieceTotals, limit: int | None = None, sample: int | None = None):
-        """(piece, index, μ²) of every reward of the pieces with posterior reads, one entry
-        (its first reward) per other piece; None if that is more than ``limit`` entries.
-        ``sample``: about that many rewards spread evenly instead, plus every piece's first."""
-        reads_p = pt.mu2_reads > 0
-        sizes = np.where(reads_p, pt.stop - pt.start, 1).astype(np.int64)
-        total = int(sizes.sum())
-        if limit is not None and total > limit:
-            return None
-        first = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64)
-        if sample is not None and total > sample:
-            pos = np.unique(np.r_[np.linspace(0, total - 1, sample).astype(np.int64), first])
-            piece = np.searchsorted(first, pos, side="right") - 1
-            index = pt.start[piece] + (pos - first[piece])
-            first = np.searchsorted(pos, first)    # each piece's first query among pos
-        else:
-            piece = np.repeat(np.arange(pt.start.size), sizes)
-            index = pt.start[piece] + (np.arange(total) - first[piece])
-        base = (pt.mu2_inline - pt.mu2_reads)[piece]
-        reads = self._reads_of_pieces(pt, first, index)
-        return piece, index, np.where(reads_p[piece], base + reads, pt.mu2_inline[piece])
+        """:func:`~dpledger.accounting.reward_queries.n_distinct_compositions`."""
+        return rq.n_distinct_compositions(self, limit)
 
     def maximal_compositions(self) -> list[Composition]:
-        """The per-reward compositions that can be a maximum in some currency: per group of
-        equal release counts, the rewards with the largest inline Gaussian μ² (within 1e-9,
-        recomputed exactly); then :func:`maximal_compositions` over those.  Cost: one pass over
-        the pieces plus one exact scan per candidate, never pieces × rows."""
-        from dpledger.accounting.composition import maximal_compositions
-        pt = self.piece_totals()
-        if pt.start.size == 0:
-            return []
-        grp = self._signature_groups(pt)
-        mu2 = pt.mu2_inline
-        n_groups = int(grp.max()) + 1
-        if n_groups == 1:               # one signature (all-Gaussian ledgers): a plain max
-            top = np.array([mu2.max()])
-        else:
-            top = np.full(n_groups, -np.inf)
-            np.maximum.at(top, grp, mu2)
-        cand = np.flatnonzero(mu2 >= top[grp] * (1 - 1e-9) - 1e-300)
-        # one representative per (group, float μ²) among the candidates
-        _, first = np.unique(np.stack([grp[cand].astype(np.float64), mu2[cand]]), axis=1,
-                             return_index=True)
-        comps = [self.piece_composition(pt, int(cand[i])) for i in first[:512]]
-        return maximal_compositions(comps)
+        """Every maximal per-reward composition, no cap
+        (:func:`~dpledger.accounting.reward_queries.maximal_compositions`)."""
+        return rq.maximal_compositions(self)
 
     def distinct_compositions(self) -> list[tuple[Composition, int]]:
         """Each distinct per-reward composition with the number of rewards that have it."""
-        pt = self.piece_totals()
-        out: dict[Composition, int] = {}
-        by_reward = pt.mu2_reads > 0 if pt.varying else np.zeros(pt.start.size, dtype=bool)
-        for p in range(pt.start.size):
-            if by_reward[p]:                          # posterior reads: reward by reward
-                pairs = [(self.releases[i], int(c)) for i, c in enumerate(pt.counts[:, p]) if c > 0]
-                run, arm = int(pt.run[p]), int(pt.arm[p])
-                for i in range(int(pt.start[p]), int(pt.stop[p])):
-                    comp = Composition.gaussian_total(self._inline_mu2_exact(run, arm, i), pairs)
-                    out[comp] = out.get(comp, 0) + 1
-                continue
-            comp = self.piece_composition(pt, p)
-            out[comp] = out.get(comp, 0) + int(pt.stop[p] - pt.start[p])
-        return list(out.items())
+        return rq.distinct_compositions(self)
 
     def worst_reward(self, deltas: Sequence[float] = (1e-9,), runs: Iterable[int] | None = None,
                      adaptive: bool = True) -> WorstReward | None:
-        """argmax of pure ε (of μ when Gaussian releases are present); ties by the larger ε at
-        the smallest δ, then by the earliest (run, round).  None for an empty ledger."""
-        pt = self.piece_totals()
-        if runs is not None:
-            keep = np.isin(pt.run, np.fromiter(runs, dtype=np.int64))
-            pt = pt.select(keep)
-        if pt.start.size == 0:
-            return None
-        key, currency = self._piece_keys(pt)
-        top = key.max()
-        # the float keys rank; candidates within 1e-9 are recomputed exactly below
-        tied = np.flatnonzero(key >= top * (1 - 1e-9)) if np.isfinite(top) else np.flatnonzero(key == top)
-        groups: dict[tuple, int] = {}
-        for p in tied.tolist():
-            groups.setdefault((pt.counts[:, p].tobytes(), pt.mu2_inline[p].tobytes()), p)
-        reps = {sig: self.piece_composition(pt, p) for sig, p in list(groups.items())[:256]}
-        comps = {int(p): reps[(pt.counts[:, p].tobytes(), pt.mu2_inline[p].tobytes())]
-                 for p in tied.tolist()
-                 if (pt.counts[:, p].tobytes(), pt.mu2_inline[p].tobytes()) in reps}
-        exact_key = {p: (c.pure_epsilon() if currency == "pure" else c.gdp_mu2()) for p, c in comps.items()}
-        best = max(exact_key.values())
-        tied = [p for p, v in exact_key.items() if v >= best * (1 - 1e-12) or v == best]
-        if len({comps[p] for p in tied}) > 1 and math.isfinite(best):
-            from dpledger.accounting.accountants import BestAccountant
-            acc, dmin = BestAccountant(), min(deltas)
-            eps = {c: acc.epsilon(c, dmin, adaptive) for c in {comps[p] for p in tied}}
-            top_eps = max(eps.values())
-            tied = [p for p in tied if eps[comps[p]] >= top_eps * (1 - 1e-12)]
-
-        def order(p: int) -> tuple:
-            rnd = self.round_of(int(pt.run[p]), int(pt.arm[p]), int(pt.start[p]))
-            return (int(pt.run[p]), rnd if rnd is not None else int(pt.start[p]), int(pt.arm[p]))
-
-        p = min(tied, key=order)
-        ref = RewardRef(run=int(pt.run[p]), arm=int(pt.arm[p]), index=int(pt.start[p]),
-                        round=self.round_of(int(pt.run[p]), int(pt.arm[p]), int(pt.start[p])))
-        value = exact_key[p]
-        return WorstReward(reward=ref, composition=comps[p],
-                           key=value if currency == "pure" else math.sqrt(value),
-                           currency=currency)
+        """:func:`~dpledger.accounting.reward_queries.worst_reward`."""
+        return rq.worst_reward(self, deltas, runs, adaptive)
 
     # -- maintenance --------------------------------------------------------------------
     def compact(self) -> "RewardLedger":
@@ -961,14 +680,6 @@ class RewardLedger:
             out.add(run, arm, 0, 1, release, count)
         out.set_stream_length(run, arm, 1)
         return out
-
-
-def _mu2_bound(release: Release) -> float:
-    if isinstance(release, GaussianRelease):
-        return release.mu2
-    if release.statuses["gdp"] in ("exact", "bound"):
-        return mu_of_pure_epsilon(release.epsilon) ** 2
-    return math.inf
 
 
 def _coalesce(rows: Mapping[str, np.ndarray], group: tuple[str, ...], count: str) -> dict:

@@ -5,10 +5,13 @@ The privacy section holds four blocks kept apart:
 * ``theorem``      the paper's bound (``accounting/theorems.py``);
 * ``certificate``  the policy's release schedule at its worst (candidate compositions);
 * ``realized``     the composition of the releases this run made, maximised over every reward
-                   of every run, computed once per distinct per-reward composition — labelled an
-                   *odometer reading* when release parameters depend on the history;
+                   of every run through all the maximal per-reward compositions (no cap; a
+                   value that is an upper bound rather than the exact maximum is named under
+                   ``upper_bounds``) — labelled an *odometer reading* when release parameters
+                   depend on the history;
 * ``checks``       realized ≤ certificate and certificate ≤ theorem, per currency, within
-                   a ≤ b·(1 + 1e-12).
+                   a ≤ b·(1 + 1e-12); a realized upper bound above the certificate decides
+                   nothing and is listed under ``inconclusive``, not counted as a violation.
 
 Nothing here is stored that depends on the machine or the worker count (R4): no timestamps,
 paths or timings.
@@ -22,8 +25,10 @@ import numpy as np
 
 from dpledger.accounting.accountants import OK
 from dpledger.accounting.certificate import Certificate, Theorem
-from dpledger.accounting.composition import Composition, maximal_compositions
+from dpledger.accounting.composition import Composition
 from dpledger.accounting.numerics import le_tol
+from dpledger.accounting.realized import realized_privacy as _realized_privacy
+from dpledger.accounting.reward_queries import exact_front, worst_rewards_by_run
 from dpledger.accounting.schema import (ACCOUNTANT_ORDER, SCHEMA_VERSION, delta_key, parse_deltas,
                                         privacy_block)
 from dpledger.policies.simulator import SimulationResult, run_certificate
@@ -59,12 +64,11 @@ def certificate_block(cert: Certificate, deltas: Sequence[float]) -> dict:
 
 def realized_privacy(compositions: Sequence[Composition], deltas: Sequence[float],
                      adaptive: bool) -> dict:
-    """The privacy block of a ledger's compositions (unbounded when a reward was read without
-    noise); ``verify`` recomputes exactly this from the stored compositions."""
-    unbounded = any(c.status("gdp") == "unbounded" and math.isinf(c.pure_epsilon())
-                    for c in compositions)
-    return privacy_block(list(compositions) or [Composition()], deltas, adaptive=adaptive,
-                         unbounded=unbounded)
+    """The privacy block of a ledger's maximal compositions: every value the maximum over every
+    reward, exact or a sound upper bound named under ``upper_bounds``
+    (:func:`dpledger.accounting.realized.realized_privacy`); ``verify`` recomputes exactly
+    this from the stored compositions."""
+    return _realized_privacy(compositions, deltas, adaptive)
 
 
 def realized_block(compositions: Sequence[Composition], deltas: Sequence[float], adaptive: bool,
@@ -78,15 +82,17 @@ def realized_block(compositions: Sequence[Composition], deltas: Sequence[float],
 
 
 def _stored(compositions: Sequence[Composition]) -> list[Composition]:
-    """The compositions ``verify`` needs to recompute the realized block: the maximal ones."""
-    return maximal_compositions(compositions)
+    """The compositions ``verify`` needs to recompute the realized block: the maximal ones,
+    all of them."""
+    return exact_front(compositions)
 
 
 def checks(theorem: dict, certificate: dict, realized: dict) -> dict:
     """Per-currency comparisons; a currency missing on either side is not compared."""
     details = []
+    bounds = realized.get("upper_bounds") or {}
 
-    def cmp(kind: str, what: str, a, a_status, b, b_status):
+    def cmp(kind: str, what: str, a, a_status, b, b_status, bound: str | None = None):
         if a_status == "not_applicable" or b_status == "not_applicable":
             return          # a side that states nothing in this currency bounds nothing
         if a_status == "unbounded" and b_status == "unbounded":
@@ -99,7 +105,10 @@ def checks(theorem: dict, certificate: dict, realized: dict) -> dict:
             return
         else:
             ok = le_tol(a, b)
-        details.append({"check": kind, "what": what, "lhs": a, "rhs": b, "ok": bool(ok)})
+        entry = {"check": kind, "what": what, "lhs": a, "rhs": b, "ok": bool(ok)}
+        if bound and not ok:    # an upper bound above the certificate decides nothing
+            entry["inconclusive"] = bound
+        details.append(entry)
 
     for cur in ("pure_epsilon", "gdp_mu"):
         cmp("realized_le_certificate", cur, realized[cur], realized[f"{cur}_status"],
@@ -108,7 +117,7 @@ def checks(theorem: dict, certificate: dict, realized: dict) -> dict:
         for k, v in realized["epsilon"][acc].items():
             cmp("realized_le_certificate", f"epsilon.{acc}[{k}]", v,
                 realized["epsilon_status"][acc][k], certificate["epsilon"][acc][k],
-                certificate["epsilon_status"][acc][k])
+                certificate["epsilon_status"][acc][k], bounds.get(f"epsilon.{acc}"))
     for cur in ("pure_epsilon", "gdp_mu"):
         cmp("certificate_le_theorem", cur, certificate[cur], certificate[f"{cur}_status"],
             theorem[cur], theorem[f"{cur}_status"])
@@ -118,14 +127,19 @@ def checks(theorem: dict, certificate: dict, realized: dict) -> dict:
         if c is not None and t is not None and t > 0:
             ratios[cur] = c / t
     cert_ok = all(d["ok"] for d in details if d["check"] == "certificate_le_theorem")
-    return {
+    out = {
         "realized_le_certificate": all(d["ok"] for d in details
-                                       if d["check"] == "realized_le_certificate"),
+                                       if d["check"] == "realized_le_certificate"
+                                       and "inconclusive" not in d),
         "certificate_le_theorem": cert_ok,
         "theorem_finding": theorem.get("finding", "") if not cert_ok else "",
         "certificate_over_theorem": ratios,
         "details": details,
     }
+    inconclusive = [d["what"] for d in details if "inconclusive" in d]
+    if inconclusive:
+        out["inconclusive"] = inconclusive
+    return out
 
 
 def code_ok(chk: dict) -> bool:
@@ -164,8 +178,9 @@ def build_run_report(res: SimulationResult, deltas: Sequence[float] | None = Non
         worst_json = {"run": worst.reward.run, "round": worst.reward.round, "arm": worst.reward.arm,
                       "index": worst.reward.index, "ranked_by": worst.currency}
     per_run = []
+    worst_of_run = worst_rewards_by_run(ledger, res.run_indices, deltas)
     for run in res.run_indices:
-        w = ledger.worst_reward(deltas, runs=[run])
+        w = worst_of_run[run]
         entry = {"run": run, "pure_epsilon": None, "gdp_mu": None}
         if w is not None:
             pe = w.composition.pure_epsilon()
@@ -218,8 +233,9 @@ def _across_runs(ledger, runs, deltas, adaptive) -> dict:
     the R per-run compositions.  Bounded here by composing each run's worst composition (a
     valid upper bound for every row)."""
     parts = []
+    worst_of_run = worst_rewards_by_run(ledger, runs, deltas)
     for run in runs:
-        w = ledger.worst_reward(deltas, runs=[run])
+        w = worst_of_run[run]
         if w is not None:
             parts.extend(w.composition.items)
     comp = Composition.of(parts) if parts else Composition()

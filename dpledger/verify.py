@@ -18,7 +18,7 @@ from dpledger.policies.registry import make_policy
 
 _REALIZED_DERIVED = ("pure_epsilon", "pure_epsilon_status", "gdp_mu", "gdp_mu_status", "zcdp_rho",
                      "zcdp_rho_status", "epsilon_at_delta", "epsilon_at_delta_source", "epsilon",
-                     "epsilon_status", "composition")
+                     "epsilon_status", "composition", "upper_bounds")
 
 
 def _same(a: Any, b: Any, path: str, problems: list[str]) -> None:
@@ -41,8 +41,12 @@ def _same(a: Any, b: Any, path: str, problems: list[str]) -> None:
         problems.append(f"{path}: stored {b!r}, recomputed {a!r}")
 
 
-def verify_report(report: Any) -> list[str]:
-    """Problems found (empty when every number re-derives and every invariant holds)."""
+def verify_report(report: Any, ledger=None) -> list[str]:
+    """Problems found (empty when every number re-derives and every invariant holds).  With the
+    run's ``ledger`` (a RewardLedger), the realized block's largest pure ε and GDP μ² are also
+    checked against the ledger by an independent route
+    (:func:`dpledger.accounting.realized.check_realized`): recomputing from the stored
+    compositions alone cannot notice compositions missing from them."""
     if not isinstance(report, dict):
         raise DpledgerError("run.json must hold a JSON object")
     try:
@@ -68,8 +72,11 @@ def verify_report(report: Any) -> list[str]:
     certificate = certificate_block(run_certificate(policy, T, K, lattice_bits), deltas)
     _same(certificate, priv["certificate"], "privacy.certificate", problems)
     realized = realized_privacy(comps, deltas, policy.adaptive)
-    _same({k: realized[k] for k in _REALIZED_DERIVED},
+    _same({k: realized.get(k) for k in _REALIZED_DERIVED},
           {k: stored_realized.get(k) for k in _REALIZED_DERIVED}, "privacy.realized", problems)
+    if ledger is not None:
+        from dpledger.accounting.realized import check_realized
+        problems += check_realized(ledger, stored_realized)
     recomputed = checks(theorem, certificate, dict(stored_realized, **realized))
     _same(recomputed, priv["checks"], "privacy.checks", problems)
     for name in ("realized_le_certificate", "certificate_le_theorem"):

@@ -76,8 +76,15 @@ def run(args) -> int:
         return 0
     qs = np.quantile(values[finite], [0.0, 0.5, 0.9, 1.0])
     name = "pure ε" if currency == "pure" else "GDP μ"
+    pt = ledger.piece_totals()
+    groups = int(np.where(pt.mu2_reads > 0, pt.stop - pt.start, 1).sum()) if pt.varying \
+        else pt.start.size
+    shown = values.size if pt.varying else min(values.size, groups)
+    over = (f"over {groups} reward groups" if shown >= groups else
+            f"over an even sample of {shown} of {groups} reward groups (min, median and 90% of "
+            "the sample; the max is exact: every group's worst reward is in it)")
     sys.stdout.write(f"per-reward {name}: min {qs[0]:.4g}, median {qs[1]:.4g}, "
-                     f"90% {qs[2]:.4g}, max {qs[3]:.4g} over {values.size} reward groups\n")
+                     f"90% {qs[2]:.4g}, max {qs[3]:.4g} {over}\n")
     if args.plot:
         from dpledger.plots import plot_per_reward
         w = rep["privacy"]["realized"]["worst_reward"]

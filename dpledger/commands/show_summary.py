@@ -31,10 +31,16 @@ def summary_text(rep: dict) -> str:
         lines.append(f"  {name:12s} {_fmt(b['pure_epsilon']):>10s} {_fmt(b['gdp_mu']):>10s} "
                      f"{_fmt(b['epsilon_at_delta'][d]):>16s}")
     lines.append(f"  realized: {real['label'].split(':')[0]}")
+    for what, label in (real.get("upper_bounds") or {}).items():
+        lines.append(f"  realized {what} is an upper bound ({label.removeprefix('bound: ')}), "
+                     "not the exact maximum")
     chk = priv["checks"]
     mark = {True: "holds", False: "VIOLATED"}
     lines.append(f"checks: realized ≤ certificate {mark[chk['realized_le_certificate']]}; "
                  f"certificate ≤ theorem {mark[chk['certificate_le_theorem']]}")
+    if chk.get("inconclusive"):
+        lines.append("  inconclusive (a realized upper bound above the certificate): "
+                     + ", ".join(chk["inconclusive"]))
     for cur, ratio in chk.get("certificate_over_theorem", {}).items():
         if ratio < 1 - 1e-9:
             lines.append(f"  note: certificate/theorem = {ratio:.4g} in {cur} (the paper's bound "

@@ -1,8 +1,10 @@
 """``dpledger verify run.json``: exit 0 iff every number re-derives and every invariant holds."""
 from __future__ import annotations
 
+import os
 import sys
 
+from dpledger.accounting.ledger import RewardLedger
 from dpledger.accounting.schema import read_json
 from dpledger.verify import verify_report
 
@@ -15,7 +17,11 @@ def register(sub) -> None:
 
 def run(args) -> int:
     report = read_json(args.file)
-    problems = verify_report(report)
+    # the run's ledger, when written next to it, lets verify check realized against it too
+    ledger_path = os.path.splitext(args.file)[0] + ".ledger.json"
+    ledger = (RewardLedger.from_json(read_json(ledger_path)) if os.path.exists(ledger_path)
+              else None)
+    problems = verify_report(report, ledger)
     chk = report.get("privacy", {}).get("checks", {}) if isinstance(report, dict) else {}
     for cur, ratio in chk.get("certificate_over_theorem", {}).items():
         cert = report["privacy"]["certificate"][cur]
