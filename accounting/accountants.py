@@ -27,6 +27,7 @@ from dpledger.accounting import pld as _pld
 from dpledger.accounting import rdp as _rdp
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import gdp_delta, gdp_epsilon
+from dpledger.accounting.numerics import exp_up
 from dpledger.accounting.pure import PureComposition
 from dpledger.accounting.releases import NOT_APPLICABLE, UNBOUNDED
 from dpledger.errors import DpledgerError, check_delta, check_nonnegative
@@ -83,7 +84,7 @@ class PureAccountant:
             return 0.0
         if adaptive:
             return 1.0
-        return min(1.0, math.exp(_pure_curve(comp).log_delta(epsilon)))
+        return min(1.0, exp_up(_pure_curve(comp).log_delta(epsilon)))
 
 
 _PURE_CACHE: dict[Composition, PureComposition] = {}
@@ -120,7 +121,7 @@ class GdpAccountant:
         return _status_from(comp, "gdp")
 
     def mu(self, comp: Composition) -> float:
-        return math.sqrt(comp.gdp_mu2())
+        return comp.gdp_mu_bound()
 
     def epsilon(self, comp: Composition, delta: float, adaptive: bool = False) -> float:
         check_delta(delta)
@@ -157,7 +158,7 @@ class RdpAccountant:
         _require(self, comp, adaptive)
         if comp.is_empty():
             return 0.0
-        return math.exp(_rdp.rdp_to_log_delta(comp.rdp(), epsilon))
+        return min(1.0, exp_up(_rdp.rdp_to_log_delta(comp.rdp(), epsilon)))
 
 
 class PldAccountant:
