@@ -127,12 +127,16 @@ class GdpAccountant:
         check_delta(delta)
         _require(self, comp, adaptive)
         mu = self.mu(comp)
+        if math.isinf(mu):
+            return math.inf                    # μ beyond the float range (huge counts)
         return 0.0 if mu == 0 else gdp_epsilon(mu, delta)
 
     def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
         check_nonnegative("epsilon", epsilon)
         _require(self, comp, adaptive)
         mu = self.mu(comp)
+        if math.isinf(mu):
+            return 1.0
         return 0.0 if mu == 0 else gdp_delta(epsilon, mu)
 
 
@@ -225,6 +229,8 @@ class BestAccountant:
                 continue
             if value < best:
                 best, source = value, acc.name
+            elif source == "none":
+                source = "overflow"        # supported but beyond the float range (so far)
         if source == "none":
             raise DpledgerError("no accountant supports this composition")
         return best, source

@@ -235,7 +235,8 @@ class Composition:
                 curve = _rdp.laplace_rdp(r.epsilon, orders)
             else:   # generic pure and discrete Laplace: randomized-response bound
                 curve = _rdp.pure_rdp(r.epsilon, orders)
-            total = total + c * curve
+            with np.errstate(over="ignore"):   # huge counts: ∞ at some orders, still a bound
+                total = total + c * curve
         return total
 
     # -- serialisation ------------------------------------------------------------------

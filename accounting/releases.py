@@ -336,8 +336,8 @@ def _exact_count(text: str, spec: str) -> int:
         raise DpledgerError(f"count must be an integer in {spec!r}, got {text.strip()!r}") from None
     if not d.is_finite() or d != d.to_integral_value():
         raise DpledgerError(f"count must be an integer in {spec!r}, got {text.strip()!r}")
-    if d.adjusted() > 4000:
-        raise DpledgerError(f"count must be below 1e4000 in {spec!r}, got {text.strip()!r}")
+    if d > Decimal("1e300"):     # beyond, even the count itself is no float
+        raise DpledgerError(f"count must be at most 1e300 in {spec!r}, got {text.strip()!r}")
     return int(d)
 
 
