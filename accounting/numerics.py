@@ -1,8 +1,14 @@
-"""Safe-side numerics shared by every conversion (SPEC §3 "Tolerance and safe rounding").
+"""Safe-side numerics shared by every conversion (SPEC §3 "Tolerance and safe rounding", R6).
 
 All conversions work with log δ so that δ down to 1e-300 stays representable, and every root
 solver returns the *upper* end of its final bracket, verified to satisfy
 ``log δ(ε) ≤ log(δ·(1 − 1e-12))`` — a plain solver lands one ulp on the wrong side.
+
+Outward rounding (issue 12 §3): every certified ε, μ, ρ is rounded toward less privacy after
+its last operation — exact sums and products (``sum_up``, ``mul_up``, ``div_up``), √ checked
+exactly (``sqrt_up``), C-library transcendental results stepped up by ``LIBM_ULPS`` ulps
+(``libm_up``, ``exp_up``), and ``verified_epsilon`` to certify a float solver's ε against a
+high-precision (mpmath) upper bound on log δ(ε).
 """
 from __future__ import annotations
 

@@ -37,12 +37,15 @@ def _group_support(eps: float, k: int) -> tuple[np.ndarray, np.ndarray]:
     return (k - 2.0 * l) * eps, logw
 
 
+def _support(gs) -> int:
+    n = 1
+    for _, k in gs:
+        n *= k + 1
+    return n
+
+
 def _coarsen(groups: list[tuple[float, int]]) -> list[tuple[float, int]]:
-    def support(gs):
-        n = 1
-        for _, k in gs:
-            n *= k + 1
-        return n
+    support = _support
 
     gs = sorted(groups)
     if support(gs) <= MAX_SUPPORT:
@@ -74,10 +77,24 @@ class PureComposition:
     """
 
     def __init__(self, groups: Sequence[tuple[float, int]]):
-        groups = [(float(e), int(k)) for e, k in groups if k > 0]
+        merged: dict[float, int] = {}
+        for e, k in groups:                                       # equal ε: one group, exactly
+            if int(k) > 0:
+                merged[float(e)] = merged.get(float(e), 0) + int(k)
+        groups = sorted(merged.items())
         self.basic = sum_up((k, e) for e, k in groups)          # Σ k·ε exactly, rounded up
         self.groups = _coarsen(groups) if groups else []
         self._huge = None
+        # Heterogeneous with a group of more than 2^16 copies, too big to enumerate: coarsening
+        # merges groups into the larger ε (loose).  A second bound, also valid: each huge group
+        # by its own KOV bound and the rest by its optimal composition, each at δ/(parts), added
+        # (basic composition of (ε_i, δ_i)-DP parts, Dwork–Roth Thm 3.16); ``epsilon`` takes the
+        # smaller.
+        self._split = None
+        huge = [(e, k) for e, k in groups if k > EXACT_MAX_COUNT]
+        if len(groups) > 1 and huge and _support(groups) > MAX_SUPPORT:
+            rest = [(e, k) for e, k in groups if k <= EXACT_MAX_COUNT]
+            self._split = [HugeGroup(e, k) for e, k in huge] + ([PureComposition(rest)] if rest else [])
         if len(self.groups) == 1 and self.groups[0][1] > EXACT_MAX_COUNT:
             self._huge = HugeGroup(*self.groups[0])
             self._loss = np.zeros(0)
@@ -138,6 +155,13 @@ class PureComposition:
 
     def epsilon(self, delta: float) -> float:
         """An upper bound on the smallest ε with δ(ε) ≤ δ, never above Σ k·ε (rounded up)."""
+        value = self._epsilon(delta)
+        if self._split:
+            share = delta / len(self._split)
+            value = min(value, sum_up((1, part.epsilon(share)) for part in self._split))
+        return min(self.basic, value)
+
+    def _epsilon(self, delta: float) -> float:
         if self._huge is not None:
             return min(self.basic, self._huge.epsilon(delta))
         if not self.groups or self._loss.size == 0:

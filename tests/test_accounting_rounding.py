@@ -85,7 +85,7 @@ def mp_binomial_kov_log_delta(eps0, k, eps, width=45):
         return -mp.inf
     sd = math.sqrt(k * float(q) * float(p)) + 1
     lo = max(0, min(top, int(k * float(q))) - int(width * sd) - 10)
-    hi = top
+    hi = min(top, k, int(k * float(q)) + int(width * sd) + 10)
     logw = (mp.loggamma(k + 1) - mp.loggamma(lo + 1) - mp.loggamma(k - lo + 1)
             + lo * mp.log(q) + (k - lo) * mp.log(p))
     w = mp.exp(logw)
@@ -244,6 +244,17 @@ def test_overflow_is_a_status_not_a_traceback():
     assert block["epsilon_at_delta_source"]["1e-06"] == "overflow"
 
 
+def test_theorem_values_round_up():
+    from dpledger.accounting.theorems import hu_2025_dp_ts_ucb, ou_2024_ts_gaussian
+    for T, b, c in ((10, 0, 3.0), (1000, 2, 0.7), (7, 1, 1.0)):
+        mu = ou_2024_ts_gaussian(T, b, c).gdp_mu
+        assert F(mu) ** 2 >= F(T) / (F(c) * (b + 1)), (T, b, c)
+    for T, K, alpha, c0 in ((1000, 5, 0.5, 1.0), (10 ** 6, 10, 0.3, 0.01)):
+        mu = mp.mpf(hu_2025_dp_ts_ucb(T, K, alpha, c0).gdp_mu)
+        a = 1 - mp.mpf(alpha)
+        assert mu ** 2 >= 2 * mp.mpf(c0) * mp.mpf(T) ** (a / 2) * mp.log(T) ** (3 * a / 2)
+
+
 # -- primitives against exact arithmetic ---------------------------------------------------------
 finite = st.floats(min_value=1e-300, max_value=1e300)
 
@@ -330,6 +341,28 @@ def test_huge_group_epsilon_is_close_to_the_exact_path():
         for d in (1e-3, 1e-6, 1e-50):
             a, b = huge.epsilon(d), exact_path.epsilon(d)
             assert abs(a - b) <= 0.01 * sd_loss, (eps0, k, d, a, b)
+
+
+def test_heterogeneous_with_a_huge_group_split_bound():
+    """A huge group next to small ones: the split bound (each part at δ/2, added) is used when
+    it beats coarsening (which merges everything into the larger ε), and it is valid: the exact
+    δ at its ε, Σ_j P(L_small = l_j)·δ_huge(ε − l_j) at 50 digits, is ≤ δ."""
+    groups = [(0.1, 70_000), (0.5, 30)]
+    pc = PureComposition(groups)
+    assert pc._split is not None
+    q = 1 / (1 + mp.exp(mp.mpf(0.5)))
+    small = [(mp.binomial(30, l) * q ** l * (1 - q) ** (30 - l), 0.5 * (30 - 2 * l))
+             for l in range(31)]
+    for d in (1e-3, 1e-9):
+        e = pc.epsilon(d)
+        assert e < pc._epsilon(d) and e <= pc.basic                   # the split helped
+        # (terms beyond 25 σ of the binomial are below e^{-300} of its peak: negligible at d)
+        exact = mp.fsum(w * mp.exp(mp_binomial_kov_log_delta(0.1, 70_000, e - l, width=25))
+                        for w, l in small)
+        assert exact <= d, (d, e)
+        # and it is not looser than the parts' sum at δ/2 each
+        alone = PureComposition([groups[0]]).epsilon(d / 2) + PureComposition([groups[1]]).epsilon(d / 2)
+        assert e <= alone * (1 + 1e-12)
 
 
 # -- random compositions: exact δ(ε_reported) ≤ δ ------------------------------------------------
@@ -427,6 +460,17 @@ def test_huge_counts_cost_constant_time_and_memory(specs, n):
     assert values and all(math.isfinite(v) and v > 0 for vs in values.values() for v in vs)
     for vs in values.values():
         assert all(a <= b for a, b in zip(vs, vs[1:]))               # monotone in δ
+
+
+@pytest.mark.parametrize("mu", [1e5, 5e5, 1e7])
+def test_gdp_epsilon_safe_at_the_mu_of_huge_counts(mu):
+    """1e12 Gaussians of σ = 2 give μ = 5e5: the GDP root solver stays on the safe side there
+    (the extremes test stops at μ = 1e4)."""
+    rel = GaussianRelease.from_mu(mu)
+    exact_mu = 1 / mp.mpf(rel.sigma)
+    for d in (1e-3, 1e-9, 1e-15, 1e-300):
+        e = ACC["gdp"].epsilon(Composition.of([rel]), d)
+        assert mp_gdp_log_delta(e, exact_mu) <= math.log(d), (mu, d)
 
 
 def test_count_1e30_pure_is_finite_and_valid_against_gdp():
