@@ -106,15 +106,21 @@ def _exact(x) -> Fraction:
         return x
     if isinstance(x, int):
         return Fraction(x)
-    if hasattr(x, "man_exp") or type(x).__name__ == "mpf":     # mpmath number: exact binary
-        import mpmath
-        man, exp = mpmath.mpf(x).man_exp
-        return Fraction(int(man) * 2 ** exp) if exp >= 0 else Fraction(int(man), 2 ** -exp)
+    if hasattr(x, "_mpf_"):                  # mpmath number: sign, mantissa, exponent (exact)
+        sign, man, exp, _ = x._mpf_
+        if not man and exp:                  # ±∞ or NaN
+            raise OverflowError("not a finite mpmath number")
+        man = -int(man) if sign else int(man)
+        return Fraction(man * 2 ** exp) if exp >= 0 else Fraction(man, 2 ** -exp)
     return Fraction(float(x))
 
 
 def float_up(x) -> float:
     """The smallest float ≥ ``x`` (a Fraction, int, float or mpmath mpf); +∞ beyond the range."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return x
+    if hasattr(x, "_mpf_") and not x._mpf_[1] and x._mpf_[2]:      # mpmath ±∞ / NaN
+        return float(x)
     q = _exact(x)
     try:
         f = float(q)                       # correctly rounded to nearest
@@ -129,6 +135,10 @@ def float_up(x) -> float:
 
 def float_down(x) -> float:
     """The largest float ≤ ``x``; −∞ below the range."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return x
+    if hasattr(x, "_mpf_") and not x._mpf_[1] and x._mpf_[2]:      # mpmath ±∞ / NaN
+        return float(x)
     return -float_up(-_exact(x))
 
 

@@ -137,8 +137,9 @@ class PureComposition:
         """An upper bound on log δ(ε)."""
         if epsilon >= self.basic:
             return -math.inf
-        if self._huge is not None:
-            return self._huge.log_delta(epsilon)
+        if self._huge is not None:     # certified at high precision, then rounded up
+            value = self._huge.log_delta_hp(epsilon)
+            return float_up(value + 1e-20) if value != -math.inf else -math.inf
         if self._loss.size == 0:
             return -math.inf
         j = int(np.searchsorted(self._neg, -epsilon, side="left")) - 1   # last index with L > ε

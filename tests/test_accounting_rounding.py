@@ -284,6 +284,22 @@ def test_mul_div_sqrt_round_outward(a, b):
     assert F(s) ** 2 >= F(a) and F(math.nextafter(s, 0.0)) ** 2 < F(a)
 
 
+def test_float_up_of_mpmath_numbers():
+    for text in ("-13.8155105589832431234", "1e-400", "-1e-400", "0.1", "-0.1", "3"):
+        x = mp.mpf(text)
+        up_, dn = float_up(x), float_down(x)
+        assert mp.mpf(up_) >= x >= mp.mpf(dn) and (up_ == dn or math.nextafter(dn, math.inf) == up_)
+    assert float_up(mp.mpf("-inf")) == -math.inf and float_up(mp.inf) == math.inf
+
+
+def test_pure_delta_of_a_huge_group_is_certified():
+    comp = Composition.of([(PureEpsilonRelease(0.1), 10 ** 9)])
+    e = ACC["pure"].epsilon(comp, 1e-6)
+    d = ACC["pure"].delta(comp, e)
+    assert 1e-6 * 0.9 < d <= 1e-6                       # consistent with ε(δ), and tight
+    assert ACC["pure"].delta(comp, e * 0.999) > d
+
+
 def test_transcendental_margins_against_mpmath():
     """zcdp_of_pure (tanh + 4 ulps) and mu_of_pure_epsilon (1e-12 relative) are never below
     their exact values, over a sweep of ε from 1e-12 to 700."""
