@@ -20,6 +20,7 @@ Normal forms: two releases with the same normal form have identical privacy in e
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -73,7 +74,7 @@ class LaplaceRelease:
         (and its ``epsilon``, rounded up, equals it whenever 1/(1/ε) rounds back to ε)."""
         return cls(scale=div_up(1, check_positive("epsilon", epsilon)), sensitivity=1.0)
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
     def epsilon(self) -> float:
         """Δ/b, rounded up."""
         return div_up(self.sensitivity, self.scale)
@@ -113,15 +114,15 @@ class GaussianRelease:
         """σ = 1/μ rounded up: the exact μ is at most the one asked."""
         return cls(sigma=div_up(1, check_positive("mu", mu)), sensitivity=1.0)
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
     def mu(self) -> float:
         return div_up(self.sensitivity, self.sigma)
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
     def mu2_exact(self) -> Fraction:
         return (Fraction(self.sensitivity) / Fraction(self.sigma)) ** 2
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
     def mu2(self) -> float:
         return float_up(self.mu2_exact)
 
@@ -179,7 +180,7 @@ class DiscreteLaplaceRelease:
         object.__setattr__(self, "sensitivity",
                            check_count("discrete laplace sensitivity", self.sensitivity))
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
     def epsilon(self) -> float:
         return div_up(self.sensitivity, self.scale)
 
@@ -212,11 +213,11 @@ class DiscreteGaussianRelease:
         object.__setattr__(self, "sensitivity",
                            check_count("discrete gaussian sensitivity", self.sensitivity))
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
     def rho_exact(self) -> Fraction:
         return Fraction(self.sensitivity ** 2) / (2 * Fraction(self.sigma) ** 2)
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
     def rho(self) -> float:
         return float_up(self.rho_exact)
 
