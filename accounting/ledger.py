@@ -42,6 +42,7 @@ import numpy as np
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import mu_of_pure_epsilon
+from dpledger.accounting.numerics import sum_up
 from dpledger.accounting.posterior_reads import READ_FIELDS
 from dpledger.accounting.releases import (GaussianRelease, NonPrivateRelease, Release,
                                           release_from_json, release_to_json)
@@ -686,13 +687,15 @@ class RewardLedger:
         return Composition.gaussian_total(mu2, pairs)
 
     def _inline_mu2_exact(self, run: int, arm: int, index: int) -> float:
-        terms: list[float] = []
+        """Σ count·μ² of one reward's inline Gaussians and posterior reads: exact, rounded up
+        (R6; ``math.fsum`` of the rounded products could land below the exact sum)."""
+        terms: list[tuple[int, float]] = []
         for g in self._gauss.parts():
             m = (g["run"] == run) & (g["arm"] == arm) & (g["start"] <= index) & (index < g["stop"])
-            terms += (g["count"][m] * g["mu2"][m]).tolist()
+            terms += zip(g["count"][m].tolist(), g["mu2"][m].tolist())
         if len(self._reads):
-            terms.append(float(self.posterior_read_mu2(run, arm, [index])[0]))
-        return math.fsum(terms)
+            terms.append((1, float(self.posterior_read_mu2(run, arm, [index])[0])))
+        return sum_up(terms)
 
     def composition_of(self, run: int, arm: int, index: int) -> Composition:
         """Exact composition of one reward, by scanning the rows that touch it."""
