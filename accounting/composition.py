@@ -11,9 +11,9 @@ Normal form (canonical, so equal compositions compare and serialise equal):
 Per-currency totals (SPEC §3 table) live here, each computed once from the release formulas:
 pure ε = Σ count·ε_i; GDP μ² = Σ count·μ_i²; zCDP ρ = Σ count·ρ_i; RDP curves add order by
 order.  Every total is certified (SPEC R6): the sum is formed exactly (``Fraction`` of the
-per-release values, themselves upper bounds: Gaussian μ² and discrete-Gaussian ρ as exact
-rationals, the others rounded up by :mod:`.releases`) and rounded up once; μ = √μ² is rounded
-up so that μ² ≤ (reported μ)² holds exactly.  ``count`` is an exact integer of any size, so each
+per-release values, themselves upper bounds rounded up by :mod:`.releases`; floats are dyadic
+rationals, so the exact sum stays cheap with thousands of distinct releases) and rounded up
+once; μ = √μ² is rounded up so that μ² ≤ (reported μ)² holds exactly.  ``count`` is an exact integer of any size, so each
 total costs O(number of distinct releases), whatever the counts; a total beyond the float range
 is ∞ (reported with status ``skipped:overflow``, not as unbounded).
 """
@@ -121,7 +121,7 @@ class Composition:
         items = [(r, c) for r, c in groups.values()]
         gauss = [(r, c) for r, c in items if isinstance(r, GaussianRelease)]
         if len(gauss) > MAX_GAUSSIAN_TERMS:
-            mu2 = sum(c * r.mu2_exact for r, c in gauss)
+            mu2 = sum(c * Fraction(r.mu2) for r, c in gauss)     # dyadic: exact and fast
             items = [(r, c) for r, c in items if not isinstance(r, GaussianRelease)]
             items.append((_gaussian_of_mu2(mu2), 1))
         return cls(tuple(sorted(items, key=_sort_key)))
@@ -176,7 +176,7 @@ class Composition:
         total = Fraction(0)
         for r, c in self.items:
             if isinstance(r, GaussianRelease):
-                total += c * r.mu2_exact
+                total += c * Fraction(r.mu2)
             else:   # μ of randomized response, itself an upper bound; its square exact
                 mu = mu_of_pure_epsilon(r.epsilon)
                 total += c * Fraction(mu) * Fraction(mu)
@@ -204,17 +204,17 @@ class Composition:
         return self.gdp_mu_bound()
 
     def zcdp_rho(self) -> float:
-        """Σ count·ρ_i, exact then rounded up (Gaussian μ²/2 and discrete-Gaussian ρ as exact
-        rationals; Laplace its own ρ, :func:`.rdp.laplace_zcdp`; other pure releases
-        ε·tanh(ε/2), :func:`.pure.zcdp_of_pure`, both rounded up)."""
+        """Σ count·ρ_i, exact then rounded up (Gaussian μ²/2 and discrete-Gaussian ρ rounded up
+        per release; Laplace its own ρ, :func:`.rdp.laplace_zcdp`; other pure releases
+        ε·tanh(ε/2), :func:`.pure.zcdp_of_pure`, all upper bounds)."""
         if self.status("zcdp") in (UNBOUNDED, NOT_APPLICABLE):
             return math.inf
         total = Fraction(0)
         for r, c in self.items:
             if isinstance(r, GaussianRelease):
-                total += c * r.mu2_exact / 2
+                total += c * Fraction(r.mu2) / 2
             elif isinstance(r, DiscreteGaussianRelease):
-                total += c * r.rho_exact
+                total += c * Fraction(r.rho)
             elif isinstance(r, LaplaceRelease):
                 total += c * Fraction(_rdp.laplace_zcdp(r.epsilon))
             else:
