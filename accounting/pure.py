@@ -432,6 +432,8 @@ class HugeGroup:
             limit = 1.0 if side < 0 else top
             span = abs(limit - m)
             if not span > 0:
+                if side < 0:                   # m = 1: the integer 1 itself (a run of one)
+                    runs.append((1.0, 1, side))
                 continue
             d = min(span, 9.0 * sigma)
             while d < span and self._h_f(lam, m + side * d)[0] > hm - self.DROP:
