@@ -27,6 +27,7 @@ from dpledger.accounting import pld as _pld
 from dpledger.accounting import rdp as _rdp
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import gdp_delta, gdp_epsilon
+from dpledger.accounting.numerics import exp_up
 from dpledger.accounting.pure import PureComposition
 from dpledger.accounting.releases import NOT_APPLICABLE, UNBOUNDED
 from dpledger.errors import DpledgerError, check_delta, check_nonnegative
@@ -83,7 +84,7 @@ class PureAccountant:
             return 0.0
         if adaptive:
             return 1.0
-        return min(1.0, math.exp(_pure_curve(comp).log_delta(epsilon)))
+        return min(1.0, exp_up(_pure_curve(comp).log_delta(epsilon)))
 
 
 _PURE_CACHE: dict[Composition, PureComposition] = {}
@@ -120,18 +121,22 @@ class GdpAccountant:
         return _status_from(comp, "gdp")
 
     def mu(self, comp: Composition) -> float:
-        return math.sqrt(comp.gdp_mu2())
+        return comp.gdp_mu_bound()
 
     def epsilon(self, comp: Composition, delta: float, adaptive: bool = False) -> float:
         check_delta(delta)
         _require(self, comp, adaptive)
         mu = self.mu(comp)
+        if math.isinf(mu):
+            return math.inf                    # μ beyond the float range (huge counts)
         return 0.0 if mu == 0 else gdp_epsilon(mu, delta)
 
     def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
         check_nonnegative("epsilon", epsilon)
         _require(self, comp, adaptive)
         mu = self.mu(comp)
+        if math.isinf(mu):
+            return 1.0
         return 0.0 if mu == 0 else gdp_delta(epsilon, mu)
 
 
@@ -157,7 +162,7 @@ class RdpAccountant:
         _require(self, comp, adaptive)
         if comp.is_empty():
             return 0.0
-        return math.exp(_rdp.rdp_to_log_delta(comp.rdp(), epsilon))
+        return min(1.0, exp_up(_rdp.rdp_to_log_delta(comp.rdp(), epsilon)))
 
 
 class PldAccountant:
@@ -224,6 +229,8 @@ class BestAccountant:
                 continue
             if value < best:
                 best, source = value, acc.name
+            elif source == "none":
+                source = "overflow"        # supported but beyond the float range (so far)
         if source == "none":
             raise DpledgerError("no accountant supports this composition")
         return best, source

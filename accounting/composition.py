@@ -9,8 +9,13 @@ Normal form (canonical, so equal compositions compare and serialise equal):
   that μ (Dong–Roth–Su 2022, Cor. 3.3).
 
 Per-currency totals (SPEC §3 table) live here, each computed once from the release formulas:
-pure ε = Σ count·ε_i (``math.fsum``, exact up to one rounding); GDP μ² = Σ count·μ_i²; zCDP
-ρ = Σ count·ρ_i; RDP curves add order by order.
+pure ε = Σ count·ε_i; GDP μ² = Σ count·μ_i²; zCDP ρ = Σ count·ρ_i; RDP curves add order by
+order.  Every total is certified (SPEC R6): the sum is formed exactly (``Fraction`` of the
+per-release values, themselves upper bounds rounded up by :mod:`.releases`; floats are dyadic
+rationals, so the exact sum stays cheap with thousands of distinct releases) and rounded up
+once; μ = √μ² is rounded up so that μ² ≤ (reported μ)² holds exactly.  ``count`` is an exact integer of any size, so each
+total costs O(number of distinct releases), whatever the counts; a total beyond the float range
+is ∞ (reported with status ``skipped:overflow``, not as unbounded).
 """
 from __future__ import annotations
 
@@ -21,7 +26,10 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from dpledger.accounting import rdp as _rdp
+from fractions import Fraction
+
 from dpledger.accounting.gdp import mu_of_pure_epsilon
+from dpledger.accounting.numerics import div_down, float_up, sqrt_up, sum_up
 from dpledger.accounting.pure import zcdp_of_pure
 from dpledger.accounting.releases import (
     BOUND, EXACT, NOT_APPLICABLE, UNBOUNDED, DiscreteGaussianRelease, DiscreteLaplaceRelease,
@@ -38,10 +46,16 @@ def canonical(release: Release) -> Release:
     continuous Laplace and Gaussian releases are rewritten with sensitivity 1 and noise scale
     = scale/sensitivity (the noise multiplier, which is what their privacy depends on)."""
     if isinstance(release, LaplaceRelease) and release.sensitivity != 1.0:
-        return LaplaceRelease(scale=release.scale / release.sensitivity, sensitivity=1.0)
+        return LaplaceRelease(scale=div_down(release.scale, release.sensitivity), sensitivity=1.0)
     if isinstance(release, GaussianRelease) and release.sensitivity != 1.0:
-        return GaussianRelease(sigma=release.sigma / release.sensitivity, sensitivity=1.0)
+        return GaussianRelease(sigma=div_down(release.sigma, release.sensitivity), sensitivity=1.0)
     return release
+
+
+def _gaussian_of_mu2(mu2) -> "GaussianRelease":
+    """The Gaussian release of total μ² (a float or exact Fraction): σ = 1/√μ² rounded down,
+    so its μ is at least the exact √μ² (a smaller σ never understates the cost)."""
+    return GaussianRelease(sigma=div_down(1, sqrt_up(mu2)), sensitivity=1.0)
 
 
 def _snap(value: float, forward, target: float) -> float:
@@ -107,9 +121,9 @@ class Composition:
         items = [(r, c) for r, c in groups.values()]
         gauss = [(r, c) for r, c in items if isinstance(r, GaussianRelease)]
         if len(gauss) > MAX_GAUSSIAN_TERMS:
-            mu2 = math.fsum(c * r.mu2 for r, c in gauss)
+            mu2 = sum(c * Fraction(r.mu2) for r, c in gauss)     # dyadic: exact and fast
             items = [(r, c) for r, c in items if not isinstance(r, GaussianRelease)]
-            items.append((GaussianRelease(sigma=1.0 / math.sqrt(mu2), sensitivity=1.0), 1))
+            items.append((_gaussian_of_mu2(mu2), 1))
         return cls(tuple(sorted(items, key=_sort_key)))
 
     @classmethod
@@ -117,7 +131,7 @@ class Composition:
         """A composition whose Gaussian part is given by its total μ² (from a ledger)."""
         pairs = list(others)
         if mu2 > 0:
-            pairs.append((GaussianRelease(sigma=1.0 / math.sqrt(mu2), sensitivity=1.0), 1))
+            pairs.append((_gaussian_of_mu2(mu2), 1))
         return cls.of(pairs)
 
     def __add__(self, other: "Composition") -> "Composition":
@@ -149,53 +163,70 @@ class Composition:
 
     # -- per-currency totals ------------------------------------------------------------
     def pure_epsilon(self) -> float:
-        """Σ count·ε_i (basic composition; valid under fully adaptive choices, Rogers et al. 2016)."""
+        """Σ count·ε_i (basic composition; valid under fully adaptive choices, Rogers et al. 2016),
+        exact then rounded up; ∞ when unbounded or beyond the float range."""
         if self.status("pure") == UNBOUNDED:
             return math.inf
-        return math.fsum(c * r.epsilon for r, c in self.items)
+        return sum_up((c, r.epsilon) for r, c in self.items)
 
     def pure_groups(self) -> list[tuple[float, int]]:
         return [(r.epsilon, c) for r, c in self.items]
 
-    def gdp_mu2(self) -> float:
-        """Σ count·μ_i², using the randomized-response bound for pure releases (GDP composition,
-        DRS Thm 3.2).  ∞ when a release has no GDP guarantee."""
-        if self.status("gdp") in (UNBOUNDED, NOT_APPLICABLE):
-            return math.inf
-        terms = []
+    def _gdp_mu2_exact(self) -> Fraction | float:
+        total = Fraction(0)
         for r, c in self.items:
             if isinstance(r, GaussianRelease):
-                terms.append(c * r.mu2)
-            else:
-                terms.append(c * mu_of_pure_epsilon(r.epsilon) ** 2)
-        return math.fsum(terms)
+                total += c * Fraction(r.mu2)
+            else:   # μ of randomized response, itself an upper bound; its square exact
+                mu = mu_of_pure_epsilon(r.epsilon)
+                total += c * Fraction(mu) * Fraction(mu)
+        return total
+
+    def gdp_mu2(self) -> float:
+        """Σ count·μ_i², using the randomized-response bound for pure releases (GDP composition,
+        DRS Thm 3.2), exact then rounded up.  ∞ when a release has no GDP guarantee."""
+        if self.status("gdp") in (UNBOUNDED, NOT_APPLICABLE):
+            return math.inf
+        return float_up(self._gdp_mu2_exact())
+
+    def gdp_mu_bound(self) -> float:
+        """√(Σ count·μ_i²) rounded up (the GDP accountant's μ, a bound for non-Gaussians)."""
+        if self.status("gdp") in (UNBOUNDED, NOT_APPLICABLE):
+            return math.inf
+        return sqrt_up(self._gdp_mu2_exact())
 
     def gdp_mu(self) -> float | None:
-        """Exact GDP μ when every release is Gaussian; None otherwise (SPEC §3)."""
+        """Exact GDP μ when every release is Gaussian (rounded up); None otherwise (SPEC §3)."""
         if not self.items:
             return 0.0
         if self.status("gdp") != EXACT or not self.all_gaussian():
             return None
-        return math.sqrt(self.gdp_mu2())
+        return self.gdp_mu_bound()
 
     def zcdp_rho(self) -> float:
+        """Σ count·ρ_i, exact then rounded up (Gaussian μ²/2 and discrete-Gaussian ρ rounded up
+        per release; Laplace its own ρ, :func:`.rdp.laplace_zcdp`; other pure releases
+        ε·tanh(ε/2), :func:`.pure.zcdp_of_pure`, all upper bounds)."""
         if self.status("zcdp") in (UNBOUNDED, NOT_APPLICABLE):
             return math.inf
-        terms = []
+        total = Fraction(0)
         for r, c in self.items:
             if isinstance(r, GaussianRelease):
-                terms.append(c * r.mu2 / 2.0)
+                total += c * Fraction(r.mu2) / 2
             elif isinstance(r, DiscreteGaussianRelease):
-                terms.append(c * r.rho)
+                total += c * Fraction(r.rho)
+            elif isinstance(r, LaplaceRelease):
+                total += c * Fraction(_rdp.laplace_zcdp(r.epsilon))
             else:
-                terms.append(c * zcdp_of_pure(r.epsilon))
-        return math.fsum(terms)
+                total += c * Fraction(zcdp_of_pure(r.epsilon))
+        return float_up(total)
 
     def rdp(self, orders: np.ndarray = _rdp.ORDERS) -> np.ndarray:
         total = np.zeros_like(orders)
         if self.status("rdp") == UNBOUNDED:
             return total + np.inf
         for r, c in self.items:
+            c = float_up(c)     # exact for counts below 2^53; rounded up beyond
             if isinstance(r, GaussianRelease):
                 curve = _rdp.gaussian_rdp(r.mu2, orders)
             elif isinstance(r, DiscreteGaussianRelease):
@@ -204,7 +235,8 @@ class Composition:
                 curve = _rdp.laplace_rdp(r.epsilon, orders)
             else:   # generic pure and discrete Laplace: randomized-response bound
                 curve = _rdp.pure_rdp(r.epsilon, orders)
-            total = total + c * curve
+            with np.errstate(over="ignore"):   # huge counts: ∞ at some orders, still a bound
+                total = total + c * curve
         return total
 
     # -- serialisation ------------------------------------------------------------------

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 
 
-from dpledger.accounting.numerics import ULP, log_target, solve_decreasing, solve_increasing
+from dpledger.accounting.numerics import (ULP, exp_up, log_target, solve_decreasing,
+                                         solve_increasing)
 from dpledger.errors import check_delta, check_nonnegative, check_positive
 
 
@@ -37,7 +38,7 @@ def gdp_delta(epsilon: float, mu: float) -> float:
     """δ_μ(ε), rounded up."""
     check_nonnegative("epsilon", epsilon)
     check_positive("mu", mu)
-    return min(1.0, math.exp(gdp_log_delta(epsilon, mu)))
+    return min(1.0, exp_up(gdp_log_delta(epsilon, mu)))
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:

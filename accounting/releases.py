@@ -20,11 +20,15 @@ Normal forms: two releases with the same normal form have identical privacy in e
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
 from typing import ClassVar, Mapping, Union
 
+from fractions import Fraction
+
+from dpledger.accounting.numerics import div_up, float_up
 from dpledger.errors import DpledgerError, check_count, check_positive
 
 EXACT, BOUND, UNBOUNDED, NOT_APPLICABLE = "exact", "bound", "unbounded", "not_applicable"
@@ -42,9 +46,14 @@ class LaplaceRelease:
     * pure ε = Δ/b (exact; Dwork–Roth Thm 3.6).
     * GDP: no exact μ; the sound bound is that of a generic ε-DP mechanism,
       μ = −2Φ⁻¹(1/(1+e^ε)) (randomized response dominates every ε-DP pair).
-    * zCDP ρ = ε·tanh(ε/2) (tight for ε-DP, Bun–Steinke / randomized response KL limit).
+    * zCDP ρ = sup_{α>1} ε(α)/α of the RDP curve below (Bun–Steinke 2016, Def. 1.1), computed
+      as a certified upper bound from that curve (:func:`dpledger.accounting.rdp.laplace_zcdp`):
+      within 1e-3 relative of the supremum, which numerically is the α → 1 limit, the KL
+      divergence ε + e^{−ε} − 1 (0.3679 at ε = 1, against randomized response's ε·tanh(ε/2) =
+      0.4621, the generic ε-DP value) — status ``bound``.
     * RDP ε(α) = (1/(α−1))·log( α/(2α−1)·e^{(α−1)ε} + (α−1)/(2α−1)·e^{−αε} )
       (Mironov 2017, Prop. 6; exact).
+    * ``epsilon`` = Δ/b rounded up (an exact rational, rounded once toward less privacy).
     * PLD: ``dp_accounting`` Laplace PLD, noise_multiplier = b/Δ, ADD_OR_REMOVE_ONE.
     """
 
@@ -52,7 +61,7 @@ class LaplaceRelease:
     sensitivity: float = 1.0
     kind: ClassVar[str] = "laplace"
     statuses: ClassVar[Mapping[str, str]] = {
-        "pure": EXACT, "gdp": BOUND, "zcdp": EXACT, "rdp": EXACT, "pld": EXACT}
+        "pure": EXACT, "gdp": BOUND, "zcdp": BOUND, "rdp": EXACT, "pld": EXACT}
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scale", check_positive("laplace scale", self.scale))
@@ -61,11 +70,14 @@ class LaplaceRelease:
 
     @classmethod
     def from_epsilon(cls, epsilon: float) -> "LaplaceRelease":
-        return cls(scale=1.0 / check_positive("epsilon", epsilon), sensitivity=1.0)
+        """The Laplace release of scale 1/ε rounded up: its exact ε is at most the one asked
+        (and its ``epsilon``, rounded up, equals it whenever 1/(1/ε) rounds back to ε)."""
+        return cls(scale=div_up(1, check_positive("epsilon", epsilon)), sensitivity=1.0)
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
     def epsilon(self) -> float:
-        return self.sensitivity / self.scale
+        """Δ/b, rounded up."""
+        return div_up(self.sensitivity, self.scale)
 
     def normal_form(self) -> tuple:
         return (self.kind, self.epsilon)
@@ -83,6 +95,7 @@ class GaussianRelease:
       μ = √(Σμ_i²), also under fully adaptive choice of σ (Smith & Thakurta 2022).
     * zCDP ρ = μ²/2; RDP ε(α) = αμ²/2 (Mironov 2017, Prop. 7; exact).
     * PLD: ``dp_accounting`` Gaussian PLD (skipped when every release is Gaussian: GDP is exact).
+    * ``mu`` = Δ/σ and ``mu2`` = Δ²/σ² are rounded up; ``mu2_exact`` is the exact rational.
     """
 
     sigma: float
@@ -98,15 +111,20 @@ class GaussianRelease:
 
     @classmethod
     def from_mu(cls, mu: float) -> "GaussianRelease":
-        return cls(sigma=1.0 / check_positive("mu", mu), sensitivity=1.0)
+        """σ = 1/μ rounded up: the exact μ is at most the one asked."""
+        return cls(sigma=div_up(1, check_positive("mu", mu)), sensitivity=1.0)
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
     def mu(self) -> float:
-        return self.sensitivity / self.sigma
+        return div_up(self.sensitivity, self.sigma)
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
+    def mu2_exact(self) -> Fraction:
+        return (Fraction(self.sensitivity) / Fraction(self.sigma)) ** 2
+
+    @functools.cached_property   # frozen: computed once per instance
     def mu2(self) -> float:
-        return (self.sensitivity / self.sigma) ** 2
+        return float_up(self.mu2_exact)
 
     def normal_form(self) -> tuple:
         return (self.kind, self.mu)
@@ -145,7 +163,7 @@ class DiscreteLaplaceRelease:
 
     The statistic is an integer in lattice units (rewards rounded to the lattice 2^-k before
     summing); ``sensitivity`` Δ is a positive integer in the same units and ``scale`` t > 0.
-    * pure ε = Δ/t (exact: the loss ratio is e^{(|z−Δ|−|z|)/t} ≤ e^{Δ/t}).
+    * pure ε = Δ/t (exact: the loss ratio is e^{(|z−Δ|−|z|)/t} ≤ e^{Δ/t}), rounded up.
     * GDP, zCDP, RDP: the generic ε-DP bounds of :class:`PureEpsilonRelease` (status bound).
     * PLD: ``dp_accounting`` discrete-Laplace PLD with noise_parameter 1/t and sensitivity Δ.
     Never uses the continuous-Laplace formulas (Canonne–Kamath–Steinke 2020).
@@ -162,9 +180,9 @@ class DiscreteLaplaceRelease:
         object.__setattr__(self, "sensitivity",
                            check_count("discrete laplace sensitivity", self.sensitivity))
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
     def epsilon(self) -> float:
-        return self.sensitivity / self.scale
+        return div_up(self.sensitivity, self.scale)
 
     def normal_form(self) -> tuple:
         return (self.kind, self.scale, self.sensitivity)
@@ -179,7 +197,7 @@ class DiscreteGaussianRelease:
 
     * zCDP ρ = Δ²/(2σ²) and RDP ε(α) = αρ (Canonne–Kamath–Steinke 2020, Thm 4 / Prop. 5: an
       upper bound, the discrete Gaussian is at least as private as the continuous one at these
-      orders) — status bound.
+      orders) — status bound.  ``rho`` is rounded up (``rho_exact`` the exact rational).
     * pure ε: unbounded.  GDP μ: not proven for the discrete Gaussian, not applicable.
     * PLD: ``dp_accounting`` discrete-Gaussian PLD (exact up to discretisation).
     """
@@ -195,9 +213,13 @@ class DiscreteGaussianRelease:
         object.__setattr__(self, "sensitivity",
                            check_count("discrete gaussian sensitivity", self.sensitivity))
 
-    @property
+    @functools.cached_property   # frozen: computed once per instance
+    def rho_exact(self) -> Fraction:
+        return Fraction(self.sensitivity ** 2) / (2 * Fraction(self.sigma) ** 2)
+
+    @functools.cached_property   # frozen: computed once per instance
     def rho(self) -> float:
-        return self.sensitivity ** 2 / (2.0 * self.sigma ** 2)
+        return float_up(self.rho_exact)
 
     def normal_form(self) -> tuple:
         return (self.kind, self.sigma, self.sensitivity)
@@ -277,6 +299,9 @@ def parse_release_spec(spec: str) -> tuple[Release, int]:
         key = _ALIASES.get(key.strip().lower(), key.strip().lower())
         if not eq:
             raise DpledgerError(f"expected key=value in {spec!r}, got {part!r}")
+        if key == "count":
+            params[key] = _exact_count(value, spec)
+            continue
         try:
             params[key] = float(value)
         except ValueError:
@@ -300,6 +325,21 @@ def parse_release_spec(spec: str) -> tuple[Release, int]:
     except TypeError:
         raise DpledgerError(f"bad parameters for {kind!r} in {spec!r}: {sorted(params)}") from None
     return release, count
+
+
+def _exact_count(text: str, spec: str) -> int:
+    """``count=1e30`` is the integer 10^30 exactly (through ``float`` it would be
+    1000000000000000019884624838656)."""
+    from decimal import Decimal, InvalidOperation
+    try:
+        d = Decimal(text.strip())
+    except InvalidOperation:
+        raise DpledgerError(f"count must be an integer in {spec!r}, got {text.strip()!r}") from None
+    if not d.is_finite() or d != d.to_integral_value():
+        raise DpledgerError(f"count must be an integer in {spec!r}, got {text.strip()!r}")
+    if d > Decimal("1e300"):     # beyond, even the count itself is no float
+        raise DpledgerError(f"count must be at most 1e300 in {spec!r}, got {text.strip()!r}")
+    return int(d)
 
 
 def _only(params: dict, allowed: set, spec: str) -> None:

@@ -44,6 +44,7 @@ import numpy as np
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import mu_of_pure_epsilon
+from dpledger.accounting.numerics import sum_up
 from dpledger.accounting.releases import GaussianRelease, NonPrivateRelease, Release
 
 if TYPE_CHECKING:       # pragma: no cover
@@ -341,8 +342,9 @@ def _candidates(key: np.ndarray, tol: np.ndarray) -> np.ndarray:
 
 # -- exact per-reward compositions -----------------------------------------------------------
 def inline_mu2_exact(ledger: "RewardLedger", run: int, arm: int, index: int) -> float:
-    """Σ count·μ² of the inline Gaussian rows and posterior reads touching one reward, exactly
-    rounded (``math.fsum`` of the rounded products)."""
+    """Σ count·μ² of the inline Gaussian rows and posterior reads touching one reward: the
+    exact sum of the exact products, rounded up once (R6; ``math.fsum`` of rounded products
+    could land below the exact sum)."""
     return float(inline_mu2_exact_many(ledger, [run], [arm], [index])[0])
 
 
@@ -364,23 +366,23 @@ def inline_mu2_exact_many(ledger: "RewardLedger", run, arm, index) -> np.ndarray
     if ledger.n_posterior_reads():
         reads = ledger.reads_mu2(sk[starts] >> 20, sk[starts] & ((1 << 20) - 1),
                                  starts.astype(np.int64), ends.astype(np.int64), si)
-    terms_of: list[list[float]] = [[] for _ in range(sk.size)]
+    terms_of: list[list[tuple[int, float]]] = [[] for _ in range(sk.size)]
     if ledger.n_gaussian_rows():
         g = ledger.gaussian_rows
         gk = g["run"] * (1 << 20) + g["arm"]
         gorder = np.argsort(gk, kind="stable")
         gk_sorted = gk[gorder]
-        w = g["count"] * g["mu2"]               # the same rounded products as the totals
+        cnt, m2 = g["count"], g["mu2"]
         for a, b in zip(starts.tolist(), ends.tolist()):
             lo, hi = np.searchsorted(gk_sorted, [sk[a], sk[a] + 1])
             if lo == hi:
                 continue
             rows = gorder[lo:hi]
-            st, sp, wr = g["start"][rows], g["stop"][rows], w[rows]
+            st, sp, cr, mr = g["start"][rows], g["stop"][rows], cnt[rows], m2[rows]
             for j in range(a, b):
                 m = (st <= si[j]) & (si[j] < sp)
-                terms_of[j] = wr[m].tolist()
-    vals = np.array([math.fsum(t + [r]) if r else math.fsum(t)
+                terms_of[j] = list(zip(cr[m].tolist(), mr[m].tolist()))
+    vals = np.array([sum_up(t + [(1, r)]) if r else sum_up(t)
                      for t, r in zip(terms_of, reads.tolist())], dtype=np.float64)
     out[order] = vals
     return out

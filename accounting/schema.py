@@ -57,6 +57,18 @@ def _finite(x: float | None) -> tuple[float | None, str]:
     return float(x), OK
 
 
+OVERFLOW = "skipped:overflow"
+
+
+def _finite_in(x: float | None, comps: Sequence[Composition], currency: str) -> tuple[float | None, str]:
+    """As :func:`_finite`, but an ∞ from compositions that are bounded in ``currency`` is an
+    overflow of the float range (huge counts), reported as ``skipped:overflow``."""
+    value, status = _finite(x)
+    if status == "unbounded" and not any(c.status(currency) == "unbounded" for c in comps):
+        return None, OVERFLOW
+    return value, status
+
+
 def _dedupe(compositions: Sequence[Composition]) -> list[Composition]:
     return maximal_compositions(compositions)
 
@@ -70,16 +82,16 @@ def privacy_block(compositions: Sequence[Composition], deltas: Sequence[float] =
         return _unbounded_block(deltas) if unbounded else privacy_block([Composition()], deltas)
     out: dict[str, Any] = {}
     pure = max(c.pure_epsilon() for c in comps)
-    out["pure_epsilon"], out["pure_epsilon_status"] = _finite(pure)
+    out["pure_epsilon"], out["pure_epsilon_status"] = _finite_in(pure, comps, "pure")
     mus = [c.gdp_mu() for c in comps]
     if any(c.status("gdp") == "unbounded" for c in comps):
         out["gdp_mu"], out["gdp_mu_status"] = None, "unbounded"
     elif any(m is None for m in mus):
         out["gdp_mu"], out["gdp_mu_status"] = None, "not_applicable"
     else:
-        out["gdp_mu"], out["gdp_mu_status"] = float(max(mus)), OK
+        out["gdp_mu"], out["gdp_mu_status"] = _finite_in(float(max(mus)), comps, "gdp")
     rhos = [c.zcdp_rho() for c in comps]
-    out["zcdp_rho"], out["zcdp_rho_status"] = _finite(max(rhos))
+    out["zcdp_rho"], out["zcdp_rho_status"] = _finite_in(max(rhos), comps, "zcdp")
     if any(c.status("zcdp") == "not_applicable" for c in comps):
         out["zcdp_rho"], out["zcdp_rho_status"] = None, "not_applicable"
 
@@ -91,7 +103,8 @@ def privacy_block(compositions: Sequence[Composition], deltas: Sequence[float] =
                 else (math.inf, "none") for c in comps]
         value, source = max(vals, key=lambda v: v[0])
         eps_best[delta_key(d)], _ = _finite(value)
-        src[delta_key(d)] = source if math.isfinite(value) else "unbounded"
+        src[delta_key(d)] = (source if math.isfinite(value)
+                             else "overflow" if source == "overflow" else "unbounded")
     out["epsilon_at_delta"] = eps_best
     out["epsilon_at_delta_source"] = src
 
@@ -116,6 +129,8 @@ def privacy_block(compositions: Sequence[Composition], deltas: Sequence[float] =
                 table[name][k], status[name][k] = None, f"skipped:{exc}"
                 continue
             table[name][k], status[name][k] = _finite(value)
+            if math.isinf(value):            # supported, so finite in exact arithmetic
+                status[name][k] = OVERFLOW
     out["epsilon"] = table
     out["epsilon_status"] = status
     worst = max(comps, key=lambda c: (c.pure_epsilon(), c.gdp_mu2()))

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 import math
 
+from fractions import Fraction
+
 from dpledger.accounting.certificate import Theorem
+from dpledger.accounting.numerics import float_up, sqrt_up
+
+
+def _mp_up(fn) -> float:
+    """``fn()`` evaluated in mpmath at 50 digits, then rounded up past its own error (R6)."""
+    import mpmath
+    with mpmath.workdps(50):
+        return float_up(fn() * (1 + mpmath.mpf(10) ** -40))
 
 
 def non_private(policy: str) -> Theorem:
@@ -64,7 +74,7 @@ def ou_2024_ts_gaussian(T: int, b: int = 0, c: float = 1.0) -> Theorem:
     RECONSTRUCTED constant (algorithms.md A8, B §3.4): the paper's lemma statements were not
     recovered; this is the per-round bound μ_t ≤ 1/√(c(b+1)) composed over T rounds (T counting
     the b·K pre-pull rounds).  This function is the one place the formula lives."""
-    mu = math.sqrt(T / (c * (b + 1)))
+    mu = sqrt_up(Fraction(T) / (Fraction(c) * (b + 1)))       # rounded up (R6)
     label = "TS-Gaussian" if (b == 0 and c == 1.0) else f"M-TS-Gaussian (b={b}, c={c!r})"
     return Theorem(paper=f"Ou, Avella Medina & Cummings 2024 (arXiv 2407.14879), {label}",
                    theorem="GDP composition over T rounds (reconstructed)",
@@ -85,7 +95,12 @@ def hu_2025_dp_ts_ucb(T: int, K: int, alpha: float = 0.5, c0: float = 1.0) -> Th
     φ = c0·T^{0.5(1−α)}·ln(T)^{0.5(3−α)}, certificate μ² = min(⌈φ⌉, T−K)/ln(T)^α and theorem
     μ² = 2φ/ln(T)^α, so the theorem falls below when min(⌈φ⌉, T−K) > 2φ (⌈φ⌉ > 2φ: tiny c0)."""
     lnT = math.log(T)
-    mu = math.sqrt(2.0 * c0 * T ** (0.5 * (1.0 - alpha)) * lnT ** (1.5 * (1.0 - alpha)))
+
+    def exact_mu():
+        import mpmath
+        a, lt = 1 - mpmath.mpf(alpha), mpmath.log(T)
+        return mpmath.sqrt(2 * mpmath.mpf(c0) * mpmath.mpf(T) ** (a / 2) * lt ** (3 * a / 2))
+    mu = _mp_up(exact_mu)                                     # 50 digits, rounded up (R6)
     phi = c0 * T ** (0.5 * (1.0 - alpha)) * lnT ** (0.5 * (3.0 - alpha))
     finding = ""
     if min(math.ceil(phi), T - K) > 2.0 * phi:

@@ -13,7 +13,11 @@
    one event at a time with value_discretization_interval 1e-3, timed and extrapolated linearly
    to R releases (a lower bound: each compose gets dearer as the support widens).
 
-Timings are wall clock on this machine; nothing here is a test.
+4. Huge counts (issue 13): ``compose`` of 1e9 and 1e12 copies of one release — the pure (KOV),
+   GDP and RDP accountants at four δ, and the whole privacy block, time (wall and CPU) and
+   peak traced memory; target < 1 s and < 200 MB each.
+
+Timings are wall clock on this machine (CPU time where said); nothing here is a test.
 """
 from __future__ import annotations
 
@@ -105,6 +109,41 @@ def dp_accounting_pld(n: int, seed: int = 0):
     return t, eps_pld, gdp_epsilon(mu, 1e-6), mu
 
 
+def huge_counts():
+    """[(spec, wall s, cpu s, peak MB of the accountants; wall s of the privacy block)]."""
+    import tracemalloc
+
+    from dpledger.accounting import accountants as A
+    from dpledger.accounting.composition import Composition
+    from dpledger.accounting.releases import parse_release_spec
+    from dpledger.accounting.schema import DEFAULT_DELTAS, privacy_block
+
+    privacy_block([Composition.of([parse_release_spec("laplace:eps=1,count=3")])])   # imports
+    rows = []
+    for n in ("1e9", "1e12"):
+        for spec in ("laplace:eps=1", "pure:eps=0.1", "gaussian:sigma=2"):
+            comp = Composition.of([parse_release_spec(f"{spec},count={n}")])
+
+            def accountants():
+                A._VALUES.clear()
+                A._PURE_CACHE.clear()
+                return [A.ACCOUNTANTS[a].epsilon(comp, d) for a in ("pure", "gdp", "rdp")
+                        if A.ACCOUNTANTS[a].supports(comp) == "ok" for d in DEFAULT_DELTAS]
+
+            c0, w0 = time.process_time(), time.perf_counter()
+            accountants()
+            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+            tracemalloc.start()
+            accountants()
+            peak = tracemalloc.get_traced_memory()[1] / 2 ** 20
+            tracemalloc.stop()
+            A._VALUES.clear()
+            A._PURE_CACHE.clear()
+            _, t_block = _timed(lambda: privacy_block([comp]))
+            rows.append((f"{spec},count={n}", wall, cpu, peak, t_block))
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rewards", type=int, default=1_000_000)
@@ -140,6 +179,13 @@ def main(argv=None) -> int:
         print(f"{name:<48}{cs:>11}{ws:>11}{ts:>10}  {ok}")
     print(f"\nmax per-reward mu2 = {cold[0]:.6g} at index {cold[1]} (mu = {math.sqrt(cold[0]):.6g}); "
           f"matches an independent dense difference array: {checks}")
+
+    print("\nhuge counts: pure/GDP/RDP accountants at 4 deltas (target < 1 s, < 200 MB); "
+          "whole privacy block incl. PLD status")
+    for spec, wall, cpu, peak, t_block in huge_counts():
+        ok = "yes" if wall < 1.0 and peak < 200 else "NO"
+        print(f"  {spec:<32} {wall * 1e3:8.1f} ms wall {cpu * 1e3:8.1f} ms cpu {peak:7.1f} MB  "
+              f"block {t_block * 1e3:8.1f} ms  {ok}")
 
     if args.pld_n > 0:
         t, eps_pld, eps_exact, mu = dp_accounting_pld(args.pld_n, args.seed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 from collections import Counter
 
 import numpy as np
@@ -117,7 +118,7 @@ def brute(ops):
             _, r, a, s, e, c, m = op
             touch((r, a), e)
             for idx in range(s, e):
-                mu2.setdefault((r, a, idx), []).append(c * m)
+                mu2.setdefault((r, a, idx), []).append(Fraction(c) * Fraction(m))
         else:
             touch((op[1], op[2]), op[3])
     comps = {}
@@ -125,8 +126,15 @@ def brute(ops):
         for idx in range(n):
             key = (r, a, idx)
             pairs = [(rel, c) for rel, c in counts.get(key, Counter()).items()]
-            comps[key] = Composition.gaussian_total(math.fsum(mu2.get(key, [])), pairs)
-    return comps, lengths, {k: math.fsum(v) for k, v in mu2.items()}, counts
+            # Σ count·μ² exact, rounded up to a float (R6: the ledger certifies an upper bound)
+            comps[key] = Composition.gaussian_total(_float_up(sum(mu2.get(key, []), Fraction(0))),
+                                                    pairs)
+    return comps, lengths, {k: float(sum(v)) for k, v in mu2.items()}, counts
+
+
+def _float_up(q: Fraction) -> float:
+    f = float(q)
+    return math.nextafter(f, math.inf) if Fraction(f) < q else f
 
 
 def piece_rewards(led):

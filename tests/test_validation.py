@@ -133,8 +133,10 @@ def test_cli_compose_json_keys_and_values():
                                "zcdp_rho", "zcdp_rho_status"]
     assert block["pure_epsilon"] is None and block["pure_epsilon_status"] == "unbounded"
     assert block["gdp_mu"] is None and block["gdp_mu_status"] == "not_applicable"
-    # zCDP: Gaussian 4·(1/2)²/2 + Laplace ε·tanh(ε/2)
-    assert math.isclose(block["zcdp_rho"], 4 * 0.25 / 2 + 0.5 * math.tanh(0.25), rel_tol=1e-12)
+    # zCDP: Gaussian 4·(1/2)²/2 + Laplace's own ρ, its KL ε + e^{−ε} − 1 (issue 12 §3: no
+    # longer randomized response's ε·tanh(ε/2)), certified within 2e-3 above
+    exact = 4 * 0.25 / 2 + 0.5 + math.expm1(-0.5)
+    assert exact <= block["zcdp_rho"] <= exact * (1 + 2e-3)
     assert set(block["epsilon"]) == {"pure", "gdp", "rdp", "pld"}
     assert list(block["epsilon_at_delta"]) == ["0.001", "1e-06"]
     for k, v in block["epsilon_at_delta"].items():
