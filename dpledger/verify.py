@@ -221,7 +221,11 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
           {k: stored_realized.get(k) for k in _REALIZED_DERIVED}, "privacy.realized", problems)
     v.checked.append("realized from stored compositions")
     if ledger is not None:
-        _check_ledger(report, ledger, policy, T, R, K, deltas, problems)
+        try:
+            _check_ledger(report, ledger, policy, T, R, K, deltas, problems)
+        except (ValueError, IndexError, TypeError, KeyError, OverflowError) as exc:
+            # its hash matched run.json's record, so run.json's record was forged too
+            problems.append(f"ledger file: inconsistent, nothing re-derives from it ({exc})")
         v.checked += ["ledger streams vs horizon and runs", "regret curve from ledger file",
                       "realized from ledger file"]
 
@@ -237,8 +241,8 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
     v.checked.append("invariants")
 
     v.not_checked[:] = (["environment parameters (beyond the regret curve they shape)",
-                         "noise draws"] if ledger is not None else
-                        ["regret values", "environment parameters", "noise draws"])
+                         "noise-draw and row counts"] if ledger is not None else
+                        ["regret values", "environment parameters", "noise-draw and row counts"])
     return v
 
 
@@ -516,7 +520,12 @@ def _ledger_of(path: str, report: dict, ledger_path: str | None, v: Verification
                           "another run's ledger); not re-derived from it")
         return None
     v.checked.append("ledger sha256")
-    return RewardLedger.from_json(read_json(file))
+    try:
+        return RewardLedger.from_json(read_json(file))
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        # the bytes run.json recorded, yet not a ledger (from_json lets some numpy errors out)
+        v.problems.append(f"ledger file {led['file']}: not a valid ledger: {exc}")
+        return None
 
 
 # -- --resimulate -----------------------------------------------------------------------------

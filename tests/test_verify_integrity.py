@@ -210,6 +210,28 @@ def test_another_runs_ledger_with_its_hash_copied_in(runs, tmp_path, capsys, oth
     assert code == 1 and message in err
 
 
+@pytest.mark.parametrize("name,mutate,message", [
+    ("column lengths", lambda l: l["segments"]["length"].pop(), "columns differ in length"),
+    ("text in a column", lambda l: l["segments"].__setitem__("length", "abc"),
+     "not a valid ledger"),
+    ("arm outside", lambda l: l["rows"]["arm"].__setitem__(0, 99), "stream for arm 99"),
+    ("unknown release", lambda l: l["rows"]["release_id"].__setitem__(0, 5), "not interned"),
+    ("a count inflated", lambda l: l["rows"]["count"].__setitem__(0, 10 ** 6),
+     "privacy.realized (from the ledger file).pure_epsilon"),
+])
+def test_forged_ledger_with_matching_hash_is_a_finding_not_a_traceback(
+        runs, tmp_path, capsys, name, mutate, message):
+    path, rep = _copy(runs, tmp_path)
+    led = json.loads((tmp_path / "run.ledger.json").read_text())
+    mutate(led)
+    data = (json.dumps(led) + "\n").encode()
+    (tmp_path / "run.ledger.json").write_bytes(data)
+    rep["ledger"].update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+    _write(path, rep)
+    code, _, err = _verify(capsys, path)
+    assert code == 1 and message in err and "Traceback" not in err
+
+
 def test_run_json_without_a_ledger_record_fails(runs, tmp_path, capsys):
     path, rep = _copy(runs, tmp_path)
     for k in ("file", "sha256", "bytes"):
