@@ -138,6 +138,7 @@ class Verification:
     not_checked: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     report: Any = None          # the run.json content checked (verify_run)
+    hint: str = " (use --resimulate)"
 
     @property
     def ok(self) -> bool:
@@ -148,7 +149,7 @@ class Verification:
         parts = list(self.notes)
         parts.append("checked: " + (", ".join(self.checked) or "nothing"))
         if self.not_checked:
-            parts.append("not checked: " + ", ".join(self.not_checked) + " (use --resimulate)")
+            parts.append("not checked: " + ", ".join(self.not_checked) + self.hint)
         else:
             parts.append("not checked: nothing")
         return "; ".join(parts)
@@ -159,6 +160,12 @@ def verify_report(report: Any, ledger=None) -> list[str]:
     invariant holds); with ``ledger`` (a :class:`RewardLedger`, the run's ledger file) the
     realized block is re-derived from it too."""
     return _verify(report, ledger, Verification()).problems
+
+
+def _whole(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DpledgerError(f"malformed run.json: {name} must be an integer >= 0, got {value!r}")
+    return value
 
 
 def _malformed(exc: Exception) -> DpledgerError:
@@ -176,8 +183,8 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
         if not isinstance(params, dict):
             raise TypeError("policy.params must be an object")
         env = report["environment"]
-        T = int(report["horizon"])
-        R = int(report["runs"])
+        T, R = _whole("horizon", report["horizon"]), _whole("runs", report["runs"])
+        _whole("seed", report["seed"])
         K = len(env["means"])
         lattice_bits = int(env.get("lattice_bits", 0))
         priv = report["privacy"]
@@ -200,6 +207,8 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
                         f"{'is' if len(undeclared) == 1 else 'are'} not a public parameter of "
                         f"{name!r} (public: {', '.join(public) or 'none'}); refusing a run made "
                         "with undeclared parameters")
+        v.not_checked[:] = ["anything else (refused at its parameters)"]
+        v.hint = ""
         return v
     policy = make_policy(name, **params)
     _same(policy.resolved_params(T, K), params, "policy.params", problems)
