@@ -171,27 +171,8 @@ def build_run_report(res: SimulationResult, deltas: Sequence[float] | None = Non
     theorem = theorem_block(policy.theorem(T, K), deltas)
     certificate = certificate_block(run_certificate(policy, T, K, res.env.lattice_bits), deltas)
     ledger = res.ledger
-    comps = ledger.maximal_compositions() or [Composition()]
-    worst = ledger.worst_reward(deltas)
-    worst_json = None
-    if worst is not None:
-        worst_json = {"run": worst.reward.run, "round": worst.reward.round, "arm": worst.reward.arm,
-                      "index": worst.reward.index, "ranked_by": worst.currency}
-    per_run = []
-    worst_of_run = worst_rewards_by_run(ledger, res.run_indices, deltas)
-    for run in res.run_indices:
-        w = worst_of_run[run]
-        entry = {"run": run, "pure_epsilon": None, "gdp_mu": None}
-        if w is not None:
-            pe = w.composition.pure_epsilon()
-            entry["pure_epsilon"] = pe if math.isfinite(pe) else None
-            entry["gdp_mu"] = w.composition.gdp_mu()
-            entry["worst_round"] = w.reward.round
-            entry["worst_arm"] = w.reward.arm
-        per_run.append(entry)
-    realized = realized_block(comps, deltas, policy.adaptive, worst_json, per_run)
-    if getattr(res.env, "kind", None) == 3:   # fixed table: R mechanisms on one dataset
-        realized["across_runs"] = _across_runs(ledger, res.run_indices, deltas, policy.adaptive)
+    realized = realized_from_ledger(ledger, deltas, policy.adaptive, res.run_indices,
+                                    fixed_table=getattr(res.env, "kind", None) == 3)
     report = {
         "schema_version": SCHEMA_VERSION,
         "policy": {"name": policy.name, "params": policy.resolved_params(T, K),
@@ -211,7 +192,44 @@ def build_run_report(res: SimulationResult, deltas: Sequence[float] | None = Non
         },
         "ledger": _ledger_block(ledger, res),
     }
+    report["ledger"].update(LEDGER_NOT_WRITTEN)
     return report
+
+
+# What run.json says about the ledger file until the writer of the file fills in its name
+# (relative to run.json), sha256 and size (``dpledger run``; ``verify`` checks them).
+LEDGER_NOT_WRITTEN = {"file": None, "sha256": None, "bytes": None,
+                      "file_status": "not_written:no ledger file was written with this run.json"}
+
+
+def realized_from_ledger(ledger, deltas: Sequence[float], adaptive: bool,
+                         run_indices: Sequence[int], fixed_table: bool = False) -> dict:
+    """The realized block of run.json from a ledger (SPEC §2 "Realized, precisely"): the
+    maximal per-reward compositions, the worst reward, each run's worst, and on a fixed table
+    the across-runs bound.  ``build_run_report`` and ``verify`` (re-deriving from the ledger
+    file) both call this, so the two cannot drift apart."""
+    comps = ledger.maximal_compositions() or [Composition()]
+    worst = ledger.worst_reward(deltas)
+    worst_json = None
+    if worst is not None:
+        worst_json = {"run": worst.reward.run, "round": worst.reward.round, "arm": worst.reward.arm,
+                      "index": worst.reward.index, "ranked_by": worst.currency}
+    per_run = []
+    worst_of_run = worst_rewards_by_run(ledger, run_indices, deltas)
+    for run in run_indices:
+        w = worst_of_run[run]
+        entry = {"run": run, "pure_epsilon": None, "gdp_mu": None}
+        if w is not None:
+            pe = w.composition.pure_epsilon()
+            entry["pure_epsilon"] = pe if math.isfinite(pe) else None
+            entry["gdp_mu"] = w.composition.gdp_mu()
+            entry["worst_round"] = w.reward.round
+            entry["worst_arm"] = w.reward.arm
+        per_run.append(entry)
+    realized = realized_block(comps, deltas, adaptive, worst_json, per_run)
+    if fixed_table:             # fixed table: R mechanisms on one dataset
+        realized["across_runs"] = _across_runs(ledger, run_indices, deltas, adaptive)
+    return realized
 
 
 def _ledger_block(ledger, res) -> dict:

@@ -87,15 +87,18 @@ def test_curve_and_show(lazy_run):
 
 
 def test_same_seed_same_bytes_also_with_two_workers(tmp_path):
+    # one file name in three folders: run.json records its ledger file's name
     args = ["run", "lazy-dp-ts", "--horizon", "2000", "--runs", "4", "--seed", "3", "--quiet"]
-    assert _main(*args, "--out", str(tmp_path / "a.json")) == 0
-    assert _main(*args, "--out", str(tmp_path / "b.json")) == 0
-    c = _cli(*args, "--workers", "2", "--out", str(tmp_path / "c.json"))   # a fresh process
+    for d in "abc":
+        (tmp_path / d).mkdir()
+    assert _main(*args, "--out", str(tmp_path / "a" / "run.json")) == 0
+    assert _main(*args, "--out", str(tmp_path / "b" / "run.json")) == 0
+    c = _cli(*args, "--workers", "2", "--out", str(tmp_path / "c" / "run.json"))  # a fresh process
     assert c.returncode == 0, c.stderr
-    ta, tb, tc = ((tmp_path / f).read_bytes() for f in ("a.json", "b.json", "c.json"))
+    ta, tb, tc = ((tmp_path / d / "run.json").read_bytes() for d in "abc")
     assert ta == tb == tc
     # the ledger files too, whatever the split of runs over workers (dp-ts: trees and segments)
-    la, lc = ((tmp_path / f).read_bytes() for f in ("a.ledger.json", "c.ledger.json"))
+    la, lc = ((tmp_path / d / "run.ledger.json").read_bytes() for d in "ac")
     assert la == lc
     dargs = ["run", "dp-ts", "--horizon", "3000", "--runs", "5", "--seed", "3", "--quiet"]
     assert _main(*dargs, "--out", str(tmp_path / "e.json")) == 0

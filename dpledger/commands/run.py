@@ -132,9 +132,9 @@ def run(args: argparse.Namespace) -> int:
         res = simulate(policy, env, T, seed=seed, runs=R, workers=workers, progress=progress,
                        sampler=args.sampler)
     report = build_run_report(res, deltas, sampler=args.sampler)
-    write_json_atomic(args.out, report)
     ledger_out = args.ledger_out or os.path.splitext(args.out)[0] + ".ledger.json"
     records = res.ledger.n_rows() + len(res.ledger.segments["run"])
+    not_written = "not_written:--ledger-out none"
     if args.ledger_out is None and records > AUTO_LEDGER_RECORDS:
         # a ledger of 4e7 records (e.g. per-pull rows of a custom policy, or the segments of a
         # long run that switches arms every round) is ~1.5 GB of JSON and takes longer to
@@ -142,8 +142,18 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"note: the ledger has {records} records; not writing {ledger_out} "
                          "(pass --ledger-out FILE to write it)\n")
         ledger_out = "none"
+        not_written = (f"not_written:{records} records, more than {AUTO_LEDGER_RECORDS:.0e} "
+                       "(pass --ledger-out FILE to write it)")
+    # the ledger file first: run.json records its name (relative to run.json), sha256 and size,
+    # which `verify` checks before re-deriving the realized block from it
     if ledger_out != "none":
+        from dpledger.verify import ledger_file_record
         write_json_stream_atomic(ledger_out, res.ledger.compact().to_json(arrays=True))
+        report["ledger"].update(ledger_file_record(ledger_out, args.out))
+        del report["ledger"]["file_status"]
+    else:
+        report["ledger"]["file_status"] = not_written
+    write_json_atomic(args.out, report)
     if args.plot:
         from dpledger.plots import plot_regret
         plot_regret([report], args.plot)
