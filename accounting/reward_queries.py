@@ -44,7 +44,7 @@ import numpy as np
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import mu_of_pure_epsilon
-from dpledger.accounting.numerics import sum_up
+from dpledger.accounting.numerics import sqrt_up, sum_up
 from dpledger.accounting.releases import GaussianRelease, NonPrivateRelease, Release
 
 if TYPE_CHECKING:       # pragma: no cover
@@ -688,5 +688,5 @@ def _worst_among(ledger: "RewardLedger", pt: PieceTotals, key: np.ndarray, curre
                     round=round_of(p))
     value = exact_key[p]
     return WorstReward(reward=ref, composition=comps[p],
-                       key=value if currency == "pure" else math.sqrt(value),
+                       key=value if currency == "pure" else sqrt_up(value),
                        currency=currency)

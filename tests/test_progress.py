@@ -258,7 +258,9 @@ def test_cli_progress_on_stderr_only_and_quiet(tmp_path):
     delay) draws its bar on stderr, never on stdout; --quiet prints nothing at all; both write
     the same bytes."""
     T = "2e7"
-    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    # same file names in two folders: run.json records its ledger file's name
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    a, b = tmp_path / "a" / "run.json", tmp_path / "b" / "run.json"
     loud = _cli("run", "ts-beta", "--horizon", T, "--runs", "1", "--out", str(a))
     assert loud.returncode == 0, loud.stderr
     assert "round" in loud.stderr and "%|" in loud.stderr
@@ -266,7 +268,8 @@ def test_cli_progress_on_stderr_only_and_quiet(tmp_path):
     quiet = _cli("run", "ts-beta", "--horizon", T, "--runs", "1", "--out", str(b), "--quiet")
     assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == ""
     assert a.read_bytes() == b.read_bytes()
-    assert (tmp_path / "a.ledger.json").read_bytes() == (tmp_path / "b.ledger.json").read_bytes()
+    assert (tmp_path / "a" / "run.ledger.json").read_bytes() == \
+        (tmp_path / "b" / "run.ledger.json").read_bytes()
 
 
 def test_same_seed_same_bytes_whatever_split(tmp_path):
@@ -274,11 +277,12 @@ def test_same_seed_same_bytes_whatever_split(tmp_path):
     byte-identical run.json and ledger."""
     outs = []
     for workers in ("1", "2"):
-        out = tmp_path / f"w{workers}.json"
+        (tmp_path / f"w{workers}").mkdir()       # same names: run.json names its ledger file
+        out = tmp_path / f"w{workers}" / "run.json"
         r = _cli("run", "dp-ucb", "--horizon", str(2 * SK.SINK_CHUNK + 5), "--runs", "3",
                  "--seed", "11", "--workers", workers, "--out", str(out), "--quiet")
         assert r.returncode == 0, r.stderr
-        outs.append((out.read_bytes(), (tmp_path / f"w{workers}.ledger.json").read_bytes()))
+        outs.append((out.read_bytes(), (tmp_path / f"w{workers}" / "run.ledger.json").read_bytes()))
     assert outs[0] == outs[1]
 
 

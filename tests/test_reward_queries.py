@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ from dpledger.accounting import realized as rz
 from dpledger.accounting import reward_queries as rq
 from dpledger.accounting.accountants import ACCOUNTANTS
 from dpledger.accounting.composition import Composition, maximal_compositions
+from dpledger.accounting.numerics import float_up, sqrt_up, sum_up
 from dpledger.accounting.ledger import RewardLedger
 from dpledger.accounting.releases import (DiscreteLaplaceRelease, GaussianRelease,
                                           LaplaceRelease, PureEpsilonRelease)
@@ -78,7 +80,7 @@ def brute_compositions(led: RewardLedger) -> dict[tuple[int, int, int], Composit
     out = {}
     for (run, arm), n in led.streams().items():
         counts = np.zeros((n, len(led.releases)), dtype=np.int64)
-        terms: list[list[float]] = [[] for _ in range(n)]
+        terms: list[list[tuple[int, float]]] = [[] for _ in range(n)]
         m = (rows["run"] == run) & (rows["arm"] == arm)
         for s, e, r, c in zip(*(rows[f][m].tolist() for f in ("start", "stop", "release_id",
                                                                "count"))):
@@ -92,12 +94,12 @@ def brute_compositions(led: RewardLedger) -> dict[tuple[int, int, int], Composit
         m = (g["run"] == run) & (g["arm"] == arm)
         for s, e, c, mu2 in zip(*(g[f][m].tolist() for f in ("start", "stop", "count", "mu2"))):
             for i in range(s, e):
-                terms[i].append(c * mu2)
+                terms[i].append((c, mu2))
         reads = led.posterior_read_mu2(run, arm, np.arange(n)) if len(led.posterior_reads["run"]) \
             else np.zeros(n)
         memo: dict = {}
         for i in range(n):
-            mu2 = math.fsum(terms[i] + [float(reads[i])])
+            mu2 = sum_up(terms[i] + [(1, float(reads[i]))])   # exact, rounded up (R6)
             sig = (counts[i].tobytes(), mu2)
             if sig not in memo:
                 memo[sig] = Composition.gaussian_total(
@@ -301,7 +303,9 @@ def test_600_rewards_with_growing_laplace_counts_realize_pure_epsilon_6():
     comps = led.maximal_compositions()
     assert comps == [Composition.of([(lap, 600)])]
     block = realized_privacy(comps, DELTAS, adaptive=False)
-    assert block["pure_epsilon"] == math.fsum([0.01] * 600) == led.worst_reward().key
+    # the exact sum 600 × fl(0.01) rounded up (R6): just above 6
+    exact = float_up(600 * Fraction(0.01))
+    assert block["pure_epsilon"] == exact == led.worst_reward().key
     assert block["pure_epsilon"] == pytest.approx(6.0, rel=1e-15)
 
 
@@ -354,20 +358,34 @@ def test_verify_with_the_ledger_catches_a_lost_composition(tmp_path):
                                        compositions=[c.to_json() for c in comps])) == []
     problems = rz.check_realized(led, real)
     assert problems and "pure_epsilon" in problems[0]
-    # the same through verify_report, on a run.json whose realized block is that one
-    from dpledger.policies.registry import make_policy
-    from dpledger.report import certificate_block, theorem_block
-    from dpledger.policies.simulator import run_certificate
-    pol = make_policy("lazy-dp-ts", epsilon=1000.0)
-    theorem = theorem_block(pol.theorem(50, 1), DELTAS)
-    cert = certificate_block(run_certificate(pol, 50, 1, 0), DELTAS)
-    rep = {"schema_version": 1, "policy": {"name": pol.name, "params": {"epsilon": 1000.0}},
-           "environment": {"means": [0.5]}, "horizon": 50,
-           "privacy": {"deltas": [delta_key(d) for d in DELTAS], "theorem": theorem,
-                       "certificate": cert, "realized": real,
-                       "checks": checks(theorem, cert, real)}}
+    # the same through verify_report, on a real run.json whose realized block lost its worst
+    # composition (and was recomputed from the rest, so it is self-consistent)
+    from dpledger.cli import main as cli_main
+    out = tmp_path / "run.json"
+    assert cli_main(["run", "dp-ts", "--horizon", "3000", "--runs", "2", "--seed", "0",
+                     "--out", str(out), "--quiet"]) == 0
+    rep = json.loads(out.read_text())
+    run_led = RewardLedger.from_json(json.loads((tmp_path / "run.ledger.json").read_text()))
+    comps = run_led.maximal_compositions()
+    assert len(comps) > 1
+    worst = max(comps, key=lambda c: c.pure_epsilon())
+    kept = [c for c in comps if c.pure_epsilon() < worst.pure_epsilon()]
+    assert kept
+    stored = rep["privacy"]["realized"]
+    stored.update(realized_privacy(kept, DELTAS_OF(rep), adaptive=False),
+                  compositions=[c.to_json() for c in kept])
+    stored["checks"] = None
+    rep["privacy"]["checks"] = checks(rep["privacy"]["theorem"], rep["privacy"]["certificate"],
+                                      stored)
+    del stored["checks"]
     assert verify_report(rep) == []
-    assert any("pure_epsilon" in p for p in verify_report(rep, led))
+    problems = verify_report(rep, run_led)
+    assert any(p.startswith("privacy.realized") and ("compositions" in p or "pure_epsilon" in p)
+               for p in problems), problems
+
+
+def DELTAS_OF(rep):
+    return [float(d) for d in rep["privacy"]["deltas"]]
 
 
 def test_worst_reward_over_more_than_256_near_tied_signatures():
@@ -405,7 +423,10 @@ def test_float_ranking_under_cancellation_keeps_the_exact_maximum():
     assert pt.mu2_abs_err >= abs(pt.mu2_inline[2] - a)
     want = Composition.gaussian_total(a, [(lap, 1)])
     assert set(led.maximal_compositions()) == {want, Composition.gaussian_total(1e12)}
-    assert led.worst_reward().key == math.sqrt(1e12)
+    # the composition's own μ, rounded up (σ is stored rounded down): 1e6 to within an ulp
+    key = led.worst_reward().key
+    assert key == Composition.gaussian_total(1e12).gdp_mu() >= sqrt_up(1e12)
+    assert key == pytest.approx(1e6, rel=1e-15)
 
 
 def test_checks_count_a_bound_above_the_certificate_as_inconclusive():
