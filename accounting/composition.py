@@ -32,8 +32,8 @@ from dpledger.accounting.gdp import mu_of_pure_epsilon
 from dpledger.accounting.numerics import div_down, float_up, sqrt_up, sum_up
 from dpledger.accounting.pure import zcdp_of_pure
 from dpledger.accounting.releases import (
-    BOUND, EXACT, NOT_APPLICABLE, UNBOUNDED, DiscreteGaussianRelease, DiscreteLaplaceRelease,
-    GaussianRelease, LaplaceRelease, NonPrivateRelease, PureEpsilonRelease, Release,
+    BOUND, EXACT, NOT_APPLICABLE, UNBOUNDED, DiscreteGaussianRelease, DiscreteGaussianTotal,
+    DiscreteLaplaceRelease, GaussianRelease, LaplaceRelease, NonPrivateRelease, PureEpsilonRelease, Release,
     release_from_json, release_to_json)
 from dpledger.errors import DpledgerError, check_count
 
@@ -134,6 +134,20 @@ class Composition:
             pairs.append((_gaussian_of_mu2(mu2), 1))
         return cls.of(pairs)
 
+    @classmethod
+    def discrete_gaussian_total(cls, rho: float,
+                                others: Iterable[tuple[Release, int]] = ()) -> "Composition":
+        """A composition whose discrete-Gaussian part is given by its zCDP total ρ (a ledger's
+        posterior reads under the exact sampler, :class:`DiscreteGaussianTotal`); totals among
+        ``others`` merge into it (ρ added exactly, rounded up)."""
+        pairs = list(others)
+        rho = sum_up([(1, rho)] + [(c, r.rho) for r, c in pairs
+                                   if isinstance(r, DiscreteGaussianTotal)])
+        pairs = [(r, c) for r, c in pairs if not isinstance(r, DiscreteGaussianTotal)]
+        if rho > 0:
+            pairs.append((DiscreteGaussianTotal(rho=rho), 1))
+        return cls.of(pairs)
+
     def __add__(self, other: "Composition") -> "Composition":
         return Composition.of(list(self.items) + list(other.items))
 
@@ -213,7 +227,7 @@ class Composition:
         for r, c in self.items:
             if isinstance(r, GaussianRelease):
                 total += c * Fraction(r.mu2) / 2
-            elif isinstance(r, DiscreteGaussianRelease):
+            elif isinstance(r, (DiscreteGaussianRelease, DiscreteGaussianTotal)):
                 total += c * Fraction(r.rho)
             elif isinstance(r, LaplaceRelease):
                 total += c * Fraction(_rdp.laplace_zcdp(r.epsilon))
@@ -229,7 +243,7 @@ class Composition:
             c = float_up(c)     # exact for counts below 2^53; rounded up beyond
             if isinstance(r, GaussianRelease):
                 curve = _rdp.gaussian_rdp(r.mu2, orders)
-            elif isinstance(r, DiscreteGaussianRelease):
+            elif isinstance(r, (DiscreteGaussianRelease, DiscreteGaussianTotal)):
                 curve = _rdp.zcdp_rdp(r.rho, orders)
             elif isinstance(r, LaplaceRelease):
                 curve = _rdp.laplace_rdp(r.epsilon, orders)

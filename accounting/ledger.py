@@ -20,10 +20,11 @@ Storage, all numpy columns, appended in bulk:
   is a sound *upper bound* per reward, exact for the tree's first item — the worst-off reward,
   in every node of every level — hence exact for the run's maximum and for certificates; the
   exact per-reward CSS counts would need O(n) rows per tree;
-* **posterior reads** ``(run, arm, first_round, last_round, c)``: a Gaussian posterior of the
-  arm sampled every round of a window, each draw a release of μ² = 1/(c(k+1)) over the k
+* **posterior reads** ``(run, arm, first_round, last_round, c, bits)``: a Gaussian posterior of
+  the arm sampled every round of a window, each draw a release of μ² = 1/(c(k+1)) over the k
   rewards observed before it (:mod:`~dpledger.accounting.posterior_reads`) — one record per
-  stream, its per-reward totals derived from the segments;
+  stream, its per-reward totals derived from the segments; ``bits`` > 0: the exact sampler's
+  discrete Gaussian on the lattice 2^-bits, totalled in zCDP (a ledger holds one kind);
 * **segments** ``(run, arm, first_index, first_round, stride, length)``: the index → round map;
 * **streams**: the number of observations of each (run, arm).
 
@@ -55,7 +56,7 @@ _INT_DTYPES = {"run": np.int64, "arm": np.int64, "start": np.int64, "stop": np.i
                "release_id": np.int64, "count": np.int64, "offset": np.int64,
                "n_items": np.int64, "levels": np.int64, "first_index": np.int64,
                "first_round": np.int64, "stride": np.int64, "length": np.int64,
-               "last_round": np.int64}
+               "last_round": np.int64, "bits": np.int64}
 _FLOAT_FIELDS = ("mu2", "c")
 
 
@@ -211,13 +212,14 @@ class RewardLedger:
         self._trees.append(dict(run=run, arm=arm, offset=offset, n_items=n_items, levels=levels,
                                 release_id=rid))
 
-    def add_posterior_reads(self, run, arm, first_round, last_round, c) -> None:
+    def add_posterior_reads(self, run, arm, first_round, last_round, c, bits=0) -> None:
         """Posterior reads of arm ``arm``: every round ``first_round … last_round`` draws once
         from N(S/(k+1), c/(k+1)) over the arm's k rewards observed before it (arrays or
         scalars, broadcast together; see :mod:`~dpledger.accounting.posterior_reads`).  The
-        per-reward totals need the stream's segments and length."""
+        per-reward totals need the stream's segments and length.  ``bits`` > 0: the exact
+        sampler's discrete Gaussian draws on the lattice 2^-bits."""
         arrays = [np.atleast_1d(a) for a in np.broadcast_arrays(
-            *map(np.asarray, (run, arm, first_round, last_round, c)))]
+            *map(np.asarray, (run, arm, first_round, last_round, c, bits)))]
         cols = dict(zip(READ_FIELDS, arrays))
         cv = np.asarray(cols["c"], dtype=np.float64)
         if cv.size and (not np.all(np.isfinite(cv)) or np.any(cv <= 0)):
@@ -228,6 +230,9 @@ class RewardLedger:
         if np.asarray(cols["run"]).size and (np.any(np.asarray(cols["run"]) < 0)
                                               or np.any(np.asarray(cols["arm"]) < 0)):
             raise DpledgerError("posterior reads need run >= 0 and arm >= 0")
+        bv = np.asarray(cols["bits"])
+        if bv.size and (np.any(bv < 0) or np.any(bv > 30) or np.any(bv != np.round(bv))):
+            raise DpledgerError("posterior reads need lattice bits in 0 … 30")
         self._reads.append(cols)
 
     def add_segments(self, run, arm, first_index, first_round, stride, length,
@@ -446,7 +451,7 @@ class RewardLedger:
                 f"{int(n[r])} observations")
         from dpledger.accounting.read_kernels import suffix_mu2_many
         suffix_mu2_many(fi, fr, st, seg_lo, seg_hi, n, reads["first_round"][rec],
-                        reads["last_round"][rec], reads["c"][rec],
+                        reads["last_round"][rec], reads["c"][rec], reads["bits"][rec],
                         np.asarray(q_lo, dtype=np.int64)[pos], np.asarray(q_hi, dtype=np.int64)[pos],
                         np.ascontiguousarray(queries, dtype=np.int64), out)
         return out
@@ -467,14 +472,14 @@ class RewardLedger:
         """The posterior reads expanded to growing-prefix rows (run, arm, start = 0, stop = k,
         count, mu2): one row per stream and prefix length k with draws — the per-round view,
         O(rewards); for tests and inspection, never used by the totals."""
-        from dpledger.accounting.posterior_reads import posterior_read_mu2
+        from dpledger.accounting.posterior_reads import posterior_read_weight
         from dpledger.accounting.read_kernels import read_counts
         reads = self.posterior_reads
         streams = self.streams()
         parts = {f: [] for f in GAUSS_FIELDS}
         if reads["run"].size:
             ukeys, lo, hi, fi, fr, st, _ = self._segment_index()
-        for r, a, f, l, c in zip(*(reads[x].tolist() for x in READ_FIELDS)):
+        for r, a, f, l, c, bits in zip(*(reads[x].tolist() for x in READ_FIELDS)):
             n = streams.get((r, a), 0)
             if n == 0:
                 continue
@@ -490,7 +495,8 @@ class RewardLedger:
             parts["start"].append(np.zeros(m, np.int64))
             parts["stop"].append(ks[:m])
             parts["count"].append(cnt[:m])
-            parts["mu2"].append(np.array([posterior_read_mu2(k, c) for k in ks[:m].tolist()],
+            parts["mu2"].append(np.array([posterior_read_weight(k, c, bits)
+                                          for k in ks[:m].tolist()],
                                          dtype=np.float64))
         return {f: (np.concatenate(v) if v else
                     np.zeros(0, np.float64 if f == "mu2" else np.int64)) for f, v in parts.items()}
@@ -513,6 +519,18 @@ class RewardLedger:
 
     def n_posterior_reads(self) -> int:
         return len(self._reads)
+
+    def discrete_reads(self) -> bool:
+        """Whether the inline weights are the exact sampler's discrete-Gaussian 2ρ (posterior
+        reads with bits > 0, :mod:`~dpledger.accounting.posterior_reads`) rather than Gaussian
+        μ²; a ledger mixing the two kinds is refused."""
+        bits = self.posterior_reads["bits"]
+        if not bits.size or not np.any(bits > 0):
+            return False
+        if np.any(bits == 0) or len(self._gauss):
+            raise DpledgerError("a ledger cannot mix discrete-Gaussian posterior reads (exact "
+                                "sampler) with continuous Gaussian reads")
+        return True
 
     def piece_totals(self) -> PieceTotals:
         """:func:`~dpledger.accounting.reward_queries.piece_totals` (memoised)."""
@@ -590,7 +608,8 @@ class RewardLedger:
             self._trees.replace({k: v[order] for k, v in tr.items()})
         rd = self.posterior_reads
         if rd["run"].size:
-            order = np.lexsort((rd["c"], rd["last_round"], rd["first_round"], rd["arm"], rd["run"]))
+            order = np.lexsort((rd["bits"], rd["c"], rd["last_round"], rd["first_round"],
+                                rd["arm"], rd["run"]))
             self._reads.replace({k: v[order] for k, v in rd.items()})
         self._streams = dict(sorted(self._streams.items()))
         return self
@@ -654,7 +673,9 @@ class RewardLedger:
                     out._check_rows(cols, has_release=name == "rows")
                 table.append(cols)
             if "posterior_reads" in data:
-                cols = {f: np.asarray(data["posterior_reads"][f]) for f in READ_FIELDS}
+                pr = dict(data["posterior_reads"])
+                pr.setdefault("bits", np.zeros(np.size(pr["run"]), np.int64))  # older files
+                cols = {f: np.asarray(pr[f]) for f in READ_FIELDS}
                 if cols["run"].size:
                     out.add_posterior_reads(*(cols[f] for f in READ_FIELDS))
             s = data.get("streams", {"run": [], "arm": [], "length": []})

@@ -35,13 +35,53 @@ rest only for per-reward views (``distinct_compositions``, ``dpledger show``).
 reported μ² is within a few ulps of the exact sum of the rounded terms (the same terms
 ``math.fsum`` would sum); the certificate's worst case (one term: an arm read T − bK times at
 k = b) is reproduced to the last bit.
+
+**Exact sampler** (``bits`` > 0; :mod:`dpledger.mechanisms.noise`).  Rewards lie on the lattice
+2^-bits and the draw is θ = (S·2^bits + Z)/((k+1)·2^bits) with Z ~ N_ℤ(0, s_k²) drawn exactly
+(CKS20 Alg. 3): a discrete Gaussian release of the integer S·2^bits (sensitivity 2^bits) whose
+lattice σ is s_k = :func:`~dpledger.accounting.releases.lattice_sigma`(√(c(k+1)), bits) ≥
+2^bits·√(c(k+1)).  It is not μ-GDP; it is ρ_k-zCDP with ρ_k = 2^(2·bits)/(2s_k²) (CKS20 Thm 4),
+so a record with ``bits`` > 0 carries the weight 2ρ_k in place of μ²(k) — the same suffix sums,
+read as zCDP: twice the reward's ρ (:func:`posterior_read_weight`); the ledger states the total
+as a :class:`~dpledger.accounting.releases.DiscreteGaussianTotal`, never as a Gaussian μ.
 """
 from __future__ import annotations
 
-READ_FIELDS = ("run", "arm", "first_round", "last_round", "c")
+import math
+
+from dpledger.accounting.releases import DiscreteGaussianRelease, GaussianRelease, lattice_sigma
+
+READ_FIELDS = ("run", "arm", "first_round", "last_round", "c", "bits")
 
 
 def posterior_read_mu2(k: float, c: float) -> float:
     """μ² of one posterior draw over a prefix of k ≥ 1 rewards: 1/(c(k+1)) (see module
     docstring; Ou, Avella Medina & Cummings 2024, Algorithms 1–2)."""
     return 1.0 / (c * (k + 1.0))
+
+
+def posterior_read_lattice_sigma(k: float, c: float, bits: int) -> int:
+    """s_k: the exact sampler's lattice σ of a draw over k rewards (lattice units): the continuous
+    draw's σ/Δ = √(c/(k+1))·(k+1) = √(c(k+1)), rounded up by :func:`lattice_sigma`.  The kernels
+    of :mod:`dpledger.policies.ou` call this very function (compiled) to size their draws."""
+    return lattice_sigma(math.sqrt(c * (k + 1.0)), bits)
+
+
+def posterior_read_weight(k: float, c: float, bits: int) -> float:
+    """The per-draw weight the ledger sums: μ²(k) = 1/(c(k+1)) for the float sampler (bits = 0);
+    2ρ_k = (2^bits/s_k)² for the exact sampler, rounded up (two roundings of at most 2^-53
+    each, covered by the factor 1 + 2^-50)."""
+    if bits == 0:
+        return posterior_read_mu2(k, c)
+    s = float(posterior_read_lattice_sigma(k, c, bits))
+    return 4.0 ** bits / (s * s) * (1.0 + 2.0 ** -50)
+
+
+def posterior_read_release(k: int, c: float, bits: int = 0):
+    """One posterior draw over k ≥ 1 rewards as a release description: the Gaussian of μ² =
+    1/(c(k+1)) (sensitivity 1 in units of the mean's noise ratio), or with the exact sampler the
+    discrete Gaussian N_ℤ(0, s_k²) of sensitivity 2^bits that the kernel draws."""
+    if bits == 0:
+        return GaussianRelease(sigma=1.0 / math.sqrt(posterior_read_mu2(k, c)), sensitivity=1.0)
+    return DiscreteGaussianRelease(sigma=float(posterior_read_lattice_sigma(k, c, bits)),
+                                   sensitivity=1 << int(bits))

@@ -8,9 +8,30 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpledger.accounting.posterior_reads import posterior_read_mu2
+from dpledger.accounting import posterior_reads as _pr
+from dpledger.accounting.releases import lattice_sigma
 
-_mu2 = njit(cache=True, inline="always")(posterior_read_mu2)
+# the accounting's own formulas, compiled (one source each)
+_lattice_sigma = njit(cache=True, inline="always")(lattice_sigma)
+_mu2_of = njit(cache=True, inline="always")(_pr.posterior_read_mu2)
+
+
+@njit(cache=True)
+def lattice_sigma_k(k, c, bits):
+    """:func:`~dpledger.accounting.posterior_reads.posterior_read_lattice_sigma` compiled (the
+    same operations; tests hold the two equal): s_k of a draw over k rewards, lattice units.
+    The TS-Gaussian kernels size their exact draws with this very function."""
+    return np.int64(_lattice_sigma(np.sqrt(c * (k + 1.0)), bits))
+
+
+@njit(cache=True, inline="always")
+def _mu2(k, c, bits):
+    """:func:`~dpledger.accounting.posterior_reads.posterior_read_weight`, compiled (the same
+    operations: μ² for bits = 0, the rounded-up 2ρ_k of the discrete Gaussian otherwise)."""
+    if bits == 0:
+        return _mu2_of(k, c)
+    s = float(lattice_sigma_k(k, c, bits))
+    return 4.0 ** bits / (s * s) * (1.0 + 2.0 ** -50)
 
 
 @njit(cache=True, inline="always")
@@ -19,7 +40,7 @@ def _round_of(fi, fr, st, s, idx):
 
 
 @njit(cache=True)
-def suffix_mu2(fi, fr, st, n, first, last, c, queries, out):
+def suffix_mu2(fi, fr, st, n, first, last, c, bits, queries, out):
     """Add μ²(i) of the stream's rewards i = ``queries`` (ascending, in [0, n)) to ``out``.
 
     ``fi, fr, st``: the stream's segments (first index, first round, stride) in index order,
@@ -45,7 +66,7 @@ def suffix_mu2(fi, fr, st, n, first, last, c, queries, out):
             hi = hi_round if hi_round < last else last
             cnt = hi - lo + 1
             if cnt > 0:
-                term = cnt * _mu2(idx + 1, c)
+                term = cnt * _mu2(idx + 1, c, bits)
                 t = acc + term
                 if abs(acc) >= abs(term):
                     comp += (acc - t) + term
@@ -91,12 +112,14 @@ def read_counts(fi, fr, st, n, first, last, out_k, out_count):
 
 
 @njit(cache=True)
-def suffix_mu2_many(fi, fr, st, seg_lo, seg_hi, n, first, last, c, q_lo, q_hi, queries, out):
-    """:func:`suffix_mu2` for many records: record r reads the stream whose segments are
+def suffix_mu2_many(fi, fr, st, seg_lo, seg_hi, n, first, last, c, bits, q_lo, q_hi, queries,
+                    out):
+    """:func:`suffix_mu2` for many records (``bits[r]`` > 0: discrete-Gaussian weights 2ρ_k,
+    see :func:`~dpledger.accounting.posterior_reads.posterior_read_weight`): record r reads the stream whose segments are
     ``seg_lo[r] … seg_hi[r]−1`` (in index order) and answers ``queries[q_lo[r]:q_hi[r]]`` into
     the same slice of ``out``."""
     for r in range(seg_lo.shape[0]):
         if q_hi[r] > q_lo[r] and n[r] > 0:
             a, b = seg_lo[r], seg_hi[r]
-            suffix_mu2(fi[a:b], fr[a:b], st[a:b], n[r], first[r], last[r], c[r],
+            suffix_mu2(fi[a:b], fr[a:b], st[a:b], n[r], first[r], last[r], c[r], bits[r],
                        queries[q_lo[r]:q_hi[r]], out[q_lo[r]:q_hi[r]])

@@ -29,7 +29,8 @@ import numpy as np
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import NOT_APPLICABLE, UNBOUNDED, GaussianRelease, Release
-from dpledger.accounting.reward_queries import (KEY_REL_TOL, mu2_bound, summation_bound,
+from dpledger.accounting.reward_queries import (KEY_REL_TOL, _ledger_currency, rank_weight,
+                                                summation_bound,
                                                 exact_front)
 
 if TYPE_CHECKING:       # pragma: no cover
@@ -179,7 +180,10 @@ def scalar_maxima(ledger: "RewardLedger") -> dict:
     offsets = np.concatenate([[0], np.cumsum(list(streams.values()))]).astype(np.int64)
     rel = ledger.releases
     eps = np.array([math.inf if r.statuses["pure"] == UNBOUNDED else r.epsilon for r in rel])
-    mu2 = np.array([mu2_bound(r) for r in rel])
+    # GDP μ² per release, or 2ρ when the ledger holds discrete Gaussians (the exact sampler:
+    # its posterior reads' weights are 2ρ too, and no GDP μ exists)
+    cur = "zcdp" if _ledger_currency(ledger) == "zcdp" else "gdp"
+    mu2 = np.array([rank_weight(r, cur) for r in rel])
     rows = ledger.expanded_rows()
     g = ledger.gaussian_rows
     pos, w_pure, w_gdp, inf_pure, inf_gdp = [], [], [], [], []
@@ -248,9 +252,11 @@ def check_realized(ledger: "RewardLedger", realized: dict) -> list[str]:
     pure = realized.get("pure_epsilon")
     if realized.get("pure_epsilon_status") == UNBOUNDED:
         pure = math.inf
-    mu2 = max(c.gdp_mu2() for c in stored)
+    zcdp = _ledger_currency(ledger) == "zcdp"
+    mu2 = max(2.0 * c.zcdp_rho() if zcdp else c.gdp_mu2() for c in stored)
+    name = "zCDP 2*rho" if zcdp else "GDP mu^2"
     for what, got, want, err in (("pure_epsilon", pure, ref["pure_epsilon"], ref["pure_err"]),
-                                 ("GDP mu^2 of the stored compositions", mu2, ref["gdp_mu2"],
+                                 (f"{name} of the stored compositions", mu2, ref["gdp_mu2"],
                                   ref["gdp_err"])):
         if got is None:
             continue            # not applicable in this currency

@@ -228,6 +228,51 @@ class DiscreteGaussianRelease:
         return {"sigma": self.sigma, "sensitivity": self.sensitivity}
 
 
+def lattice_sigma(ratio: float, bits: int) -> int:
+    """The discrete Gaussian's σ on the reward lattice 2^-bits for a statistic whose continuous
+    release has noise ratio σ/Δ = ``ratio``: the integer s = ⌈2^bits·ratio·(1 + 2^-50)⌉ (lattice
+    units, sensitivity 2^bits).  The padding makes s ≥ 2^bits·r for the exact r that ``ratio``
+    rounds (a few ulps of ``sqrt``/products), so the drawn variance s² is never below the
+    continuous one: ρ = 2^(2·bits)/(2s²) ≤ 1/(2·r²) (checked in rational arithmetic by
+    tests/test_exact_gaussian.py).  The same function sizes the kernels' draws
+    (:mod:`dpledger.mechanisms.noise`, compiled) and the ledger's accounting of them, so what is
+    recorded is what is drawn; s ≤ 2^50 keeps every integer of CKS20 Alg. 3 exact in int64."""
+    y = ratio * 2.0 ** bits * (1.0 + 2.0 ** -50)
+    if not (y > 0.0 and y <= 2.0 ** 50):
+        raise ValueError("discrete gaussian lattice sigma out of range (0, 2^50]")
+    return max(int(math.ceil(y)), 1)
+
+
+@dataclass(frozen=True)
+class DiscreteGaussianTotal:
+    """The composition of discrete Gaussian releases N_ℤ(0, σ_i²) (integer sensitivities Δ_i)
+    known by its zCDP total ρ = Σ Δ_i²/(2σ_i²) — how the ledger states a reward's posterior reads
+    under the exact sampler, one σ per prefix length (thousands of terms).
+
+    * zCDP ρ: each term is Δ_i²/(2σ_i²)-zCDP (Canonne–Kamath–Steinke 2020, Thm 4) and zCDP adds
+      under composition (Bun–Steinke 2016, Lemma 2.3) — status bound.
+    * RDP ε(α) = αρ (the same bound, order by order) — status bound.
+    * pure ε unbounded; GDP μ not applicable (not proven for the discrete Gaussian); PLD not
+      applicable: one discrete Gaussian of the same ρ is not known to dominate the composition,
+      and the continuous Gaussian's formulas are never used for it.
+    """
+
+    rho: float
+    kind: ClassVar[str] = "discrete_gaussian_total"
+    statuses: ClassVar[Mapping[str, str]] = {
+        "pure": UNBOUNDED, "gdp": NOT_APPLICABLE, "zcdp": BOUND, "rdp": BOUND,
+        "pld": NOT_APPLICABLE}
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", check_positive("discrete gaussian total rho", self.rho))
+
+    def normal_form(self) -> tuple:
+        return (self.kind, self.rho)
+
+    def params(self) -> dict:
+        return {"rho": self.rho}
+
+
 @dataclass(frozen=True)
 class NonPrivateRelease:
     """A read of rewards with no noise at all (non-private baselines such as UCB1).
@@ -247,10 +292,11 @@ class NonPrivateRelease:
 
 
 Release = Union[LaplaceRelease, GaussianRelease, PureEpsilonRelease, DiscreteLaplaceRelease,
-                DiscreteGaussianRelease, NonPrivateRelease]
+                DiscreteGaussianRelease, DiscreteGaussianTotal, NonPrivateRelease]
 RELEASE_TYPES: dict[str, type] = {
     cls.kind: cls for cls in (LaplaceRelease, GaussianRelease, PureEpsilonRelease,
-                              DiscreteLaplaceRelease, DiscreteGaussianRelease, NonPrivateRelease)}
+                              DiscreteLaplaceRelease, DiscreteGaussianRelease,
+                              DiscreteGaussianTotal, NonPrivateRelease)}
 
 
 def release_to_json(release: Release) -> dict:

@@ -45,7 +45,8 @@ import numpy as np
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import mu_of_pure_epsilon
 from dpledger.accounting.numerics import sqrt_up, sum_up
-from dpledger.accounting.releases import GaussianRelease, NonPrivateRelease, Release
+from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteGaussianTotal,
+                                          GaussianRelease, NonPrivateRelease, Release)
 
 if TYPE_CHECKING:       # pragma: no cover
     from dpledger.accounting.ledger import RewardLedger
@@ -70,7 +71,7 @@ class WorstReward:
     reward: RewardRef
     composition: Composition
     key: float                  # pure ε, or GDP μ when the ledger holds Gaussian releases
-    currency: str               # "pure" or "gdp"
+    currency: str               # "pure", "gdp" or "zcdp" (discrete Gaussians: no GDP μ)
 
 
 @dataclass
@@ -282,10 +283,34 @@ def mu2_bound(release: Release) -> float:
 
 
 def _ledger_currency(ledger: "RewardLedger") -> str:
+    """"pure"; "gdp" when Gaussians are present; "zcdp" when discrete Gaussians are (the exact
+    sampler's releases and posterior reads: no GDP μ exists, keys are 2ρ)."""
     has_gauss = ledger.n_gaussian_rows() > 0 or ledger.n_posterior_reads() > 0 or any(
         r.statuses["pure"] == "unbounded" and not isinstance(r, NonPrivateRelease)
         for r in ledger.releases)
-    return "gdp" if has_gauss else "pure"
+    if not has_gauss:
+        return "pure"
+    if ledger.discrete_reads() or any(isinstance(r, (DiscreteGaussianRelease,
+                                                     DiscreteGaussianTotal))
+                                      for r in ledger.releases):
+        return "zcdp"
+    return "gdp"
+
+
+def rank_weight(release: Release, currency: str) -> float:
+    """Per-release key weight: μ² (``gdp``, :func:`mu2_bound`) or 2ρ (``zcdp``)."""
+    if currency == "zcdp":
+        return 2.0 * Composition.of([release]).zcdp_rho()
+    return mu2_bound(release)
+
+
+def inline_total(ledger: "RewardLedger", mu2: float, pairs) -> Composition:
+    """A composition from a reward's inline total: the Gaussian of total μ², or with the exact
+    sampler's posterior reads (weights 2ρ_k) the discrete-Gaussian zCDP total ρ = Σ/2 — never a
+    continuous μ for discrete draws."""
+    if ledger.discrete_reads():
+        return Composition.discrete_gaussian_total(mu2 / 2.0, pairs)
+    return Composition.gaussian_total(mu2, pairs)
 
 
 def piece_keys(ledger: "RewardLedger", pt: PieceTotals) -> tuple[np.ndarray, str]:
@@ -295,8 +320,8 @@ def piece_keys(ledger: "RewardLedger", pt: PieceTotals) -> tuple[np.ndarray, str
     releases = ledger.releases
     nonpriv = np.array([isinstance(r, NonPrivateRelease) for r in releases], bool)
     currency = _ledger_currency(ledger)
-    if currency == "gdp":
-        per_id = np.array([mu2_bound(r) for r in releases], dtype=np.float64)
+    if currency in ("gdp", "zcdp"):
+        per_id = np.array([rank_weight(r, currency) for r in releases], dtype=np.float64)
         key = pt.mu2_inline.astype(np.float64) + _weighted(per_id, pt.counts) \
             if releases else pt.mu2_inline.astype(np.float64)
     else:
@@ -325,7 +350,7 @@ def _weighted(per_id: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def key_tolerance(pt: PieceTotals, key: np.ndarray, currency: str) -> np.ndarray:
     """A bound on |float key − exact value| per piece (module docstring, "Ranking")."""
     tol = KEY_REL_TOL * np.abs(key)
-    if currency == "gdp":
+    if currency in ("gdp", "zcdp"):
         tol = tol + pt.mu2_abs_err
     return np.where(np.isfinite(key), tol, 0.0)
 
@@ -395,7 +420,7 @@ def _pairs(ledger: "RewardLedger", counts: np.ndarray) -> list[tuple[Release, in
 def piece_composition(ledger: "RewardLedger", pt: PieceTotals, p: int) -> Composition:
     """The exact composition of piece ``p``'s first reward (its worst)."""
     mu2 = inline_mu2_exact(ledger, int(pt.run[p]), int(pt.arm[p]), int(pt.start[p]))
-    return Composition.gaussian_total(mu2, _pairs(ledger, pt.counts[:, p]))
+    return inline_total(ledger, mu2, _pairs(ledger, pt.counts[:, p]))
 
 
 def piece_compositions(ledger: "RewardLedger", pt: PieceTotals,
@@ -412,7 +437,7 @@ def piece_compositions(ledger: "RewardLedger", pt: PieceTotals,
         sig = (pt.counts[:, p].tobytes(), m)
         comp = memo.get(sig)
         if comp is None:
-            comp = memo[sig] = Composition.gaussian_total(m, _pairs(ledger, pt.counts[:, p]))
+            comp = memo[sig] = inline_total(ledger, m, _pairs(ledger, pt.counts[:, p]))
         out.append(comp)
     return out
 
@@ -424,8 +449,8 @@ def composition_of(ledger: "RewardLedger", run: int, arm: int, index: int) -> Co
     pairs: dict[int, int] = {}
     for rid, c in zip(rows["release_id"][m].tolist(), rows["count"][m].tolist()):
         pairs[rid] = pairs.get(rid, 0) + c
-    return Composition.gaussian_total(inline_mu2_exact(ledger, run, arm, index),
-                                      [(ledger.releases[i], c) for i, c in pairs.items()])
+    return inline_total(ledger, inline_mu2_exact(ledger, run, arm, index),
+                        [(ledger.releases[i], c) for i, c in pairs.items()])
 
 
 # -- per-reward views --------------------------------------------------------------------------
@@ -487,7 +512,7 @@ def distinct_compositions(ledger: "RewardLedger") -> list[tuple[Composition, int
             idx = np.arange(int(pt.start[p]), int(pt.stop[p]))
             for m in inline_mu2_exact_many(ledger, np.full(idx.size, run), np.full(idx.size, arm),
                                            idx).tolist():
-                comp = Composition.gaussian_total(m, pairs)
+                comp = inline_total(ledger, m, pairs)
                 out[comp] = out.get(comp, 0) + 1
             continue
         comp = piece_composition(ledger, pt, p)
@@ -664,7 +689,8 @@ def _worst_among(ledger: "RewardLedger", pt: PieceTotals, key: np.ndarray, curre
     value_of: dict[Composition, float] = {}
     for c in comps.values():
         if c not in value_of:
-            value_of[c] = c.pure_epsilon() if currency == "pure" else c.gdp_mu2()
+            value_of[c] = c.pure_epsilon() if currency == "pure" else \
+                2.0 * c.zcdp_rho() if currency == "zcdp" else c.gdp_mu2()
     exact_key = {p: value_of[c] for p, c in comps.items()}
     best = max(exact_key.values())
     tied = [p for p, v in exact_key.items() if v >= best * (1 - 1e-12) or v == best]
@@ -688,5 +714,5 @@ def _worst_among(ledger: "RewardLedger", pt: PieceTotals, key: np.ndarray, curre
                     round=round_of(p))
     value = exact_key[p]
     return WorstReward(reward=ref, composition=comps[p],
-                       key=value if currency == "pure" else sqrt_up(value),
-                       currency=currency)
+                       key=value if currency == "pure" else value / 2.0
+                       if currency == "zcdp" else sqrt_up(value), currency=currency)

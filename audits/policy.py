@@ -247,6 +247,12 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
         env0, env1 = env0.with_lattice(bits), env1.with_lattice(bits)
     from dpledger.policies.simulator import run_certificate
     cert = certificate_summary(run_certificate(policy, T, K, bits))
+    if bits and cert.get("pure_epsilon") is None and cert.get("gdp_mu") is None:
+        # the exact Gaussian forms are certified in zCDP only (discrete Gaussian): no audit
+        # currency (pure ε, GDP μ) states their certificate
+        raise DpledgerError(f"policy {policy.name!r}: its exact-sampler form is certified in "
+                            "zCDP only (discrete Gaussian); audits compare against a pure-ε or "
+                            "GDP-μ certificate — audit its float form")
     currency = currency_of(cert)
     total = 2 * trials
     done = [0]

@@ -180,8 +180,9 @@ def build_run_report(res: SimulationResult, deltas: Sequence[float] | None = Non
         "environment": res.env.to_json(),
         "horizon": T,
         "runs": res.runs,
-        "seed": res.seed,
+        "seed": res.seed if getattr(res, "rng", "seeded") == "seeded" else None,
         "sampler": "exact" if res.env.lattice_bits else "float",
+        **_rng_block(res),
         "regret": regret_block(res.points, res.regret),
         "privacy": {
             "deltas": [delta_key(d) for d in deltas],
@@ -230,6 +231,13 @@ def realized_from_ledger(ledger, deltas: Sequence[float], adaptive: bool,
     if fixed_table:             # fixed table: R mechanisms on one dataset
         realized["across_runs"] = _across_runs(ledger, run_indices, deltas, adaptive)
     return realized
+def _rng_block(res) -> dict:
+    """``rng`` only when the bit source is not the seeded generator (``--rng os``): the run is
+    then not reproducible and says so (``seed`` is null; ``verify --resimulate`` cannot apply)."""
+    if getattr(res, "rng", "seeded") == "seeded":
+        return {}
+    from dpledger.policies.simulator import OS_RNG_DETAIL
+    return {"rng": {"source": res.rng, "reproducible": False, "detail": OS_RNG_DETAIL}}
 
 
 def _ledger_block(ledger, res) -> dict:

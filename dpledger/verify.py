@@ -184,7 +184,8 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
             raise TypeError("policy.params must be an object")
         env = report["environment"]
         T, R = _whole("horizon", report["horizon"]), _whole("runs", report["runs"])
-        _whole("seed", report["seed"])
+        if not (report["seed"] is None and _not_reproducible(report)):   # rng os: no seed
+            _whole("seed", report["seed"])
         K = len(env["means"])
         lattice_bits = int(env.get("lattice_bits", 0))
         priv = report["privacy"]

@@ -21,7 +21,8 @@ from numba import njit
 from numba.core.extending import overload
 
 from dpledger.accounting.ledger import RowBuffer, RewardLedger
-from dpledger.accounting.releases import DiscreteLaplaceRelease, LaplaceRelease, Release
+from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLaplaceRelease,
+                                          GaussianRelease, LaplaceRelease, Release, lattice_sigma)
 from dpledger.errors import DpledgerError, check_count
 
 
@@ -139,6 +140,10 @@ def discrete_laplace_int(rng, t_num, t_den):
         v = 0
         while bernoulli_exp_ratio(rng, 1, 1):
             v += 1
+        if v > ((np.int64(1) << 62) - u) // t_num:
+            # u + t_num·v would leave int64 (P(V ≥ 2^62/t_num) = e^(−2^62/t_num) < e^(−4096)
+            # for t_num ≤ 2^50): an error, never a wrapped sample
+            raise OverflowError("discrete laplace sample beyond int64")
         y = (u + t_num * v) // t_den
         negative = rng.random() < 0.5
         if negative and y == 0:
@@ -154,6 +159,170 @@ def lattice_laplace(rng, scale, sensitivity, bits):
     return z * (sensitivity * 2.0 ** -bits)
 
 
+# -- exact (lattice) Gaussian for the kernels ---------------------------------------------------
+# ``--sampler exact`` for the Gaussian policies (TS-Gaussian, M-TS-Gaussian, DP-TS-UCB): a
+# Gaussian release of a statistic f with noise ratio σ/Δ = r, f/Δ a sum of lattice rewards,
+# becomes the integer f·2^b/Δ plus Z ~ N_ℤ(0, s²), s = lattice_sigma(r, b) ≥ 2^b·r (lattice
+# units, sensitivity 2^b; accounting/releases.py), drawn exactly by :func:`discrete_gaussian_int`
+# and scaled back: θ = (f·2^b/Δ + Z)·Δ/2^b — a function of an integer and public quantities, so
+# the output set does not depend on the rewards.  The release recorded is
+# ``DiscreteGaussianRelease(s, 2^b)``: exactly what is drawn, at least as noisy as σ.
+
+# Every Bernoulli below is exact and costs one 53-bit uniform K = ⌊2^53·random()⌋ (numpy: the
+# top 53 bits of one 64-bit draw) and no division: for a denominator den with m = ⌊2^53/den⌋,
+# K is accepted when K < m·den, and then ⌊K/m⌋ is uniform on [0, den), so
+# Bernoulli(num/den) = [⌊K/m⌋ < num] = [K < num·m].  A sample draws about 20 of them
+# (uniform_below's two int64 divisions per draw made it 10× slower).
+
+_INV53 = np.array([0] + [(1 << 53) // k for k in range(1, 257)], dtype=np.int64)
+
+
+@njit(cache=True, inline="always")
+def _bern(rng, num, m, lim):
+    """Bernoulli(num/den) exactly, given m = ⌊2^53/den⌋, lim = m·den and 0 ≤ num ≤ den."""
+    while True:
+        k = np.int64(rng.random() * 9007199254740992.0)
+        if k < lim:
+            return k < num * m
+
+
+@njit(cache=True, inline="always")
+def _bern_inv(rng, k):
+    """Bernoulli(1/k) exactly, k ≥ 1."""
+    m = _INV53[k] if k < _INV53.size else (np.int64(1) << 53) // k
+    return _bern(rng, 1, m, m * k)
+
+
+@njit(cache=True, inline="always")
+def _bexp_frac(rng, num, m, lim):
+    """Bernoulli(e^{−num/den}) for 0 ≤ num < den (m, lim as in :func:`_bern`) — CKS20
+    Algorithm 1: K = 1, 2, … while A_K ~ Bernoulli(γ/K) = Bernoulli(γ)·Bernoulli(1/K)
+    succeeds; success iff the final K is odd."""
+    k = 1
+    while True:
+        if not _bern(rng, num, m, lim):
+            break
+        if k > 1 and not _bern_inv(rng, k):
+            break
+        k += 1
+    return k % 2 == 1
+
+
+@njit(cache=True, inline="always")
+def _bexp_one(rng):
+    """Bernoulli(e^{−1}) — CKS20 Algorithm 1 with γ = 1 (A_1 = 1 needs no draw)."""
+    k = 2
+    while _bern_inv(rng, k):
+        k += 1
+    return k % 2 == 1
+
+
+@njit(cache=True, inline="always")
+def _bexp_half(rng):
+    """Bernoulli(e^{−1/2}) — CKS20 Algorithm 1 with γ = 1/2: A_K ~ Bernoulli(1/(2K))."""
+    k = 1
+    while _bern_inv(rng, 2 * k):
+        k += 1
+    return k % 2 == 1
+
+
+@njit(cache=True, inline="always")
+def _bexp_square(rng, f, m1, lim1, m2, lim2):
+    """Bernoulli(e^{−f²/(2s²)}) for 0 ≤ f < s (m1, lim1 for den s; m2, lim2 for den 2s):
+    Algorithm 1 with each A_K ~ Bernoulli(f²/(2s²K)) drawn as Bernoulli(f/s)·Bernoulli(f/(2s))·
+    Bernoulli(1/K), so no product of integers is formed."""
+    k = 1
+    while True:
+        if not _bern(rng, f, m1, lim1):
+            break
+        if not _bern(rng, f, m2, lim2):
+            break
+        if k > 1 and not _bern_inv(rng, k):
+            break
+        k += 1
+    return k % 2 == 1
+
+
+@njit(cache=True)
+def discrete_gaussian_int(rng, s):
+    """Z on ℤ with P(Z = z) ∝ e^{−z²/(2s²)}, integer 1 ≤ s ≤ 2^50 — Canonne, Kamath, Steinke
+    2020, Algorithm 3, in int64 on exact uniform integers.
+
+    Proposal Y ~ discrete Laplace of scale t = s (Algorithm 2 with t/s = s/1: U uniform on
+    [0, s) kept with Bernoulli(e^{−U/s}), V ~ Geometric by Bernoulli(e^{−1}), magnitude U + sV,
+    a fair sign, "−0" rejected).  Any t > 0 gives the same law; CKS20 take t = ⌊σ⌋ + 1, and for
+    an integer σ, t = σ is as efficient.  Y is accepted with probability
+    exp(−(|Y| − σ²/t)²/(2σ²)) = exp(−d²/(2s²)), d = ||Y| − s|; with d = e·s + f (0 ≤ f < s)
+    the exponent is e²/2 + e·f/s + f²/(2s²), drawn as independent exact Bernoullis: e² of
+    Bernoulli(e^{−1/2}), e of Bernoulli(e^{−f/s}) and one of Bernoulli(e^{−f²/(2s²)}) (each
+    loop stops at its first failure)."""
+    m1 = (np.int64(1) << 53) // s
+    lim1 = m1 * s
+    m2 = (np.int64(1) << 53) // (2 * s)
+    lim2 = m2 * (2 * s)
+    while True:
+        # -- Y ~ discrete Laplace(s)
+        while True:
+            k = np.int64(rng.random() * 9007199254740992.0)
+            if k >= lim1:
+                continue
+            u = k // m1                                  # uniform on [0, s)
+            if not _bexp_frac(rng, u, m1, lim1):
+                continue
+            v = 0
+            while _bexp_one(rng):
+                v += 1
+            if v > ((np.int64(1) << 62) - u) // s:
+                raise OverflowError("discrete gaussian proposal beyond int64")
+            y = u + s * v
+            if rng.random() < 0.5:
+                if y == 0:
+                    continue
+                y = -y
+            break
+        # -- accept with probability exp(−(|Y| − s)²/(2s²))
+        d = abs(y) - s
+        if d < 0:
+            d = -d
+        e = d // s
+        f = d - e * s
+        ok = True
+        for _ in range(e):
+            for _ in range(e):
+                if not _bexp_half(rng):
+                    ok = False
+                    break
+            if not ok:
+                break
+        if not ok:
+            continue
+        for _ in range(e):
+            if not _bexp_frac(rng, f, m1, lim1):
+                ok = False
+                break
+        if not ok:
+            continue
+        if _bexp_square(rng, f, m1, lim1, m2, lim2):
+            return y
+
+
+_lattice_sigma = njit(cache=True, inline="always")(lattice_sigma)
+
+
+@njit(cache=True, inline="always")
+def gaussian_lattice_sigma(ratio, bits):
+    """:func:`~dpledger.accounting.releases.lattice_sigma` compiled: s for noise ratio σ/Δ."""
+    return np.int64(_lattice_sigma(ratio, bits))
+
+
+@njit(cache=True, inline="always")
+def lattice_gaussian(rng, units, s, denom):
+    """(units + Z)/denom with Z ~ N_ℤ(0, s²): ``units`` the statistic in lattice units (an
+    integer-valued float below 2^53), ``denom`` = 2^b/Δ (exact); every value is computed from
+    an integer and public numbers."""
+    return (units + discrete_gaussian_int(rng, s)) / denom
+
+
 def lattice_release(release: Release, bits: int) -> Release:
     """The release an exact-sampler kernel makes where the float kernel makes ``release``."""
     if isinstance(release, LaplaceRelease):
@@ -164,6 +333,10 @@ def lattice_release(release: Release, bits: int) -> Release:
         num = int(lattice_scale_num(float(release.scale), float(release.sensitivity), int(bits)))
         return DiscreteLaplaceRelease(scale=math.ldexp(num, -SCALE_DEN_BITS),
                                       sensitivity=1 << int(bits))
+    if isinstance(release, GaussianRelease):
+        # σ/Δ as the kernels form it (DP-TS-UCB: √(L/2^r)·2^r, exact division by a power of 2)
+        s = lattice_sigma(float(release.sigma) / float(release.sensitivity), int(bits))
+        return DiscreteGaussianRelease(sigma=float(s), sensitivity=1 << int(bits))
     raise DpledgerError(f"the exact sampler has no lattice form of {type(release).__name__}")
 
 

@@ -31,7 +31,8 @@ from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import GaussianRelease
 from dpledger.policies.base import KernelPolicy, Param
-from dpledger.policies.environments import draw_reward
+from dpledger.mechanisms.noise import gaussian_lattice_sigma, lattice_gaussian
+from dpledger.policies.environments import draw_reward, lattice_bits
 from dpledger.policies.sink import put_action
 from dpledger.policies.rules import argmax_random_tie
 
@@ -81,9 +82,18 @@ def _flush(rows, n, pending, arm, start, size, rid):
 
 @njit(cache=True, nogil=True)
 def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
-    """params: ln(T)^α, φ (integer budget)."""
+    """params: ln(T)^α, φ (integer budget).
+
+    Exact sampler (a lattice environment, rewards on 2^-b): a fresh sample is
+    θ = (n·μ̂·2^b + Z)/(n·2^b), Z ~ N_ℤ(0, s²) drawn exactly, s = lattice_sigma(σ·n, b) for the
+    model's σ = √(L/n) and sensitivity 1/n — what :func:`~dpledger.mechanisms.noise.
+    lattice_release` records for release id log2 n (chosen at compile time; the float path's
+    draws are unchanged)."""
     L = params[0]
     phi = np.int64(params[1])
+    bits = lattice_bits(env)
+    unit = 2.0 ** bits
+    slat = np.ones(K, np.int64)
     mu_hat = np.zeros(K)
     sig = np.zeros(K)
     n = np.zeros(K, np.int64)            # model size (2^r)
@@ -108,14 +118,21 @@ def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
             r[a] = 0
             start[a] = 0
             sig[a] = np.sqrt(L)
+            if bits > 0:
+                slat[a] = gaussian_lattice_sigma(sig[a], bits)
             h[a] = phi
             mx[a] = -np.inf
             obs[a] = 1
         else:
             for j in range(K):
                 if h[j] >= 1:
-                    noise, pending[j] = epoch_gaussian_noise(rng, sig[j], pending[j])
-                    theta[j] = mu_hat[j] + noise
+                    if bits > 0:
+                        theta[j] = lattice_gaussian(rng, mu_hat[j] * n[j] * unit, slat[j],
+                                                    n[j] * unit)
+                        pending[j] += 1
+                    else:
+                        noise, pending[j] = epoch_gaussian_noise(rng, sig[j], pending[j])
+                        theta[j] = mu_hat[j] + noise
                     draws += 1
                     h[j] -= 1
                     if theta[j] > mx[j]:
@@ -139,6 +156,8 @@ def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
                 r[a] += 1
                 start[a] = obs[a] - size
                 sig[a] = np.sqrt(L / size)
+                if bits > 0:
+                    slat[a] = gaussian_lattice_sigma(sig[a] * size, bits)
                 h[a] = phi
                 mx[a] = -np.inf
                 buf_sum[a] = 0.0
@@ -160,6 +179,7 @@ class DPTSUCB(KernelPolicy):
     provenance = "reconstructed"
     params_spec = (ALPHA, C0)
     adaptive = False
+    exact_sampler = True
     kernel = _dp_ts_ucb
     action_sink = True
 

@@ -27,21 +27,19 @@ witness release: arm 0's first sample that reads a reward (θ, clean mean).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
 from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
-from dpledger.accounting.posterior_reads import posterior_read_mu2
-from dpledger.accounting.releases import GaussianRelease
+from dpledger.accounting.posterior_reads import posterior_read_mu2, posterior_read_release
+from dpledger.accounting.read_kernels import lattice_sigma_k as _lattice_sigma_k
+from dpledger.mechanisms.noise import lattice_gaussian
 from dpledger.policies.base import KernelPolicy, Param, RunOutput
-from dpledger.policies.environments import draw_reward
+from dpledger.policies.environments import draw_reward, lattice_bits
 from dpledger.policies.sink import put_action
 from dpledger.policies.rules import argmax_random_tie, argmax_step
-
 
 
 @njit(cache=True, nogil=True)
@@ -53,9 +51,20 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     read schedule is a function of the actions; ``finish`` records it as one posterior-read
     record per arm (:mod:`dpledger.accounting.posterior_reads`), whose per-reward totals the
     ledger derives from the index → round segments.  The kernel counts its draws so the tests
-    can hold the expanded reads against them."""
+    can hold the expanded reads against them.
+
+    Exact sampler (a lattice environment, rewards on 2^-b): θ = (S·2^b + Z)/((k+1)·2^b) with
+    Z ~ N_ℤ(0, s_k²) drawn exactly (:func:`~dpledger.mechanisms.noise.discrete_gaussian_int`),
+    s_k = ``posterior_read_lattice_sigma(k, c, b)`` ≥ 2^b·√(c(k+1)); with full capture row 2
+    holds s_k (lattice units) instead of σ.  The choice is made at compile time (the float
+    path's draws are unchanged)."""
     b = np.int64(params[0])
     c = params[1]
+    bits = lattice_bits(env)
+    unit = 2.0 ** bits                   # lattice steps per unit of reward (exact)
+    slat = np.ones(K, np.int64)          # s_k per arm (exact sampler)
+    if bits > 0:
+        slat[:] = _lattice_sigma_k(0.0, c, bits)
     S = np.zeros(K)
     k = np.zeros(K, np.int64)
     inv = np.ones(K)                     # 1/(k+1)
@@ -80,7 +89,10 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
             tie = False
             for j in range(K):
                 mean = S[j] * inv[j]
-                v = mean + sig[j] * rng.standard_normal()
+                if bits > 0:
+                    v = lattice_gaussian(rng, S[j] * unit, slat[j], (k[j] + 1.0) * unit)
+                else:
+                    v = mean + sig[j] * rng.standard_normal()
                 theta[j] = v
                 if j == 0:
                     best = v
@@ -91,7 +103,7 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
                     capture[0, col] = v
                     capture[1, col] = mean
                     if capture.shape[0] > 2:
-                        capture[2, col] = sig[j]
+                        capture[2, col] = slat[j] if bits > 0 else sig[j]
                 elif witness and j == 0 and k[0] > 0:
                     capture[0, 0] = v
                     capture[1, 0] = mean
@@ -104,6 +116,8 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
         k[a] += 1
         inv[a] = 1.0 / (k[a] + 1.0)
         sig[a] = np.sqrt(c * inv[a])
+        if bits > 0:
+            slat[a] = _lattice_sigma_k(float(k[a]), c, bits)
         put_action(actions, t, a)
     return stop, 0, draws
 
@@ -115,6 +129,8 @@ class MTSGaussian(KernelPolicy):
     params_spec = (Param("b", 0, "int", "pre-pulls of every arm (round-robin, inside T)"),
                    Param("c", 1.0, "positive", "variance scale c of N(S/(k+1), c/(k+1))"))
     adaptive = True
+    exact_sampler = True
+    lattice_certificate = True      # certificate(T, K, lattice_bits) states the discrete reads
     kernel = _mts_gaussian
     action_sink = True
 
@@ -151,11 +167,15 @@ class MTSGaussian(KernelPolicy):
             return max(T - b * K, 0), float(posterior_read_mu2(float(b), c))   # all at k = b
         return max(T - 1, 0), float(posterior_read_mu2(1.0, c))                 # all at k = 1
 
-    def certificate(self, T, K):
-        reads, per = self.certificate_reads(T, K)
+    def certificate(self, T, K, lattice_bits: int = 0):
+        """The worst reward's reads (A8); with the exact sampler (``lattice_bits`` > 0) each
+        read is the discrete Gaussian the kernel draws at that k (posterior_read_release), so
+        the certificate is stated in zCDP, never with the continuous formulas."""
+        reads, _ = self.certificate_reads(T, K)
         b = self.b
-        comp = Composition.of([(GaussianRelease(sigma=1.0 / math.sqrt(per), sensitivity=1.0),
-                                reads)]) if reads > 0 else Composition()
+        k_read = b if b >= 1 else 1
+        comp = Composition.of([(posterior_read_release(k_read, self.c, lattice_bits), reads)]) \
+            if reads > 0 else Composition()
         if b >= 1:
             basis = (f"a pre-pull reward of an arm never pulled again is read by all T − bK = "
                      f"{reads} later samples of its arm, each at k = b: μ² = 1/(c(b+1)) per read "
@@ -167,6 +187,12 @@ class MTSGaussian(KernelPolicy):
                      f"of rounds 2 … T ({reads} reads) at k = 1: μ² = 1/(2c) per read; every "
                      "other reward is read by fewer rounds at k ≥ 1")
             witness = Witness(arm=0, index=0, round=1)
+        if lattice_bits:
+            basis += (f"; exact sampler: rewards on the lattice 2^-{lattice_bits}, each read the "
+                      f"discrete Gaussian N_Z(0, s_k^2) with s_k >= 2^{lattice_bits}·sqrt(c(k+1))")
+            return Certificate(candidates=(Candidate(comp, witness, basis),), adaptive=True,
+                               note="discrete Gaussian: zCDP composes under fully adaptive "
+                                    "choice of σ (no GDP μ is claimed)")
         return Certificate(candidates=(Candidate(comp, witness, basis),), adaptive=True,
                            note="all-Gaussian: GDP composes under fully adaptive choice of σ")
 

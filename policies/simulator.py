@@ -49,6 +49,26 @@ def run_generator(seed: int, run_index: int) -> np.random.Generator:
         np.random.SeedSequence(entropy=int(seed), spawn_key=(int(run_index),))))
 
 
+RNG_SOURCES = ("seeded", "os")
+OS_RNG_DETAIL = ("each run's bits come from a PCG64 generator seeded with 128 bits of the "
+                 "operating system's entropy (secrets.randbits); not reproducible")
+
+
+def _os_entropy() -> int:
+    """``--rng os`` (deployment): 128 bits from the operating system's CSPRNG (:mod:`secrets`),
+    drawn once per run; the run's PCG64 Generator is seeded with them, the exact samplers draw
+    their uniform integers from it, and the run cannot be reproduced (no seed is recorded)."""
+    import secrets
+    return secrets.randbits(128)
+
+
+def _generator(seed: int, run_index: int, entropy: int | None = None) -> np.random.Generator:
+    """Run ``run_index``'s Generator: :func:`run_generator`, or seeded with OS ``entropy``."""
+    if entropy is None:
+        return run_generator(seed, run_index)
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
+
+
 def checkpoints(T: int, n: int = 200) -> np.ndarray:
     """About ``n`` distinct log-spaced rounds in [1, T], T included (all rounds when T ≤ n)."""
     return _checkpoints(int(T), int(n)).copy()
@@ -242,6 +262,7 @@ class SimulationResult:
     rounds_played: list[int]
     actions: list[np.ndarray] | None = None
     captured: list[dict | None] = field(default_factory=list)
+    rng: str = "seeded"                # "os": seeded from OS entropy per run, not reproducible
 
     @property
     def runs(self) -> int:
@@ -250,7 +271,8 @@ class SimulationResult:
 
 def kernel_releases(policy: Policy, env: Environment, T: int, K: int) -> list:
     """The releases the kernel's rows name by index: the policy's own, or with the exact
-    sampler (a lattice environment) their discrete-Laplace forms (mechanisms.noise)."""
+    sampler (a lattice environment) their discrete-Laplace / discrete-Gaussian forms
+    (mechanisms.noise.lattice_release)."""
     releases = policy.releases(T, K)
     if env.lattice_bits:
         from dpledger.mechanisms.noise import lattice_release
@@ -262,6 +284,8 @@ def run_certificate(policy: Policy, T: int, K: int, lattice_bits: int = 0):
     """The policy's certificate for a run: as declared, or with the exact sampler (rewards on
     the lattice 2^-bits) every release replaced by the discrete release the kernel makes in its
     place — same schedule and witness, ε' ≤ ε each (mechanisms.noise.lattice_release)."""
+    if lattice_bits and getattr(policy, "lattice_certificate", False):
+        return policy.certificate(T, K, lattice_bits=lattice_bits)   # states its own reads
     cert = policy.certificate(T, K)
     if not lattice_bits or cert.unbounded:
         return cert
@@ -272,7 +296,7 @@ def run_certificate(policy: Policy, T: int, K: int, lattice_bits: int = 0):
                                             for r, c in cand.composition.items]),
                             cand.witness,
                             cand.basis + f"; exact sampler: rewards on the lattice 2^-{lattice_bits}, "
-                            "discrete Laplace noise of at least the same ε-scale")
+                            "discrete noise (Laplace or Gaussian) of at least the same scale")
                   for cand in cert.candidates)
     return replace(cert, candidates=cands)
 
@@ -311,15 +335,16 @@ def _played_of(segs: np.ndarray) -> int:
 
 
 def _run_sunk(policy: "KernelPolicy", et: tuple, T: int, seed: int, i: int,
-              stop_at: int | None, capture: bool, sink: np.ndarray) -> RunOutput:
+              stop_at: int | None, capture: bool, sink: np.ndarray,
+              entropy: int | None = None) -> RunOutput:
     """Run ``i`` of a per-round kernel through the chunk's action ``sink``.  A play that needs
     more table columns than the sink holds is replayed (same Generator, hence the same play)
     into a private sink of the exact size the first pass counted — after checking that it
     fits in memory (the chunk's sink then shows no progress until the replay ends)."""
     K = int(et[1].shape[0])
     try:
-        return policy.run_one(run_generator(seed, i), et, T, stop_at=stop_at, capture=capture,
-                              sink=make_sink(K, out=sink))
+        return policy.run_one(_generator(seed, i, entropy), et, T, stop_at=stop_at,
+                              capture=capture, sink=make_sink(K, out=sink))
     except SinkOverflow as exc:
         columns = exc.columns
     need = 6 * 8 * sink_width(K, columns)
@@ -330,8 +355,8 @@ def _run_sunk(policy: "KernelPolicy", et: tuple, T: int, seed: int, i: int,
             f"needs {_fmt_bytes(need)} ({columns} arithmetic runs of rounds), more than the "
             f"{_fmt_bytes(avail)} available; use a smaller --horizon")
     try:
-        return policy.run_one(run_generator(seed, i), et, T, stop_at=stop_at, capture=capture,
-                              sink=make_sink(K, columns))
+        return policy.run_one(_generator(seed, i, entropy), et, T, stop_at=stop_at,
+                              capture=capture, sink=make_sink(K, columns))
     except SinkOverflow:
         raise AssertionError("the replayed run did not fit the table its first pass "
                              "counted") from None
@@ -369,7 +394,7 @@ class _Poller:
 def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequence[int],
               stop_at: int | None = None, capture: bool = False, keep_actions: bool = False,
               progress: Callable[[int], None] | None = None,
-              progress_sink: np.ndarray | int | None = None) -> dict:
+              progress_sink: np.ndarray | int | None = None, rng: str = "seeded") -> dict:
     """The runs ``indices`` of one simulation: the unit of work any executor ships (a local
     process, a Dask worker, a resumed sweep); :func:`assemble` joins chunks in run order.
 
@@ -403,11 +428,16 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     runs = []                               # (out without its play, table or None, played)
     seg_parts = []
     acts = []
+    rng_source = rng
     for i in indices:
+        # the run's Generator: seeded from (seed, i), or with rng "os" from 128 bits of OS
+        # entropy drawn once per run (a sink overflow replays the run with the same bits)
+        entropy = _os_entropy() if rng_source == "os" else None
         if sunk:
-            out = _run_sunk(policy, et, T, seed, i, stop_at, capture, sink)
+            out = _run_sunk(policy, et, T, seed, i, stop_at, capture, sink, entropy)
         else:
-            out = policy.run_one(run_generator(seed, i), et, T, stop_at=stop_at, capture=capture)
+            out = policy.run_one(_generator(seed, i, entropy), et, T, stop_at=stop_at,
+                                 capture=capture)
         if getattr(out, "table", None) is not None:
             table_i = out.table
             runs.append((out, table_i, int(table_i[4].sum())))
@@ -458,7 +488,8 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
         toffs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     sizes = np.diff(toffs)
     regret, lengths = _digest_many(table, toffs, K, gaps, pts)
-    _record(ledger, indices, K, [o for o, _, _ in runs], table, sizes, lengths, id_map)
+    _record(ledger, indices, K, [o for o, _, _ in runs], table, sizes, lengths, id_map,
+            env.lattice_bits)
     return dict(indices=indices, regret=list(regret), ledger=ledger,
                 draws=[int(o.noise_draws) for o, _, _ in runs], played=played, actions=acts,
                 captured=[o.captured for o, _, _ in runs])
@@ -475,9 +506,10 @@ def _mapped_ids(id_map: np.ndarray, ids: np.ndarray) -> np.ndarray:
 
 def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence[RunOutput],
             table: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
-            id_map: np.ndarray | None = None) -> None:
+            id_map: np.ndarray | None = None, lattice_bits: int = 0) -> None:
     """The ledger records of runs ``indices`` (in that order): their rows, Gaussian prefix rows,
-    posterior reads and trees, the index → round map (``table``: the runs' segment tables side by side,
+    posterior reads (drawn from the discrete Gaussian on the lattice 2^-``lattice_bits`` when
+    that is > 0: a policy with an exact-sampler form draws its posterior reads so) and trees, the index → round map (``table``: the runs' segment tables side by side,
     ``sizes[r]`` columns each) and the stream lengths (``lengths[r, arm]`` pulls).  Rows and
     segments go in as one append each; the tables equal run-by-run appends."""
     runs = np.asarray(indices, dtype=np.int64)
@@ -495,7 +527,7 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
         if out.posterior_reads is not None:
             pr = out.posterior_reads
             ledger.add_posterior_reads(run, pr["arm"], pr["first_round"], pr["last_round"],
-                                       pr["c"])
+                                       pr["c"], pr.get("bits", lattice_bits))
         if out.trees is not None:
             tr = out.trees
             for arm, off, n, lev, rid in zip(tr["arm"], tr["offset"], tr["n_items"],
@@ -515,19 +547,29 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
              runs: int | None = None, run_indices: Sequence[int] | None = None,
              stop_at: int | None = None, capture: bool = False, keep_actions: bool = False,
              workers: int = 1, progress: Callable[[int], None] | None = None,
-             sampler: str = "float") -> SimulationResult:
+             sampler: str = "float", rng: str = "seeded") -> SimulationResult:
     """Run ``policy`` on ``env`` for ``horizon`` rounds, once per run index.
 
     ``sampler="exact"`` (SPEC §4) runs the policy on ``env.with_lattice(LATTICE_BITS)``: rewards
     on the lattice 2^-16 of the range, exact discrete-Laplace noise, discrete releases in the
     ledger (see :mod:`dpledger.mechanisms.noise`); policies that support it say
-    ``exact_sampler = True``."""
+    ``exact_sampler = True``.
+
+    ``rng="os"`` (deployment) draws each run's bits from a generator seeded with the operating
+    system's entropy (:func:`_os_entropy`) instead of ``seed``; it is only accepted with the
+    exact sampler — the float sampler's output set leaks the data whatever its bit source."""
     if not isinstance(policy, Policy):
         raise DpledgerError(f"not a policy: {policy!r}")
     if not isinstance(env, Environment):
         raise DpledgerError(f"not an environment: {env!r}")
     if sampler not in ("float", "exact"):
         raise DpledgerError(f"sampler must be 'float' or 'exact', got {sampler!r}")
+    if rng not in RNG_SOURCES:
+        raise DpledgerError(f"rng must be 'seeded' or 'os', got {rng!r}")
+    if rng == "os" and sampler != "exact" and not env.lattice_bits:
+        raise DpledgerError("the OS bit source (rng 'os') is for deployment with the exact "
+                            "sampler; the float sampler's outputs leak the rewards through "
+                            "their floating-point set whatever the bit source")
     if sampler == "exact" and not env.lattice_bits:
         from dpledger.mechanisms.noise import LATTICE_BITS
         env = env.with_lattice(LATTICE_BITS)
@@ -561,7 +603,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
         sink = np.zeros((6, width), dtype=np.int64) if rounds is not None else None
         with _Poller(rounds, lambda: rounds_done(sink)):
             parts = [run_chunk(policy, env, T, seed, run_indices, stop_at, capture, keep_actions,
-                               progress, sink)]
+                               progress, sink, rng)]
     else:
         import multiprocessing
         chunks = [run_indices[k::workers] for k in range(workers) if run_indices[k::workers]]
@@ -572,14 +614,16 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
                 ProcessPoolExecutor(max_workers=len(chunks), initializer=_attach_sinks,
                                     initargs=(raw, shape)) as pool:
             futs = [pool.submit(run_chunk, policy, env, T, seed, c, stop_at, capture,
-                                keep_actions, None, k if rounds is not None else None)
+                                keep_actions, None, k if rounds is not None else None, rng)
                     for k, c in enumerate(chunks)]
             parts = []
             for f in futs:
                 parts.append(f.result())
                 if progress is not None:
                     progress(len(parts[-1]["indices"]))
-    return assemble(policy, env, T, seed, parts, keep_actions)
+    res = assemble(policy, env, T, seed, parts, keep_actions)
+    res.rng = rng
+    return res
 
 
 def assemble(policy: Policy, env: Environment, T: int, seed: int, parts: Sequence[dict],

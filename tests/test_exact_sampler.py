@@ -22,11 +22,12 @@ from dpledger.verify import verify_report
 
 EXACT = ["lazy-dp-ts", "dp-ts", "adap-ucb", "adap-klucb", "dp-se", "anytime-lazy-ucb", "dp-ucb",
          "dp-ts-mt"]
+EXACT_GAUSSIAN = ["ts-gaussian", "mts-gaussian", "dp-ts-ucb"]   # tests/test_exact_gaussian.py
 STEP = 2.0 ** -LATTICE_BITS
 
 
-def test_the_exact_policies_are_the_laplace_policies():
-    assert sorted(exact_sampler_policies()) == sorted(EXACT)
+def test_the_exact_policies_are_the_laplace_and_gaussian_policies():
+    assert sorted(exact_sampler_policies()) == sorted(EXACT + EXACT_GAUSSIAN)
 
 
 def test_uniform_below_is_uniform():
@@ -175,7 +176,7 @@ def test_exact_witness_support_does_not_depend_on_the_reward():
     assert abs(np.median(outs[1.0]) - np.median(outs[0.0]) - 1.0) < 0.5
 
 
-@pytest.mark.parametrize("name", ["ts-gaussian", "ucb1", "dp-ts-ucb"])
+@pytest.mark.parametrize("name", ["ucb1", "ts-beta"])
 def test_exact_refused_where_there_is_no_lattice_form(name):
     with pytest.raises(DpledgerError, match="lazy-dp-ts"):
         simulate(make_policy(name), bernoulli([0.6, 0.4]), 100, sampler="exact")
@@ -194,4 +195,6 @@ def test_whitebox_audit_of_the_exact_form():
     assert res.certified < 1.0                      # ε' = 2^16/t' just below ε = 1
     assert 0.7 < res.lower <= res.certified * (1 + 1e-12)
     with pytest.raises(DpledgerError, match="exact-sampler"):
+        audit_policy(make_policy("ucb1"), trials=10, sampler="exact")
+    with pytest.raises(DpledgerError, match="zCDP only"):
         audit_policy(make_policy("ts-gaussian"), trials=10, sampler="exact")

@@ -33,9 +33,13 @@ def register(sub) -> None:
     p.add_argument("--range", default="0,1", help="declared reward range lo,hi")
     p.add_argument("--horizon", type=str, default="10000")
     p.add_argument("--runs", type=str, default="10")
-    p.add_argument("--seed", type=str, default="0")
+    p.add_argument("--seed", type=str, default=None, help="master seed (default 0; not with --rng os)")
     p.add_argument("--workers", type=str, default="1")
     p.add_argument("--sampler", default="float", choices=["float", "exact"])
+    p.add_argument("--rng", default="seeded", choices=["seeded", "os"],
+                   help="bit source: 'seeded' (default; reproducible from --seed) or 'os' "
+                        "(deployment, needs --sampler exact: each run seeded from the operating "
+                        "system's entropy, not reproducible, recorded in run.json)")
     p.add_argument("--delta", action="append", type=str)
     p.add_argument("--out", default="run.json")
     p.add_argument("--ledger-out", default=None,
@@ -123,14 +127,16 @@ def run(args: argparse.Namespace) -> int:
     env = make_env(args)
     policy = make_policy(args.policy, **parse_params(args.set))
     T, R = _int("horizon", args.horizon), _int("runs", args.runs)
-    seed, workers = _int("seed", args.seed), _int("workers", args.workers)
+    if args.rng == "os" and args.seed is not None:
+        raise DpledgerError("--seed cannot be combined with --rng os (the OS entropy replaces it)")
+    seed, workers = _int("seed", args.seed or "0"), _int("workers", args.workers)
     if workers < 1:
         raise DpledgerError(f"--workers must be >= 1, got {workers}")
     deltas = [float(d) for d in args.delta] if args.delta else None
     # rounds (inside runs too) on stderr, ETA from the first tick on (compilation excluded)
     with SimulationProgress(T, R, quiet=args.quiet) as progress:
         res = simulate(policy, env, T, seed=seed, runs=R, workers=workers, progress=progress,
-                       sampler=args.sampler)
+                       sampler=args.sampler, rng=args.rng)
     report = build_run_report(res, deltas, sampler=args.sampler)
     ledger_out = args.ledger_out or os.path.splitext(args.out)[0] + ".ledger.json"
     records = res.ledger.n_rows() + len(res.ledger.segments["run"])

@@ -1,7 +1,8 @@
 """``dpledger show run.json [--plot FILE]``: the run's summary and its per-reward privacy.
 
 The per-reward view needs the ledger written next to run.json (``<stem>.ledger.json``); the plot
-draws each reward's pure ε (μ for Gaussian ledgers) against the round it was observed, with the
+draws each reward's pure ε (μ for Gaussian ledgers, zCDP ρ for the exact sampler's discrete
+Gaussians) against the round it was observed, with the
 worst reward marked and the certificate as a line.
 """
 from __future__ import annotations
@@ -56,7 +57,8 @@ def per_reward(ledger: RewardLedger):
                        for r, a, i in zip(run, arm, index)], dtype=np.int64)
     streams = run.astype(np.int64) * (int(arm.max()) + 1 if arm.size else 1) + arm
     order = np.lexsort((rounds, streams))
-    values = vals if currency == "pure" else np.sqrt(np.maximum(vals, 0.0))
+    values = vals if currency == "pure" else vals / 2.0 if currency == "zcdp" \
+        else np.sqrt(np.maximum(vals, 0.0))     # zcdp (exact sampler): the key is 2ρ
     return rounds[order], values[order], streams[order], currency
 
 
@@ -75,7 +77,7 @@ def run(args) -> int:
         sys.stdout.write("every observed reward was read without noise: privacy unbounded\n")
         return 0
     qs = np.quantile(values[finite], [0.0, 0.5, 0.9, 1.0])
-    name = "pure ε" if currency == "pure" else "GDP μ"
+    name = {"pure": "pure ε", "zcdp": "zCDP ρ"}.get(currency, "GDP μ")
     pt = ledger.piece_totals()
     groups = int(np.where(pt.mu2_reads > 0, pt.stop - pt.start, 1).sum()) if pt.varying \
         else pt.start.size
@@ -88,7 +90,8 @@ def run(args) -> int:
     if args.plot:
         from dpledger.plots import plot_per_reward
         w = rep["privacy"]["realized"]["worst_reward"]
-        cert = rep["privacy"]["certificate"]["pure_epsilon" if currency == "pure" else "gdp_mu"]
+        cert = rep["privacy"]["certificate"][{"pure": "pure_epsilon", "zcdp": "zcdp_rho"}.get(
+            currency, "gdp_mu")]
         i = int(np.nanargmax(np.where(finite, values, -np.inf)))
         wr = w["round"] if w and w.get("round") else rounds[i]
         plot_per_reward(rounds[finite], values[finite], streams[finite], wr,

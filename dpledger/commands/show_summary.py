@@ -14,7 +14,8 @@ def summary_text(rep: dict) -> str:
     reg = rep["regret"]
     lines = [f"{pol['name']}({params}) [{pol['provenance']}] on {env['name']} "
              f"means={[round(m, 4) for m in env['means']]}, T={rep['horizon']}, "
-             f"{rep['runs']} runs, seed {rep['seed']}",
+             f"{rep['runs']} runs, " + (f"seed {rep['seed']}" if rep.get("seed") is not None
+                                        else "bits from the OS entropy (not reproducible)"),
              f"regret at T: mean {reg['final_mean']:.6g}, std {_fmt(reg['final_std'])}"]
     deltas = priv["deltas"]
     d = min(deltas, key=float)
