@@ -226,6 +226,7 @@ def scalar_maxima(ledger: "RewardLedger") -> dict:
     abs_pure = float(np.abs(np.concatenate(w_pure)).sum()) * (1 + 1e-12)
     abs_gdp = float(np.abs(np.concatenate(w_gdp)).sum()) * (1 + 1e-12)
     gdp_vals = sums["gdp"].copy()
+    read = np.zeros(bpos.size, dtype=bool)
     if ledger.n_posterior_reads():
         s = np.searchsorted(offsets, bpos, side="right") - 1
         reads = np.zeros(bpos.size)
@@ -234,7 +235,8 @@ def scalar_maxima(ledger: "RewardLedger") -> dict:
             reads[m] = ledger.posterior_read_mu2(int(keys[j] >> 20), int(keys[j] & ((1 << 20) - 1)),
                                                  bpos[m] - offsets[j])
         gdp_vals = gdp_vals + reads
-    pure = np.where(sums["ipure"] > 0, np.inf, sums["pure"])
+        read = reads > 0            # a (Gaussian) posterior read has no finite pure ε
+    pure = np.where((sums["ipure"] > 0) | read, np.inf, sums["pure"])
     gdp = np.where(sums["igdp"] > 0, np.inf, gdp_vals)
     top_p, top_g = float(pure.max()), float(gdp.max())
     return {"pure_epsilon": max(top_p, 0.0), "gdp_mu2": max(top_g, 0.0),

@@ -299,3 +299,12 @@ def test_rng_os(tmp_path, capsys):
                  "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("error:") == 2
+
+
+def test_float_ts_gaussian_verifies(tmp_path):
+    """The float sampler's posterior reads (Gaussian, no finite pure ε) verify too: verify's
+    independent sweep counted them as pure ε 0 against the report's ∞ (found while rebasing)."""
+    out = tmp_path / "f.json"
+    assert main(["run", "ts-gaussian", "--horizon", "600", "--runs", "2", "--out", str(out),
+                 "--quiet"]) == 0
+    assert main(["verify", str(out)]) == 0
