@@ -15,6 +15,11 @@ against the ledger the simulator built from that same run:
   called with, the lattice sensitivity 2^bits, and the statistic's sensitivity.
 * Gaussian samples recorded without a row (DP-TS-UCB counts its samples per model and writes
   one row per model later) are matched as a multiset of σ against the ledger's Gaussian rows.
+* The exact sampler's discrete Gaussian draws (``lattice_gaussian``, issue 12 §5): DP-TS-UCB's
+  matched as a multiset of lattice σ against the ledger's ``DiscreteGaussianRelease`` rows;
+  TS-Gaussian's against its posterior-read records (bits > 0): the drawn s equals the s_k the
+  accounting derives from the record's (c, bits), the draws per (arm, k) equal the record's
+  counts, and the released θ is the recorded draw, (S·2^b + Z)/((k+1)·2^b) for an integer Z.
 * Posterior samples (TS-Gaussian, M-TS-Gaussian: ``standard_normal`` scaled in the kernel) are
   checked through the capture path: θ − mean = σ·z with z the recorded standard normal and σ the
   one implied by the ledger's posterior-read record at that prefix length (μ² = Δ²/σ²,
@@ -44,8 +49,8 @@ import numpy as np
 import pytest
 from numba.core.registry import CPUDispatcher
 
-from dpledger.accounting.releases import (DiscreteLaplaceRelease, GaussianRelease, LaplaceRelease,
-                                          NonPrivateRelease)
+from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLaplaceRelease,
+                                          GaussianRelease, LaplaceRelease, NonPrivateRelease)
 from dpledger.policies import simulator
 from dpledger.policies.base import KernelPolicy
 from dpledger.policies.environments import bernoulli, table
@@ -151,7 +156,7 @@ def _recording(kind, fn, fields):
             rec.events.append((kind,) + tuple(args[i] if not isinstance(args[i], np.generic)
                                               else args[i].item() for i in fields))
         out = fn(*args)
-        if rec is not None and kind == "lattice":
+        if rec is not None and kind in ("lattice", "dgauss"):
             rec.events.append(("value", float(out)))
         return out
     return wrapper
@@ -163,6 +168,7 @@ _RECORDED = {
     "tree_noise": ("tree", (5, 6, 9)),                     # … slot, arm, offset, n_items, levels, rid
     "lattice_laplace": ("lattice", (1, 2, 3)),             # rng, scale, sensitivity, bits
     "discrete_laplace_int": ("dlap", (1, 2)),              # rng, t_num, t_den
+    "lattice_gaussian": ("dgauss", (2,)),                  # rng, units, s, denom
 }
 
 
@@ -256,6 +262,10 @@ def _draws(events):
             else:
                 attached.append((pending, draw))
                 pending = None
+        elif ev[0] == "dgauss":            # exact sampler: row-less, like DP-TS-UCB's samples
+            assert events[i + 1][0] == "value"
+            loose.append({"kind": "dgauss", "s": ev[1], "value": events[i + 1][1]})
+            i += 1
         elif ev[0] == "z":
             zs.append(ev[1])
         elif ev[0] in ("dlap", "value"):
@@ -328,7 +338,7 @@ def check_draws(policy, res, recorders, captures, T, K):
             got = hits[("row", arm, start, stop)]
             if isinstance(rel, NonPrivateRelease):
                 assert got == 0
-            elif isinstance(rel, GaussianRelease) and got == 0:
+            elif isinstance(rel, (GaussianRelease, DiscreteGaussianRelease)) and got == 0:
                 continue                     # matched with the loose Gaussian draws below
             elif got == 0 and tree_at.get((arm, stop), (None,))[0] == lid:
                 continue                     # an item's extension rows (DP-TS-MT random pulls)
@@ -338,17 +348,28 @@ def check_draws(policy, res, recorders, captures, T, K):
         for (arm, offset), (lid, n_items) in tree_at.items():
             assert hits[("tree", arm, offset)] == n_items, (run, arm, offset, n_items)
         # loose draws: only Gaussian samples counted per model, matched as a multiset of σ
-        assert all(d["kind"] == "normal" for d in loose), \
+        assert all(d["kind"] in ("normal", "dgauss") for d in loose), \
             f"run {run}: noise drawn with no ledger write before it: {loose[:3]}"
-        want = Counter()
+        dg = [d for d in loose if d["kind"] == "dgauss"]
+        loose = [d for d in loose if d["kind"] == "normal"]
+        want, want_dg = Counter(), Counter()
         for (arm, start, stop), (lid, count) in row_at.items():
             rel = ledger.releases[lid]
             if isinstance(rel, GaussianRelease) and hits[("row", arm, start, stop)] == 0:
                 want[rel.sigma] += count
+            if isinstance(rel, DiscreteGaussianRelease):
+                want_dg[rel.sigma] += count
         assert Counter(d["scale"] for d in loose) == want, f"run {run}: Gaussian samples"
+        if dg and ledger.posterior_reads["run"].size:
+            _check_posterior_exact(res, run, j, dg, captures[j], reads, K)
+        else:
+            assert Counter(float(d["s"]) for d in dg) == want_dg, \
+                f"run {run}: discrete Gaussian samples"
         # posterior samples (standard normals scaled in the kernel): the capture path
         if zs:
             _check_posterior(res, run, j, zs, captures[j], reads, K)
+        elif dg:        # exact Gaussian: the draw returns the release itself (arm 0's is first)
+            assert np.isnan(captures[j][0, 0]) or captures[j][0, 0] == dg[0]["value"], run
         else:
             _check_witness(run, captures[j], attached, loose)
     return total
@@ -367,6 +388,48 @@ def _check_witness(run, cap, attached, loose):
     assert abs((released - clean) - first[0]["value"]) <= tol, \
         f"run {run}: the witness release added {released - clean!r}, its draw was " \
         f"{first[0]['value']!r}"
+
+
+def _check_posterior_exact(res, run, j, dg, cap, reads, K):
+    """TS-Gaussian's exact draws against its discrete posterior-read records (module
+    docstring): per sample the lattice σ the accounting derives, the release built from the
+    recorded integer draw, and the draws per (arm, k)."""
+    from dpledger.accounting.posterior_reads import (posterior_read_lattice_sigma,
+                                                     posterior_read_weight)
+    led = res.ledger.posterior_reads
+    actions = np.asarray(res.actions[j], dtype=np.int64)
+    T = actions.size
+    theta, mean = cap[0, :T * K].reshape(T, K), cap[1, :T * K].reshape(T, K)
+    sampled = ~np.isnan(theta[:, 0])
+    assert int(sampled.sum()) * K == len(dg), "one discrete Gaussian per arm per sampling round"
+    rec = {int(a): (float(c), int(b)) for r, a, c, b in
+           zip(led["run"], led["arm"], led["c"], led["bits"]) if r == run}
+    m = reads["run"] == run
+    want = {(int(a), int(kk)): (int(c), float(w)) for a, kk, c, w in
+            zip(reads["arm"][m], reads["stop"][m], reads["count"][m], reads["mu2"][m])}
+    k = np.zeros(K, np.int64)
+    got = Counter()
+    di = 0
+    for t in range(T):
+        if sampled[t]:
+            for a in range(K):
+                d = dg[di]
+                di += 1
+                c, bits = rec[a]
+                assert bits > 0
+                assert d["s"] == posterior_read_lattice_sigma(float(k[a]), c, bits), (run, t, a)
+                assert cap[2, t * K + a] == d["s"]
+                den = (k[a] + 1.0) * 2.0 ** bits
+                units = round(mean[t, a] * den)          # S·2^b, an integer
+                z = round(d["value"] * den) - units      # the integer discrete Gaussian draw
+                assert theta[t, a] == d["value"], (run, t, a)
+                assert (units + z) / den == theta[t, a], (run, t, a)   # on the lattice of k
+                if k[a] == 0:
+                    continue                 # reads no reward: no record
+                assert want[(a, int(k[a]))][1] == posterior_read_weight(float(k[a]), c, bits)
+                got[(a, int(k[a]))] += 1
+        k[actions[t]] += 1
+    assert got == Counter({key: c for key, (c, _) in want.items()}), "reads per prefix"
 
 
 def _check_posterior(res, run, j, zs, cap, reads, K):
