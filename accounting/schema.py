@@ -216,6 +216,21 @@ def dumps(obj: Any, compact: bool = False) -> str:
         raise DpledgerError(f"refusing to write a non-finite number to JSON: {exc}") from None
 
 
+def _umask() -> int:
+    """The process's umask (read from /proc where it can be, so that it is never changed even
+    for an instant; else set and restored)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _write_atomic(path: str | os.PathLike, write: Callable[[Any], None]) -> None:
     """Call ``write(fh)`` on a temp file in the target folder, fsync, rename onto ``path``; on
     any failure the temp file is removed and ``path`` is untouched."""
@@ -223,6 +238,9 @@ def _write_atomic(path: str | os.PathLike, write: Callable[[Any], None]) -> None
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
     try:
+        # mkstemp creates the file 0600; the result should follow the umask like any other
+        # file the user writes (issue 13)
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w") as fh:
             write(fh)
             fh.flush()
@@ -274,10 +292,8 @@ def write_json_stream_atomic(path: str | os.PathLike, obj: Any) -> None:
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise DpledgerError(f"no such file: {path}") from None
-    except json.JSONDecodeError as exc:
-        raise DpledgerError(f"malformed JSON in {path}: {exc.msg} (line {exc.lineno})") from None
+    """The JSON value in ``path``; a missing, unreadable, non-UTF-8 or malformed file is a
+    DpledgerError naming the file (see :func:`dpledger.inputs.load_json`, which the commands
+    call with what they expect)."""
+    from dpledger.inputs import load_json
+    return load_json(path, "a JSON file")

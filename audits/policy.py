@@ -338,8 +338,9 @@ def _whitebox_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, workers) -
         if ok:
             return stop
         if stop >= T:
-            raise DpledgerError(f"policy {getattr(policy, 'name', policy)!r} made no witness "
-                                f"release (capture) within T = {T} rounds on this pair")
+            raise DpledgerError(f"policy {getattr(policy, 'name', policy)!r} made no noisy "
+                                f"release of the witness arm within T = {T} rounds on this "
+                                "pair; a longer horizon gives it time")
         stop = min(T, 2 * stop)
 
 

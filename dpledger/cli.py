@@ -77,6 +77,10 @@ def _reuse_freed_memory() -> None:
     mallopt(-2, 1 << 28)        # M_TOP_PAD: grow the heap 256 MiB at a time
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     _reuse_freed_memory()
@@ -84,21 +88,33 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
+        sys.stderr.write("dpledger: error: a command is needed, one of "
+                         + ", ".join(n for n in COMMANDS if _present(n))
+                         + " (dpledger --help describes them)\n")
         return 2
     try:
         return int(args.func(args) or 0)
     except DpledgerError as exc:
-        sys.stderr.write(f"dpledger {args.command}: error: {exc}\n")
+        sys.stderr.write(f"dpledger {args.command}: error: {_one_line(exc)}\n")
         return 2
     except InvariantViolation as exc:
-        sys.stderr.write(f"dpledger {args.command}: invariant violated: {exc}\n")
+        sys.stderr.write(f"dpledger {args.command}: invariant violated: {_one_line(exc)}\n")
         return 1
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:
+        # the paths are checked before any work (dpledger.inputs); what is left is the system
+        # failing under us (disk full, a folder removed mid-run): one line, not a traceback
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        sys.stderr.write(f"dpledger {args.command}: error: {exc.strerror or exc}{where}\n")
+        return 2
+    except MemoryError:
+        sys.stderr.write(f"dpledger {args.command}: error: out of memory (try a smaller "
+                         "--horizon or --runs, or fewer --workers)\n")
+        return 2
     except KeyboardInterrupt:
         sys.stderr.write("dpledger: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

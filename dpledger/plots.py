@@ -14,11 +14,19 @@ def _plt():
 
 
 def _save(fig, path: str) -> None:
+    """Write ``fig`` to ``path`` atomically (a temp file in the same folder, then a rename); on
+    any failure the temp file is removed.  The CLI checks the path and its extension (one of
+    :data:`dpledger.inputs.PLOT_EXTENSIONS`; none = PNG) before any work starts."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     tmp = os.path.join(folder, f".tmp-{os.getpid()}-{os.path.basename(path)}")
-    fig.savefig(tmp, dpi=120, bbox_inches="tight", format=os.path.splitext(path)[1][1:] or "png")
-    os.replace(tmp, path)
+    try:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight",
+                    format=os.path.splitext(path)[1][1:].lower() or "png")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def plot_regret(reports: Sequence[dict], path: str, labels: Sequence[str] | None = None) -> None:
@@ -33,7 +41,12 @@ def plot_regret(reports: Sequence[dict], path: str, labels: Sequence[str] | None
     ax.set_xscale("log")
     ax.set_xlabel("round t")
     ax.set_ylabel("pseudo-regret")
-    ax.set_title(f"{reports[0]['runs']} runs; band = mean ± 1.96·std/√R")
+    runs = sorted({int(rep["runs"]) for rep in reports})
+    # the band's width depends on R: say how many runs each curve averages (issue 13)
+    size = (f"{runs[0]} run{'s' if runs[0] != 1 else ''}" + (" each" if len(reports) > 1 else "")
+            if len(runs) == 1 else "R = " + ", ".join(str(int(r["runs"])) for r in reports)
+            + " runs (in legend order)")
+    ax.set_title(f"{size}; band = mean ± 1.96·std/√R")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     _save(fig, path)

@@ -17,56 +17,71 @@ import sys
 import time
 
 from dpledger.errors import DpledgerError, InvariantViolation
+from dpledger.inputs import check_output_file, load_table, parse_float, parse_int, split_list
 from dpledger.progress import Bar
 
 
 def register(sub) -> None:
     p = sub.add_parser("audit", help="neighbouring-stream audit: a lower bound on ε (or μ)")
-    p.add_argument("policy")
+    p.add_argument("policy", help="policy name (see `dpledger policies`)")
     p.add_argument("--set", action="append", default=[], metavar="K=V",
-                   help="policy parameter (repeatable), e.g. --set epsilon=0.5")
-    p.add_argument("--trials", required=True, help="runs per neighbouring stream")
-    p.add_argument("--confidence", default="0.95")
-    p.add_argument("--mode", default="blackbox", choices=["whitebox", "blackbox"])
-    p.add_argument("--horizon", default=None, help="T (default 1000)")
-    p.add_argument("--arms", default="2", help="K (default 2)")
-    p.add_argument("--seed", default="0")
+                   help="policy parameter (repeatable; default: the policy's defaults), e.g. "
+                        "--set epsilon=0.5")
+    p.add_argument("--trials", required=True,
+                   help="runs per neighbouring stream (an integer in [2, 1e9]; required)")
+    p.add_argument("--confidence", default="0.95",
+                   help="confidence of the lower bound, in (0, 1) (default 0.95)")
+    p.add_argument("--mode", default="blackbox", choices=["whitebox", "blackbox"],
+                   help="blackbox (default): the auditor sees the actions only; whitebox: it "
+                        "sees the policy's first noisy release of the witness arm")
+    p.add_argument("--horizon", default=None,
+                   help="T, rounds per run (an integer; default 1000, or the pair's table "
+                        "length with --pair)")
+    p.add_argument("--arms", default="2", help="K, arms of the default pair (an integer >= 2; "
+                                               "default 2)")
+    p.add_argument("--seed", default="0", help="master seed (an integer >= 0; default 0)")
     p.add_argument("--score", default="auto", choices=["auto", "pulls", "next", "fitted"],
-                   help="black-box score (auto: chosen on the selection split)")
-    p.add_argument("--stop-at", default=None, help="last round each run plays")
-    p.add_argument("--selection-fraction", default="0.1")
-    p.add_argument("--range", default="0,1", help="declared reward range lo,hi")
+                   help="black-box score (default auto: chosen on the selection split)")
+    p.add_argument("--stop-at", default=None,
+                   help="last round each run plays (an integer in [witness round, T]; default: "
+                        "found by pilot trials in whitebox mode, the pair's hint or T in "
+                        "blackbox mode)")
+    p.add_argument("--selection-fraction", default="0.1",
+                   help="share of the trials used to choose the threshold (and score), in "
+                        "(0, 1) (default 0.1)")
+    p.add_argument("--range", default="0,1", help="declared reward range lo,hi (default 0,1)")
     p.add_argument("--pair", nargs=2, default=None, metavar=("D", "D_PRIME"),
-                   help="your own neighbouring tables (.npy, .csv or .json), differing in one row")
+                   help="your own neighbouring reward tables (.npy, .csv or .json), differing in "
+                        "one row (default: the policy's built-in pair)")
     p.add_argument("--sampler", default="float", choices=["float", "exact"],
-                   help="audit the float or the exact-sampler form (lattice noise)")
-    p.add_argument("--workers", default="1")
-    p.add_argument("--out", default="audit.json")
-    p.add_argument("--quiet", action="store_true")
+                   help="audit the float (default) or the exact-sampler form (lattice noise)")
+    p.add_argument("--workers", default="1",
+                   help="processes that run trials in parallel (an integer >= 1; default 1)")
+    p.add_argument("--out", default="audit.json",
+                   help="audit result to write (default audit.json); checked before the trials")
+    p.add_argument("--quiet", action="store_true",
+                   help="print nothing on stdout and no progress on stderr (default: off)")
     p.set_defaults(func=run)
 
 
-def _num(name: str, text: str, kind=float):
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        raise DpledgerError(f"--{name} must be a number, got {text!r}") from None
-    if kind is int:
-        if not v.is_integer():
-            raise DpledgerError(f"--{name} must be an integer, got {text!r}")
-        return int(v)
-    return v
+MAX_HORIZON = 10 ** 9          # validate_horizon's maximum, as in `dpledger run`
+MAX_COUNT = 10 ** 9            # trials per stream: 1e30 would build 5e26 chunk tasks first
 
 
 class _Progress:
     """Trials done on stderr (a tqdm :class:`~dpledger.progress.Bar`, made at the first tick,
     when the total is known; its clock starts there, so compilation is not in the ETA)."""
 
-    def __init__(self, quiet: bool):
-        self.quiet, self.bar = quiet, None
+    def __init__(self, quiet: bool, banner: str = ""):
+        self.quiet, self.bar, self.banner = quiet, None, banner
 
     def __call__(self, done: int, total: int) -> None:
         if self.bar is None:
+            # the banner comes with the first trials, not before: an input the audit refuses
+            # early (a pair, a horizon too short for the witness release) gets its one error
+            # line alone
+            if self.banner and not self.quiet:
+                sys.stderr.write(self.banner + "\n")
             self.bar = Bar(total, "trial", quiet=self.quiet, desc="trials")
         self.bar.set(done)
 
@@ -79,29 +94,35 @@ def run(args: argparse.Namespace) -> int:
     from dpledger.accounting.schema import write_json_atomic
     from dpledger.audits.pairs import NeighbourPair
     from dpledger.audits.policy import audit_policy
-    from dpledger.commands.run import load_table, parse_params
+    from dpledger.commands.run import parse_params
     from dpledger.policies.registry import make_policy
 
+    check_output_file(args.out, "--out")
     policy = make_policy(args.policy, **parse_params(args.set))
-    trials = _num("trials", args.trials, int)
-    confidence = _num("confidence", args.confidence)
-    fraction = _num("selection-fraction", args.selection_fraction)
-    seed = _num("seed", args.seed, int)
-    K = _num("arms", args.arms, int)
-    workers = _num("workers", args.workers, int)
-    T = None if args.horizon is None else _num("horizon", args.horizon, int)
-    stop = None if args.stop_at is None else _num("stop-at", args.stop_at, int)
-    lohi = [x for x in args.range.split(",") if x.strip()]
+    trials = parse_int("--trials", args.trials, minimum=2, maximum=MAX_COUNT)
+    confidence = parse_float("--confidence", args.confidence, minimum=0.0, maximum=1.0,
+                             open_interval=True)
+    fraction = parse_float("--selection-fraction", args.selection_fraction, minimum=0.0,
+                           maximum=1.0, open_interval=True)
+    seed = parse_int("--seed", args.seed, minimum=0)
+    K = parse_int("--arms", args.arms, minimum=2)
+    workers = parse_int("--workers", args.workers, minimum=1)
+    T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
+    stop = None if args.stop_at is None else parse_int("--stop-at", args.stop_at, minimum=1)
+    lohi = split_list("--range", args.range)
     if len(lohi) != 2:
         raise DpledgerError(f"--range expects lo,hi, got {args.range!r}")
-    lo, hi = (_num("range", x) for x in lohi)
+    lo, hi = (parse_float("--range", x) for x in lohi)
+    if args.mode == "whitebox" and not getattr(policy, "private", True):
+        raise DpledgerError(f"{args.policy} makes no private release (it reads rewards without "
+                            "noise), so a white-box audit has no noisy release to look at; "
+                            "use --mode blackbox (its certificate is unbounded either way)")
     pair = None
     if args.pair:
         pair = NeighbourPair.from_tables(load_table(args.pair[0]), load_table(args.pair[1]), lo, hi)
-    if not args.quiet:
-        sys.stderr.write(f"auditing {policy!r} ({args.mode}), {trials} trials per stream\n")
     t0 = time.monotonic()
-    progress = _Progress(args.quiet)
+    progress = _Progress(args.quiet, f"auditing {policy!r} ({args.mode}), {trials} trials per "
+                                      "stream")
     try:
         res = audit_policy(policy, trials=trials, mode=args.mode, T=T, K=K, pair=pair, lo=lo,
                            hi=hi, score=args.score, stop_at=stop, seed=seed,
@@ -114,13 +135,20 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         cert = res.certified
         cur = "mu" if res.currency == "mu" else "epsilon"
+        unbounded = "unbounded" + ("" if getattr(policy, "private", True) else
+                                   f" ({args.policy} makes no private release)")
         line = (f"{cur}_lower {res.lower:.4g} at {res.confidence:g} confidence; certificate "
-                f"{'unbounded' if cert is None else f'{cert:.4g}'}"
+                f"{unbounded if cert is None else f'{cert:.4g}'}"
                 + (f", ratio {res.ratio:.3f}" if res.ratio is not None else "")
                 + (f"; epsilon_lower {res.epsilon_lower:.4g} at delta=1e-05 (assumes GDP shape)"
                    if cur == "mu" else "")
                 + f"  [{time.monotonic() - t0:.1f}s]\n")
         sys.stdout.write(line)
+        if res.lower == 0:
+            sys.stdout.write("note: a lower bound of 0 means this audit found no evidence of "
+                             "leakage at its power: neither a pass nor a failure. More --trials "
+                             "give more power; so can --mode whitebox (the auditor then sees "
+                             "the noisy release) or a --pair of your own.\n")
         sys.stdout.write(f"wrote {args.out}\n")
     if res.violation:
         raise InvariantViolation(f"audit lower bound {res.lower:.6g} exceeds the certificate "

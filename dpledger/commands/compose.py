@@ -7,6 +7,7 @@ import sys
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import parse_release_spec, release_to_json
 from dpledger.accounting.schema import ACCOUNTANT_ORDER, dumps, parse_deltas, privacy_block
+from dpledger.inputs import parse_deltas as parse_delta_options
 
 
 def register(sub) -> None:
@@ -15,29 +16,25 @@ def register(sub) -> None:
                        "laplace:scale=2,sensitivity=1,count=10, gaussian:mu=0.3, "
                        "gaussian:sigma=2,sensitivity=1,count=100, pure:eps=1, "
                        "discrete_laplace:scale=4,sensitivity=1, discrete_gaussian:sigma=3.")
-    p.add_argument("releases", nargs="+", metavar="RELEASE")
-    p.add_argument("--delta", action="append", type=str, help="δ to report (repeatable)")
-    p.add_argument("--json", action="store_true", help="print the privacy block as JSON")
+    p.add_argument("releases", nargs="+", metavar="RELEASE",
+                   help="a release KIND:k=v,... (see above); count=N repeats it N times")
+    p.add_argument("--delta", action="append", type=str, metavar="DELTA",
+                   help="δ in (0, 1) at which ε(δ) is reported (repeatable or comma-separated; "
+                        "default 1e-3, 1e-5, 1e-6, 1e-9)")
+    p.add_argument("--json", action="store_true",
+                   help="print the privacy block as JSON instead of text (default: text)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     comp = Composition.of([parse_release_spec(s) for s in args.releases])
-    deltas = parse_deltas([_float(d) for d in args.delta] if args.delta else None)
+    deltas = parse_deltas(parse_delta_options("--delta", args.delta) if args.delta else None)
     block = privacy_block([comp], deltas)
     if args.json:
         sys.stdout.write(dumps(block))
         return 0
     sys.stdout.write(format_block(comp, block))
     return 0
-
-
-def _float(text: str) -> float:
-    from dpledger.errors import DpledgerError
-    try:
-        return float(text)
-    except ValueError:
-        raise DpledgerError(f"--delta must be a number, got {text!r}") from None
 
 
 def _cell(value, status) -> str:

@@ -6,29 +6,32 @@ import sys
 
 from dpledger.accounting.accountants import ACCOUNTANTS, OK, BestAccountant
 from dpledger.accounting.composition import Composition
-from dpledger.accounting.schema import read_json
-from dpledger.errors import DpledgerError, check_delta
+from dpledger.errors import DpledgerError
+from dpledger.inputs import PLOT_EXTENSIONS, check_output_file, load_run_json, parse_floats
 
 DEFAULT_GRID = [10.0 ** -k for k in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 30)]
 
 
 def register(sub) -> None:
     p = sub.add_parser("curve", help="ε(δ) and δ(ε) curves of a run's worst reward")
-    p.add_argument("file")
-    p.add_argument("--deltas", default=None, help="comma-separated δ grid")
-    p.add_argument("--epsilons", default=None, help="comma-separated ε values for δ(ε)")
-    p.add_argument("--which", default="both", choices=["realized", "certificate", "both"])
-    p.add_argument("--plot", default=None)
+    p.add_argument("file", help="a run.json written by `dpledger run`")
+    p.add_argument("--deltas", default=None,
+                   help="comma-separated δ grid for ε(δ), each in (0, 1) (default 1e-1 … 1e-30)")
+    p.add_argument("--epsilons", default=None,
+                   help="comma-separated ε values (>= 0) for δ(ε) (default 0.1,0.5,1,2,5)")
+    p.add_argument("--which", default="both", choices=["realized", "certificate", "both"],
+                   help="which compositions to draw: the run's realized ones, the certificate's "
+                        "candidates, or both (default both)")
+    p.add_argument("--plot", default=None,
+                   help="also write the ε(δ) curves to this file (.png, .pdf, .svg, …; "
+                        "default: no plot)")
     p.set_defaults(func=run)
 
 
-def _grid(text, default, check):
+def _grid(option: str, text, default, **bounds):
     if text is None:
         return default
-    try:
-        return [check(float(x)) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise DpledgerError(f"expected comma-separated numbers, got {text!r}") from None
+    return parse_floats(option, text, **bounds)
 
 
 def curves(rep: dict, which: str, deltas, epsilons):
@@ -60,11 +63,19 @@ def curves(rep: dict, which: str, deltas, epsilons):
 
 
 def run(args) -> int:
-    rep = read_json(args.file)
-    deltas = _grid(args.deltas, DEFAULT_GRID, check_delta)
-    epsilons = _grid(args.epsilons, [0.1, 0.5, 1.0, 2.0, 5.0], lambda e: e if e >= 0 else
-                     (_ for _ in ()).throw(DpledgerError("ε must be >= 0")))
-    data = curves(rep, args.which, deltas, epsilons)
+    deltas = _grid("--deltas", args.deltas, DEFAULT_GRID, minimum=0.0, maximum=1.0,
+                   open_interval=True)
+    epsilons = _grid("--epsilons", args.epsilons, [0.1, 0.5, 1.0, 2.0, 5.0], minimum=0.0)
+    if args.plot is not None:
+        check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
+    rep = load_run_json(args.file)
+    try:
+        data = curves(rep, args.which, deltas, epsilons)
+    except DpledgerError as exc:
+        raise DpledgerError(f"{args.file}: {exc}") from None
+    except (KeyError, TypeError, IndexError) as exc:     # a composition the loader does not parse
+        raise DpledgerError(f"{args.file}: malformed run.json: bad composition ({exc!r})") \
+            from None
     if not data:
         sys.stdout.write("no accountant gives a finite curve (unbounded privacy)\n")
         return 0

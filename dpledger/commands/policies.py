@@ -10,7 +10,9 @@ from dpledger.errors import DpledgerError
 
 def register(sub) -> None:
     p = sub.add_parser("policies", help="list policies")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true",
+                   help="print the list as JSON (name, parameters with defaults, provenance, "
+                        "theorem) instead of text (default: text)")
     p.set_defaults(func=run)
 
 

@@ -5,10 +5,11 @@ import argparse
 import os
 import sys
 
-import numpy as np
 
 from dpledger.accounting.schema import write_json_atomic, write_json_stream_atomic
 from dpledger.errors import DpledgerError, InvariantViolation
+from dpledger.inputs import (PLOT_EXTENSIONS, check_distinct, check_output_file, load_table,
+                             parse_deltas, parse_float, parse_floats, parse_int, split_list)
 from dpledger.progress import SimulationProgress
 from dpledger.policies import environments as E
 from dpledger.policies.registry import make_policy
@@ -22,51 +23,67 @@ AUTO_LEDGER_RECORDS = 2_000_000     # larger ledgers are written only on request
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="simulate a policy and write run.json")
-    p.add_argument("policy")
+    p.add_argument("policy", help="policy name (see `dpledger policies`)")
     p.add_argument("--set", action="append", default=[], metavar="K=V",
-                   help="policy parameter (repeatable), e.g. --set epsilon=0.5")
-    p.add_argument("--env", default="bernoulli", choices=["bernoulli", "truncexp", "beta", "table"])
-    p.add_argument("--means", default=None, help=f"Bernoulli means (default {DEFAULT_MEANS})")
-    p.add_argument("--rates", default=None, help="truncated-exponential rates")
-    p.add_argument("--ab", default=None, help="Beta parameters a1:b1,a2:b2,...")
-    p.add_argument("--table", default=None, help="reward table file (.npy, .csv or .json)")
-    p.add_argument("--range", default="0,1", help="declared reward range lo,hi")
-    p.add_argument("--horizon", type=str, default="10000")
-    p.add_argument("--runs", type=str, default="10")
-    p.add_argument("--seed", type=str, default=None, help="master seed (default 0; not with --rng os)")
-    p.add_argument("--workers", type=str, default="1")
-    p.add_argument("--sampler", default="float", choices=["float", "exact"])
+                   help="policy parameter (repeatable; default: the policy's defaults, listed "
+                        "by `dpledger policies`), e.g. --set epsilon=0.5")
+    p.add_argument("--env", default="bernoulli", choices=["bernoulli", "truncexp", "beta", "table"],
+                   help="reward distribution (default bernoulli): bernoulli takes --means (or "
+                        "the default means), truncexp --rates, beta --ab, table --table")
+    p.add_argument("--means", default=None,
+                   help=f"--env bernoulli: comma-separated arm means inside the range, one per "
+                        f"arm (default {DEFAULT_MEANS})")
+    p.add_argument("--rates", default=None,
+                   help="--env truncexp: comma-separated exponential rates (> 0), one per arm; "
+                        "no default")
+    p.add_argument("--ab", default=None,
+                   help="--env beta: Beta parameters a1:b1,a2:b2,... (each > 0), one pair per "
+                        "arm; no default")
+    p.add_argument("--table", default=None,
+                   help="--env table: reward table file (.npy, .csv or .json; one row per round, "
+                        "one column per arm); no default")
+    p.add_argument("--range", default="0,1",
+                   help="declared reward range lo,hi that every reward lies in (default 0,1)")
+    p.add_argument("--horizon", type=str, default="10000",
+                   help="T, rounds per run (an integer in [K, 1e9]; default 10000)")
+    p.add_argument("--runs", type=str, default="10",
+                   help="R, independent runs (an integer in [1, 1e9]; default 10)")
+    p.add_argument("--seed", type=str, default=None,
+                   help="master seed (an integer >= 0; default 0; not with --rng os); run i "
+                        "uses SeedSequence(seed, spawn_key=(i,))")
+    p.add_argument("--workers", type=str, default="1",
+                   help="processes that simulate runs in parallel (an integer >= 1; default 1); "
+                        "the output does not depend on it")
+    p.add_argument("--sampler", default="float", choices=["float", "exact"],
+                   help="noise sampler (default float); exact: lattice rewards and exact "
+                        "discrete noise, for the policies `dpledger policies` marks")
     p.add_argument("--rng", default="seeded", choices=["seeded", "os"],
                    help="bit source: 'seeded' (default; reproducible from --seed) or 'os' "
                         "(deployment, needs --sampler exact: each run seeded from the operating "
                         "system's entropy, not reproducible, recorded in run.json)")
-    p.add_argument("--delta", action="append", type=str)
-    p.add_argument("--out", default="run.json")
+    p.add_argument("--delta", action="append", type=str, metavar="DELTA",
+                   help="δ in (0, 1) at which ε(δ) is reported (repeatable or comma-separated; "
+                        "default 1e-3, 1e-5, 1e-6, 1e-9)")
+    p.add_argument("--out", default="run.json",
+                   help="run.json to write (default run.json); checked before the simulation")
     p.add_argument("--ledger-out", default=None,
                    help="also write the full ledger (default: <out stem>.ledger.json when it has "
                         f"at most {AUTO_LEDGER_RECORDS:.0e} records; a path always writes, "
                         "'none' never — run.json keeps the worst-reward compositions either way)")
-    p.add_argument("--plot", default=None, help="regret plot (PNG)")
+    p.add_argument("--plot", default=None,
+                   help="also write a regret plot to this file (.png, .pdf, .svg, …; "
+                        "default: no plot)")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress bar on stderr and no summary on stdout")
+                   help="print nothing on stdout and no progress on stderr (default: off)")
     p.set_defaults(func=run)
 
 
-def _int(name: str, text: str) -> int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise DpledgerError(f"--{name} must be an integer, got {text!r}") from None
-    if not value.is_integer():
-        raise DpledgerError(f"--{name} must be an integer, got {text!r}")
-    return int(value)
+def _int(name: str, text: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    return parse_int(f"--{name}", text, minimum, maximum)
 
 
 def _floats(name: str, text: str) -> list[float]:
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise DpledgerError(f"--{name} must be comma-separated numbers, got {text!r}") from None
+    return parse_floats(f"--{name}", text)
 
 
 def parse_params(items: list[str]) -> dict:
@@ -75,32 +92,28 @@ def parse_params(items: list[str]) -> dict:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise DpledgerError(f"--set expects key=value, got {item!r}")
+        if key.strip() in out:      # the later one would silently win
+            raise DpledgerError(f"--set {key.strip()} is given twice")
         out[key.strip()] = value.strip()
     return out
 
 
-def load_table(path: str) -> np.ndarray:
-    if not os.path.exists(path):
-        raise DpledgerError(f"no such table file: {path}")
-    try:
-        if path.endswith(".npy"):
-            return np.load(path, allow_pickle=False)
-        if path.endswith(".json"):
-            import json
-            with open(path) as fh:
-                return np.array(json.load(fh), dtype=np.float64)
-        return np.loadtxt(path, delimiter=",", ndmin=2)
-    except (ValueError, OSError) as exc:
-        raise DpledgerError(f"malformed reward table {path}: {exc}") from None
+# which option describes the arms of each environment; the others must not be given
+_ENV_OPTION = {"bernoulli": "means", "truncexp": "rates", "beta": "ab", "table": "table"}
 
 
 def make_env(args) -> E.Environment:
+    for env, opt in _ENV_OPTION.items():
+        if env != args.env and getattr(args, opt) is not None:
+            raise DpledgerError(f"--{opt} describes --env {env}, but this run uses --env "
+                                f"{args.env}" + (" (the default); add --env " + env
+                                                 if args.env == "bernoulli" else ""))
     lohi = _floats("range", args.range)
     if len(lohi) != 2:
         raise DpledgerError(f"--range expects lo,hi, got {args.range!r}")
     lo, hi = lohi
     if args.env == "bernoulli":
-        return E.bernoulli(_floats("means", args.means or DEFAULT_MEANS), lo, hi)
+        return E.bernoulli(_floats("means", DEFAULT_MEANS if args.means is None else args.means), lo, hi)
     if args.env == "truncexp":
         if not args.rates:
             raise DpledgerError("--env truncexp needs --rates")
@@ -108,37 +121,60 @@ def make_env(args) -> E.Environment:
     if args.env == "beta":
         if not args.ab:
             raise DpledgerError("--env beta needs --ab a1:b1,a2:b2,...")
-        try:
-            pairs = [[float(v) for v in p.split(":")] for p in args.ab.split(",")]
-        except ValueError:
-            raise DpledgerError(f"--ab must be a:b pairs, got {args.ab!r}") from None
-        if any(len(p) != 2 for p in pairs):
+        items = split_list("--ab", args.ab)
+        if any(len(p.split(":")) != 2 for p in items):
             raise DpledgerError(f"--ab must be a:b pairs, got {args.ab!r}")
+        pairs = [[parse_float("--ab", v) for v in p.split(":")] for p in items]
         return E.beta(pairs, lo, hi)
     if not args.table:
         raise DpledgerError("--env table needs --table FILE")
     return E.table(load_table(args.table), lo, hi)
 
 
+MAX_HORIZON = 10 ** 9          # validate_horizon's maximum (a test keeps the two equal)
+MAX_COUNT = 10 ** 9            # runs (or audit trials): more is a typo, not a plan; 1e30 would
+                               # otherwise be accepted and fill the memory before failing
+
+
+def check_outputs(args) -> None:
+    """Every file this run will write, checked before the simulation starts (issue 13): a
+    writable folder, not a directory, a plot extension matplotlib writes, no two the same."""
+    check_output_file(args.out, "--out")
+    ledger = _ledger_path(args)
+    if ledger is not None:
+        check_output_file(ledger, "--ledger-out")
+    if args.plot is not None:
+        check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
+    check_distinct([("--out", args.out), ("--ledger-out", ledger), ("--plot", args.plot)])
+
+
+def _ledger_path(args) -> str | None:
+    if args.ledger_out == "none":
+        return None
+    return args.ledger_out or os.path.splitext(args.out)[0] + ".ledger.json"
+
+
 def run(args: argparse.Namespace) -> int:
     from dpledger.report import build_run_report
     from dpledger.commands.show_summary import summary_text
 
+    check_outputs(args)
     env = make_env(args)
     policy = make_policy(args.policy, **parse_params(args.set))
-    T, R = _int("horizon", args.horizon), _int("runs", args.runs)
+    # the horizon's upper bound is validate_horizon's (policies/base.py), checked here first so
+    # that the message echoes the number as typed
+    T, R = _int("horizon", args.horizon, 1, MAX_HORIZON), _int("runs", args.runs, 1, MAX_COUNT)
     if args.rng == "os" and args.seed is not None:
         raise DpledgerError("--seed cannot be combined with --rng os (the OS entropy replaces it)")
-    seed, workers = _int("seed", args.seed or "0"), _int("workers", args.workers)
-    if workers < 1:
-        raise DpledgerError(f"--workers must be >= 1, got {workers}")
-    deltas = [float(d) for d in args.delta] if args.delta else None
+    seed = _int("seed", "0" if args.seed is None else args.seed, 0)
+    workers = _int("workers", args.workers, 1)
+    deltas = parse_deltas("--delta", args.delta) if args.delta else None
     # rounds (inside runs too) on stderr, ETA from the first tick on (compilation excluded)
     with SimulationProgress(T, R, quiet=args.quiet) as progress:
         res = simulate(policy, env, T, seed=seed, runs=R, workers=workers, progress=progress,
                        sampler=args.sampler, rng=args.rng)
     report = build_run_report(res, deltas, sampler=args.sampler)
-    ledger_out = args.ledger_out or os.path.splitext(args.out)[0] + ".ledger.json"
+    ledger_out = _ledger_path(args) or "none"
     records = res.ledger.n_rows() + len(res.ledger.segments["run"])
     not_written = "not_written:--ledger-out none"
     if args.ledger_out is None and records > AUTO_LEDGER_RECORDS:

@@ -14,17 +14,22 @@ import sys
 import numpy as np
 
 from dpledger.accounting.ledger import RewardLedger
-from dpledger.accounting.schema import read_json
 from dpledger.commands.show_summary import summary_text
+from dpledger.errors import DpledgerError
+from dpledger.inputs import PLOT_EXTENSIONS, check_output_file, load_ledger, load_run_json
 
 MAX_POINTS = 20_000
 
 
 def register(sub) -> None:
     p = sub.add_parser("show", help="summary and per-reward privacy of a run")
-    p.add_argument("file")
-    p.add_argument("--ledger", default=None, help="ledger file (default <stem>.ledger.json)")
-    p.add_argument("--plot", default=None)
+    p.add_argument("file", help="a run.json written by `dpledger run`")
+    p.add_argument("--ledger", default=None,
+                   help="its ledger file (default <stem>.ledger.json next to the run.json; "
+                        "without one the per-reward view is skipped)")
+    p.add_argument("--plot", default=None,
+                   help="also plot each reward's privacy against its round to this file (.png, "
+                        ".pdf, .svg, …; needs the ledger; default: no plot)")
     p.set_defaults(func=run)
 
 
@@ -62,19 +67,37 @@ def per_reward(ledger: RewardLedger):
     return rounds[order], values[order], streams[order], currency
 
 
+def _summary(rep: dict, path: str) -> str:
+    """The summary text; a value of the wrong type deep inside the file (the loader checks the
+    structure, not every leaf) is one clear error, not a traceback."""
+    try:
+        return summary_text(rep)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise DpledgerError(f"{path}: malformed run.json: {exc!r}") from None
+
+
 def run(args) -> int:
-    rep = read_json(args.file)
-    sys.stdout.write(summary_text(rep))
+    if args.plot is not None:
+        check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
+    rep = load_run_json(args.file)
     path = args.ledger or os.path.splitext(args.file)[0] + ".ledger.json"
-    if not os.path.exists(path):
+    if args.ledger is None and not os.path.exists(path):
+        if args.plot is not None:       # the plot would silently not be drawn
+            raise DpledgerError(f"--plot needs the ledger, and there is no {path}; pass "
+                                "--ledger FILE (`dpledger run` writes ledgers above 2e6 records "
+                                "only with --ledger-out FILE)")
+        sys.stdout.write(_summary(rep, args.file))
         sys.stdout.write(f"(no ledger file {path}: per-reward view unavailable; `dpledger run` "
                          "writes ledgers above 2e6 records only with --ledger-out FILE)\n")
         return 0
-    ledger = RewardLedger.from_json(read_json(path))
+    ledger = load_ledger(path)       # a --ledger given but missing or wrong is an error (exit 2)
+    sys.stdout.write(_summary(rep, args.file))
     rounds, values, streams, currency = per_reward(ledger)
     finite = np.isfinite(values)
     if not finite.any():
-        sys.stdout.write("every observed reward was read without noise: privacy unbounded\n")
+        sys.stdout.write("every observed reward was read without noise: privacy unbounded"
+                         + (f" (nothing to plot: {args.plot} not written)" if args.plot else "")
+                         + "\n")
         return 0
     qs = np.quantile(values[finite], [0.0, 0.5, 0.9, 1.0])
     name = {"pure": "pure ε", "zcdp": "zCDP ρ"}.get(currency, "GDP μ")
@@ -89,11 +112,11 @@ def run(args) -> int:
                      f"90% {qs[2]:.4g}, max {qs[3]:.4g} {over}\n")
     if args.plot:
         from dpledger.plots import plot_per_reward
-        w = rep["privacy"]["realized"]["worst_reward"]
+        w = rep["privacy"]["realized"].get("worst_reward")
         cert = rep["privacy"]["certificate"][{"pure": "pure_epsilon", "zcdp": "zcdp_rho"}.get(
             currency, "gdp_mu")]
         i = int(np.nanargmax(np.where(finite, values, -np.inf)))
-        wr = w["round"] if w and w.get("round") else rounds[i]
+        wr = w["round"] if isinstance(w, dict) and w.get("round") else rounds[i]
         plot_per_reward(rounds[finite], values[finite], streams[finite], wr,
                         float(np.nanmax(values[finite])),
                         args.plot, f"per-reward {name}", f"{rep['policy']['name']}: per-reward "

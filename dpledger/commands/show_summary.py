@@ -8,22 +8,31 @@ def _fmt(v) -> str:
     return f"{v:.6g}"
 
 
+def _n(count, word: str) -> str:
+    """"1 run", "2 runs" (a count that is not an int, e.g. null, is shown as it is)."""
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
 def summary_text(rep: dict) -> str:
+    """The text a user reads.  Numbering (docs/concepts.md, "Numbering"): rounds count from 1,
+    runs, arms and an arm's observations from 0, as in run.json; the line that shows all four
+    says so."""
     pol, env, priv = rep["policy"], rep["environment"], rep["privacy"]
     params = ", ".join(f"{k}={v!r}" for k, v in pol["params"].items())
     reg = rep["regret"]
     lines = [f"{pol['name']}({params}) [{pol['provenance']}] on {env['name']} "
              f"means={[round(m, 4) for m in env['means']]}, T={rep['horizon']}, "
-             f"{rep['runs']} runs, " + (f"seed {rep['seed']}" if rep.get("seed") is not None
-                                        else "bits from the OS entropy (not reproducible)"),
+             f"{_n(rep['runs'], 'run')}, " + (f"seed {rep['seed']}" if rep.get("seed") is not None
+                                             else "bits from the OS entropy (not reproducible)"),
              f"regret at T: mean {reg['final_mean']:.6g}, std {_fmt(reg['final_std'])}"]
     deltas = priv["deltas"]
     d = min(deltas, key=float)
     real = priv["realized"]
     w = real.get("worst_reward")
     if w:
-        lines.append(f"worst-off reward: run {w['run']}, round {w['round']}, arm {w['arm']} "
-                     f"(observation {w['index']} of that arm)")
+        lines.append(f"worst-off reward: observation {w.get('index')} of arm {w.get('arm')} in "
+                     f"run {w.get('run')} (these count from 0), observed at round "
+                     f"{w.get('round')} (rounds count from 1)")
     header = f"  {'':12s} {'pure ε':>10s} {'GDP μ':>10s} {'ε(δ=' + d + ')':>16s}"
     lines.append("privacy (per reward, worst case):")
     lines.append(header)
@@ -48,11 +57,12 @@ def summary_text(rep: dict) -> str:
                          "is looser than the release schedule needs)")
     led = rep["ledger"]
     n_comp = led.get("distinct_compositions")
-    comps = (f"{n_comp} distinct per-reward compositions" if n_comp is not None else
+    comps = (_n(n_comp, "distinct per-reward composition") if n_comp is not None else
              "per-reward compositions not counted (" + led.get("distinct_compositions_status", "")
              .removeprefix("skipped:") + ")")
-    lines.append(f"ledger: {led['rows']} records, {led['distinct_releases']} distinct releases, "
-                 f"{comps}, {led['noise_draws']} noise draws")
+    lines.append(f"ledger: {_n(led['rows'], 'record')}, "
+                 f"{_n(led['distinct_releases'], 'distinct release')}, {comps}, "
+                 f"{_n(led['noise_draws'], 'noise draw')}")
     comp = real["composition"]
     if comp:
         parts = ", ".join(f"{c['count']}× {c['release']['kind']}("

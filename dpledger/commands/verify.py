@@ -14,38 +14,50 @@ def register(sub) -> None:
     p.add_argument("file", help="the run.json to check")
     p.add_argument("--ledger", default=None, metavar="FILE",
                    help="the run's ledger file, when it is not where run.json's ledger.file "
-                        "says (relative to run.json); its sha256 must match run.json's record")
+                        "says (relative to run.json); its sha256 must match run.json's record "
+                        "(default: the file run.json names)")
     p.add_argument("--resimulate", action="store_true",
                    help="rerun the simulation from run.json's configuration and seed (as "
                         "`dpledger run` does) and compare the bytes of run.json and of the "
-                        "ledger file; exit 1 on any difference, naming the first")
+                        "ledger file; exit 1 on any difference, naming the first (default: off)")
     p.add_argument("--table", default=None, metavar="FILE",
                    help="the reward table of a run on --env table (run.json keeps only its "
-                        "sha256): checked against it, and needed by --resimulate")
+                        "sha256): checked against it, and needed by --resimulate (default: none)")
     p.add_argument("--workers", type=str, default="1",
-                   help="worker processes for --resimulate (the bytes do not depend on it)")
+                   help="worker processes for --resimulate (an integer >= 1; default 1; the "
+                        "bytes do not depend on it)")
     p.set_defaults(func=run)
+
+
+def _dict(v) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _g(v) -> str:
+    return f"{v:.6g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v)
 
 
 def run(args) -> int:
     from dpledger.commands.run import _int
     from dpledger.errors import DpledgerError
-    workers = _int("workers", args.workers)
-    if workers < 1:
-        raise DpledgerError(f"--workers must be >= 1, got {workers}")
+    workers = _int("workers", args.workers, 1)
     if not args.resimulate and args.workers != "1":
         raise DpledgerError("--workers applies to --resimulate only")
     v = verify_run(args.file, ledger_path=args.ledger, resimulate=args.resimulate,
                    table_path=args.table, workers=workers)
     report = v.report
-    chk = report.get("privacy", {}).get("checks", {}) if isinstance(report, dict) else {}
-    for cur, ratio in chk.get("certificate_over_theorem", {}).items():
-        cert = report["privacy"]["certificate"][cur]
-        thm = report["privacy"]["theorem"][cur]
-        sys.stdout.write(f"{cur}: certificate {cert:.6g}, theorem {thm:.6g}, "
-                         f"certificate/theorem = {ratio:.6g}\n")
-    for note in report.get("privacy", {}).get("theorem", {}).get("notes", []) \
-            if isinstance(report, dict) else []:
+    priv = report.get("privacy") if isinstance(report, dict) else None
+    priv = priv if isinstance(priv, dict) else {}
+    chk = _dict(priv.get("checks"))
+    for cur, ratio in _dict(chk.get("certificate_over_theorem")).items():
+        cert = _dict(priv.get("certificate")).get(cur)
+        thm = _dict(priv.get("theorem")).get(cur)
+        # the file's own numbers; one that does not re-derive is listed among the problems as
+        # "stored …, recomputed …" (issue 13: say which is which)
+        sys.stdout.write(f"{cur} as stored in the file: certificate {_g(cert)}, theorem "
+                         f"{_g(thm)}, certificate/theorem = {_g(ratio)}\n")
+    notes = _dict(priv.get("theorem")).get("notes", [])
+    for note in (notes if isinstance(notes, list) else [notes]):
         sys.stdout.write(f"  theorem note: {note}\n")
     if chk.get("theorem_finding"):
         sys.stdout.write("finding about the theorem (not a failure of the code): "

@@ -90,20 +90,33 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
     _write_table(summary.table, out)
     with open(os.path.join(out, ".claims.md.tmp"), "w") as fh:
         fh.write(f"# {module.TITLE}{' (quick)' if quick else ''}\n\n")
+        fh.write(f"Size of this reproduction: {_sizes(configs)}.\n\n")
         fh.write("\n".join(c.line() for c in summary.claims) + "\n")
         if getattr(module, "CHOICES", None):
-            fh.write("\nSettings the paper does not state (our choices):\n")
+            # the choices describe the full experiment; a quick run's sizes are the line above
+            fh.write("\nSettings the paper does not state (our choices"
+                     + (" for the full experiment; this --quick run used the sizes stated above"
+                        if quick else "") + "):\n")
             fh.write("\n".join(f"- {c}" for c in module.CHOICES) + "\n")
     os.replace(os.path.join(out, ".claims.md.tmp"), os.path.join(out, "claims.md"))
     if not quiet:
-        sys.stdout.write(f"{module.TITLE}{' (quick)' if quick else ''}: {len(configs)} "
-                         f"simulations\n")
+        sys.stdout.write(f"{module.TITLE}{' (quick)' if quick else ''}: {_sizes(configs)}\n")
         sys.stdout.write(_markdown(summary.table[:40]))
         for c in summary.claims:
             sys.stdout.write(c.line() + "\n")
         sys.stdout.write(f"wrote {out}/experiment.json, table.csv, table.md, claims.md, runs/*.json"
                          + "".join(f", {os.path.basename(p)}" for p in summary.plots) + "\n")
     return {"reports": reports, "summary": summary, "meta": meta}
+
+
+def _sizes(configs: Sequence[RunConfig]) -> str:
+    """T and runs per setting as actually simulated (claims.md states them, issue 13)."""
+    def span(values):
+        vs = sorted(set(values))
+        return f"{vs[0]:,}" if len(vs) == 1 else f"{vs[0]:,} to {vs[-1]:,}"
+    return (f"{len(configs)} setting{'s' if len(configs) != 1 else ''}, T = "
+            f"{span(c.horizon for c in configs)} rounds, "
+            f"{span(c.runs for c in configs)} runs per setting")
 
 
 def _fmt(v: Any) -> str:
@@ -198,8 +211,12 @@ def plot_tradeoff(series: dict[str, list[tuple[float, float, float]]], path: str
 
 def _save(fig, path: str) -> None:
     tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, path)
+    try:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:                    # a failed save leaves no temp file behind
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def band(rep: dict) -> float:
