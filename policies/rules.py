@@ -166,3 +166,85 @@ def private_initial_pulls(rng, env, K, stop, scale, rows, capture, mu, N, action
         else:
             put_action(actions, a + 1, a)
     return played, n_rows, segs, n_segs
+
+
+# ---- Azize, Wu, Honda, Orabona, Ito & Basu 2025 (NeurIPS): d_ε and the DP-KLUCB index ---------
+# (notes/azize-2025-optimal.md §2, §6).  The one place d_ε is computed: the kernels call it, and
+# :func:`dpledger.accounting.theorems.azize_2025_lower_bound_constant` calls the compiled form.
+
+@njit(cache=True, inline="always")
+def sigmoid(u):
+    """1/(1 + e^{−u}) without overflow for any finite u (the exponent is always ≤ 0)."""
+    if u >= 0.0:
+        return 1.0 / (1.0 + np.exp(-u))
+    e = np.exp(u)
+    return e / (1.0 + e)
+
+
+@njit(cache=True)
+def kl_log1p(p, q):
+    """Bernoulli kl(p, q) as p·ln(p/q) + (1−p)·(ln1p(−p) − ln1p(−q)), 0·ln 0 = 0: the form of
+    :func:`bernoulli_kl` that keeps its accuracy for tiny p, q (where 1 − q rounds to 1).  Used
+    by d_ε and the lower-bound constants; KL-UCB keeps :func:`bernoulli_kl` (its actions are
+    pinned by tests)."""
+    out = 0.0
+    if p > 0.0:
+        out += p * np.log(p / q)
+    if p < 1.0:
+        out += (1.0 - p) * (np.log1p(-p) - np.log1p(-q))
+    return out
+
+
+@njit(cache=True)
+def d_epsilon(x, y, eps):
+    """d_ε(x, y) = inf_{z between x and y} ε|z − x| + kl(z, y) (Azize et al. 2025, the slides'
+    definition; notes §2.1), for x, y ∈ [0, 1], ε > 0, by the closed form of notes §2.2:
+    the unconstrained minimiser z* = sigmoid(logit(y) ∓ ε) (− when x < y, + when x > y),
+    clipped to the interval between x and y.  Computed from logits, so a large ε never
+    overflows e^ε; y = 1 (x < 1) gives ε(1 − x), y = 0 (x > 0) gives ε·x; 0·ln 0 = 0."""
+    if x == y:
+        return 0.0
+    if x < y:
+        if y >= 1.0:
+            return eps * (1.0 - x)
+        z = max(sigmoid(np.log(y) - np.log1p(-y) - eps), x)
+        return eps * (z - x) + kl_log1p(z, y)
+    if y <= 0.0:
+        return eps * x
+    z = min(sigmoid(np.log(y) - np.log1p(-y) + eps), x)
+    return eps * (x - z) + kl_log1p(z, y)
+
+
+@njit(cache=True)
+def dp_klucb_index(x, thr, eps, tol=1e-12):
+    """DP-KLUCB's index max{μ ∈ [x, 1] : d_ε(x, μ) ≤ thr} (Azize et al. 2025; notes §6.1, §6.3)
+    for a clipped private mean x ∈ [0, 1] and threshold thr = ln t / N.
+
+    μ ↦ d_ε(x, μ) increases on [x, 1] up to ε(1 − x) (notes §2.3), so thr ≥ ε(1 − x) gives
+    exactly 1 (saturation); otherwise bisection on [x, 1] to ``tol``, returning the upper end
+    of the final bracket (never below the exact index)."""
+    if thr <= 0.0 or x >= 1.0:
+        return x
+    if thr >= eps * (1.0 - x):
+        return 1.0
+    lo = x
+    hi = 1.0
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        if d_epsilon(x, mid, eps) > thr:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@njit(cache=True)
+def phase_target(n, alpha):
+    """The count at which a phase started at count n ends: max(n + 1, ⌈α·n⌉) (notes §5.5 [R]).
+    A product within 1e-12 (relative) of an integer counts as that integer, so α = 1.1, n = 10
+    gives 11, not the float artefact 12 of ⌈11.000000000000002⌉."""
+    c = alpha * n
+    k = np.int64(np.floor(c))
+    if c - k > 1e-12 * c:
+        k += 1
+    return max(n + 1, k)

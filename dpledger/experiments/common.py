@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import os
 import sys
@@ -195,8 +196,8 @@ def plot_tradeoff(series: dict[str, list[tuple[float, float, float]]], path: str
         pts = sorted(pts)
         ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts],
                     marker="o", capsize=3, label=name)
-    for name, (xs, ys) in (extra or {}).items():
-        ax.plot(xs, ys, "k--", label=name)
+    for style, (name, (xs, ys)) in zip(itertools.cycle(("k--", "k:", "k-.")), (extra or {}).items()):
+        ax.plot(xs, ys, style, label=name)
     if logx:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
