@@ -23,6 +23,9 @@ _REGISTRY = {
     "adap-klucb": "azize_basu:AdaPKLUCB",
     "dp-se": "dp_se:DPSE",
     "anytime-lazy-ucb": "anytime_lazy_ucb:AnytimeLazyUCB",
+    "dp-klucb": "azize2025:DPKLUCB",
+    "dp-imed": "azize2025:DPIMED",
+    "imed": "azize2025:IMED",
 }
 
 
