@@ -86,19 +86,48 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
     so that exact ties are solved and broken exactly as by a full recomputation); arms that fail
     have index < I_L and cannot be in the argmax.  ``params[0] = 0`` solves every index every
     round (the reference).  Both give the same argmax set, hence the same draws and actions.
-    Indices by :func:`kl_ucb_newton` (within 1e-10 of the exact value)."""
+    Indices by :func:`kl_ucb_newton` (within 1e-10 of the exact value).
+
+    ``params[1]`` (hidden; 1 by default, with the threshold test) adds the *leader bound*
+    (issue 17 §6): every other arm j keeps a cached index U_j solved at a threshold ℓ_j/n_j with
+    ℓ_j = 1.001·ln t at solve time, valid while ln t ≤ ℓ_j and arm j is not played (the index
+    grows with the threshold, so U_j ≥ root_j(ln t/n_j) ≥ kl_ucb_newton(...) − 1e-10).  With
+    M = max_j U_j + 1e-9 < 1, the leader wins outright — strictly above every other arm's
+    solved index, so no tie and no draw — when μ̂_L ≥ M or n_L·d(μ̂_L, M) < ln t·(1 − 1e-9)
+    (then its root, hence its solved index, exceeds M): one divergence per round instead of a
+    Newton solve.  Otherwise the round runs the threshold test above unchanged, so the actions
+    are those of the threshold test for the same seed (tests/test_azize2025_speed.py)."""
     fast = params[0] != 0.0
+    bound = fast and params.size > 1 and params[1] != 0.0
     sums = np.zeros(K)
     n = np.zeros(K)
     p = np.zeros(K)
     index = np.zeros(K)
+    ucache = np.zeros(K)
+    until = np.full(K, -1.0)        # ln t up to which ucache[j] is valid (−1: invalid)
     leader = 0
     for t in range(1, stop + 1):
         if t <= K:
             a = t - 1
         else:
             lt = np.log(t)
-            if fast:
+            settled = False
+            if bound:
+                m = -1.0
+                for j in range(K):
+                    if j != leader:
+                        if lt > until[j]:
+                            until[j] = 1.001 * lt
+                            ucache[j] = kl_ucb_newton(p[j], until[j] / n[j])
+                        m = max(m, ucache[j])
+                m += 1e-9
+                pl = p[leader]
+                if m < 1.0 and (pl >= m or n[leader] * bernoulli_kl(pl, m) < lt * (1.0 - 1e-9)):
+                    a = leader
+                    settled = True
+            if settled:
+                pass
+            elif fast:
                 il = kl_ucb_newton(p[leader], lt / n[leader])
                 for j in range(K):
                     if j == leader:
@@ -108,14 +137,16 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
                         index[j] = kl_ucb_newton(p[j], lt / n[j])
                     else:
                         index[j] = -1.0
+                a = argmax_random_tie(index, rng)
             else:
                 for j in range(K):
                     index[j] = kl_ucb_newton(p[j], lt / n[j])
-            a = argmax_random_tie(index, rng)
+                a = argmax_random_tie(index, rng)
         x = draw_reward(rng, env, a, t - 1)
         sums[a] += x
         n[a] += 1.0
         p[a] = sums[a] / n[a]
+        until[a] = -1.0             # its cached index is stale
         leader = a
         put_action(actions, t, a)
     return stop, 0, 0
@@ -129,13 +160,17 @@ class KLUCB(NonPrivatePolicy):
     provenance = "faithful"
     params_spec = (Param("threshold_test", True, "bool",
                          "hidden speed switch: solve only indices that can beat the leader's "
-                         "(same actions as solving all)", hidden=True),)
+                         "(same actions as solving all)", hidden=True),
+                   Param("leader_bound", True, "bool",
+                         "hidden speed switch: settle the leader against cached bounds on the "
+                         "other indices with one divergence (same actions)", hidden=True))
     kernel = _klucb
     action_sink = True
 
 
     def kernel_params(self, T, K):
-        return np.array([1.0 if self.params["threshold_test"] else 0.0])
+        return np.array([1.0 if self.params["threshold_test"] else 0.0,
+                         1.0 if self.params["leader_bound"] else 0.0])
 
 
 @njit(cache=True, nogil=True)
