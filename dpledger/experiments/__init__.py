@@ -19,6 +19,7 @@ EXPERIMENTS = {
     "ou-2024": "ou_2024",
     "hu-2025": "hu_2025",
     "mishra-thakurta-2015": "mishra_thakurta_2015",
+    "azize-2025": "azize_2025",
 }
 
 
