@@ -152,3 +152,45 @@ def test_2025_bound_never_undercuts_2022(means, eps):
         big = max(math.log(mu_star / (1 - mu_star)) - math.log(m / (1 - m)) for m in means) + 1
         assert azize_2025_lower_bound_constant(means, big) == pytest.approx(
             non_private_lower_bound_constant(means), rel=1e-12)
+
+
+def test_experiment_quick_tables_and_lower_bounds(tmp_path):
+    """``dpledger experiment azize-2025 --quick``: every configuration's row carries the d_ε and
+    2022 bounds recomputed here, the 2025 one never below the 2022 one; medians and stuck
+    fractions recomputed from the per-run cells; the α ablation and every plot present."""
+    import json
+    import os
+
+    from dpledger.experiments import experiment_module
+    from dpledger.experiments.azize_2025 import INSTANCES, finals_by_run
+    from dpledger.experiments.common import run_experiment
+    mod = experiment_module("azize-2025")
+    res = run_experiment(mod, str(tmp_path), quick=True, workers=1, quiet=True)
+    cfgs = {c.label: c for c in mod.configs(True)}
+    rows = res["summary"].table
+    assert len(rows) == len(cfgs)
+    assert {r["policy"] for r in rows} == {"dp-klucb", "dp-imed", "lazy-dp-ts", "adap-klucb",
+                                           "dp-se", "imed"}
+    assert {r["alpha"] for r in rows if r["part"] == "ablation"} >= {1.1, 3.0}
+    for r in rows:
+        if r["epsilon"] is None:
+            continue
+        lnT = math.log(r["T"])
+        assert r["lb_2025_asymptotic"] == pytest.approx(
+            azize_2025_lower_bound_constant(INSTANCES[r["instance"]], r["epsilon"]) * lnT,
+            rel=1e-12)
+        assert r["lb_2025_asymptotic"] >= r["lb_2022_asymptotic"]
+    for label, c in cfgs.items():
+        fin = finals_by_run(str(tmp_path), c.key())
+        assert fin.size == c.runs
+        with open(os.path.join(tmp_path, "runs", f"{label}.json")) as fh:
+            rep = json.load(fh)
+        assert rep["regret"]["final_mean"] == pytest.approx(fin.mean(), rel=1e-12)
+        row = next(r for r in rows if r["instance"] == c.tags["instance"]
+                   and r["policy"] == c.tags["policy"] and r["epsilon"] == c.tags["epsilon"]
+                   and r["alpha"] == c.tags["alpha"])
+        assert row["regret_median"] == np.median(fin)
+        assert row["stuck_fraction"] == np.mean(fin > 5.0 * np.median(fin))
+    names = {os.path.basename(p) for p in res["summary"].plots}
+    assert {"regret_curves.png", "ablation_alpha.png"} <= names
+    assert sum(n.startswith("regret_vs_eps_") for n in names) == 3

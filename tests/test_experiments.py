@@ -15,7 +15,8 @@ import pytest
 from dpledger.experiments import EXPERIMENTS, experiment_module
 from dpledger.experiments.common import QUICK_R, QUICK_T, gdp_mu_of, run_experiment
 
-NAMES = ["hu-hegde-2022", "azize-basu-2022", "ou-2024", "hu-2025", "mishra-thakurta-2015"]
+NAMES = ["hu-hegde-2022", "azize-basu-2022", "ou-2024", "hu-2025", "mishra-thakurta-2015",
+         "azize-2025"]
 
 
 def test_registry_lists_every_experiment():

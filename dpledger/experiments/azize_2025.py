@@ -214,12 +214,13 @@ def _claims(reports, stats, insts, epss, T) -> list[Claim]:
     claims.append(Claim("regret decreases as ε grows (regret-against-ε plot)", all(mono),
                         f"non-increasing within 95 % bands in {sum(mono)}/{len(mono)} "
                         "(instance, policy) series"))
+    n_new = sum(reports[lab]["tags"]["policy"] in ("dp-klucb", "dp-imed") for lab in stats)
     stuck = [(lab, s[3], s[2], s[0]) for lab, s in stats.items() if s[3] > 0
              and reports[lab]["tags"]["policy"] in ("dp-klucb", "dp-imed")]
     claims.append(Claim(
         "DP-KLUCB/DP-IMED runs concentrate (no stuck runs), as the paper's mean ± 2 std plots "
         "suggest", not stuck,
-        ("no stuck runs" if not stuck else
+        (f"0 stuck runs in {n_new} DP-KLUCB/DP-IMED configurations" if not stuck else
          f"{len(stuck)} configurations with stuck runs (> {STUCK:g} × median): "
          + ", ".join(f"{lab} {100 * f:.0f} % (median {md:.4g}, mean {mn:.4g})"
                      for lab, f, md, mn in stuck[:12]))))
