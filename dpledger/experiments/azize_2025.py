@@ -139,7 +139,8 @@ def summarize(reports: dict, out: str, quick: bool) -> Summary:
             series, os.path.join(out, f"regret_vs_eps_{i}.png"), "ε",
             f"regret at T = {T:g} on {i} {INSTANCES[i]}",
             extra={"d_ε lower bound C·ln T (Azize et al. 2025; asymptotic)": (xs, [b[0] for b in lbs]),
-                   "2022 lower bound (Azize & Basu; asymptotic)": (xs, [b[1] for b in lbs])}))
+                   "2022 lower bound (Azize & Basu; asymptotic)": (xs, [b[1] for b in lbs])},
+            logy=True))
     ainst, aeps = ABLATION
     abl = {}
     for pol in ("dp-klucb", "dp-imed"):

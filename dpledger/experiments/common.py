@@ -186,7 +186,8 @@ def plot_regret_panels(groups: dict[str, list[tuple[str, dict]]], path: str, tit
 
 
 def plot_tradeoff(series: dict[str, list[tuple[float, float, float]]], path: str, xlabel: str,
-                  title: str, logx: bool = True, extra: dict | None = None) -> str:
+                  title: str, logx: bool = True, extra: dict | None = None,
+                  logy: bool = False) -> str:
     """Final regret (mean ± 1.96·std/√R) against a privacy parameter, one line per series."""
     import matplotlib
     matplotlib.use("Agg")
@@ -200,6 +201,8 @@ def plot_tradeoff(series: dict[str, list[tuple[float, float, float]]], path: str
         ax.plot(xs, ys, style, label=name)
     if logx:
         ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("pseudo-regret at T")
     ax.set_title(title, fontsize=10)
