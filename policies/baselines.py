@@ -88,7 +88,8 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
     round (the reference).  Both give the same argmax set, hence the same draws and actions.
     Indices by :func:`kl_ucb_newton` (within 1e-10 of the exact value).
 
-    ``params[1]`` (hidden; 1 by default, with the threshold test) adds the *leader bound*
+    ``params[1]`` (1 whenever the threshold test is on; a test-only subclass sets 0 to run
+    the threshold test alone, the kernel before issue 17) adds the *leader bound*
     (issue 17 §6): every other arm j keeps a cached index U_j solved at a threshold ℓ_j/n_j with
     ℓ_j = 1.001·ln t at solve time, valid while ln t ≤ ℓ_j and arm j is not played (the index
     grows with the threshold, so U_j ≥ root_j(ln t/n_j) ≥ kl_ucb_newton(...) − 1e-10).  With
@@ -160,17 +161,14 @@ class KLUCB(NonPrivatePolicy):
     provenance = "faithful"
     params_spec = (Param("threshold_test", True, "bool",
                          "hidden speed switch: solve only indices that can beat the leader's "
-                         "(same actions as solving all)", hidden=True),
-                   Param("leader_bound", True, "bool",
-                         "hidden speed switch: settle the leader against cached bounds on the "
-                         "other indices with one divergence (same actions)", hidden=True))
+                         "(same actions as solving all)", hidden=True),)
     kernel = _klucb
     action_sink = True
 
 
     def kernel_params(self, T, K):
-        return np.array([1.0 if self.params["threshold_test"] else 0.0,
-                         1.0 if self.params["leader_bound"] else 0.0])
+        on = 1.0 if self.params["threshold_test"] else 0.0
+        return np.array([on, on])      # the leader bound rides on the threshold test
 
 
 @njit(cache=True, nogil=True)
