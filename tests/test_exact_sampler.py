@@ -21,7 +21,7 @@ from dpledger.report import build_run_report, code_ok
 from dpledger.verify import verify_report
 
 EXACT = ["lazy-dp-ts", "dp-ts", "adap-ucb", "adap-klucb", "dp-se", "anytime-lazy-ucb", "dp-ucb",
-         "dp-ts-mt"]
+         "dp-ts-mt", "dp-klucb", "dp-imed"]
 EXACT_GAUSSIAN = ["ts-gaussian", "mts-gaussian", "dp-ts-ucb"]   # tests/test_exact_gaussian.py
 STEP = 2.0 ** -LATTICE_BITS
 
