@@ -237,3 +237,168 @@ def self_check(n: int = 2000, seed: int = 12345, scale: float = 1.0) -> dict:
 
 __all__ = ["audit_laplace", "audit_gaussian", "laplace_outputs", "gaussian_outputs",
            "unreachable", "float_attack_score", "self_check", "side_generator"]
+
+
+# ---- any release spec: the likelihood-ratio score of the whole composition ---------------------
+
+MAX_SPEC_RELEASES = 10_000
+SPEC_CHUNK = 16_384
+
+
+def spec_items(specs) -> tuple[object, list]:
+    """(composition, [(release, count), …]) of CLI release specs (``compose``'s parser), after
+    checking that every release has a sampler here and that the total count is at most
+    :data:`MAX_SPEC_RELEASES` (a mechanism audit draws every release of every trial)."""
+    from dpledger.accounting.composition import Composition
+    from dpledger.accounting.releases import parse_release_spec
+    if isinstance(specs, str):
+        specs = [specs]
+    if not specs:
+        raise DpledgerError("no release to audit")
+    pairs = [parse_release_spec(s) for s in specs]
+    comp = Composition.of(pairs)
+    items = list(comp.items)
+    total = sum(c for _, c in items)
+    if total > MAX_SPEC_RELEASES:
+        raise DpledgerError(f"a mechanism audit draws every release: {total} releases exceed the "
+                            f"limit {MAX_SPEC_RELEASES}")
+    return comp, items
+
+
+def _release_llr(release, clean: float, rng: np.random.Generator, n: int) -> np.ndarray:
+    """n draws of ``release`` at clean value ``clean`` (0 on D, Δ on D′), each reduced to its
+    log-likelihood ratio log p_D′(y)/p_D(y) — the Neyman–Pearson statistic of one release:
+
+    * laplace (b, Δ): y = clean + Lap(b); LLR = (|y| − |y − Δ|)/b = clip(2y − Δ, −Δ, Δ)/b;
+    * discrete_laplace (t, Δ): y = clean + G₁ − G₂, G geometric with p = 1 − e^{−1/t} (so
+      P(y − clean = z) ∝ e^{−|z|/t}); LLR = (|y| − |y − Δ|)/t;
+    * gaussian (σ, Δ): y = clean + N(0, σ²); LLR = (yΔ − Δ²/2)/σ²;
+    * discrete_gaussian (σ, Δ): y = clean + Z, P(Z = z) ∝ e^{−z²/2σ²} on |z| ≤ ⌈40σ⌉ + 1 (the mass
+      beyond is below e^{−800}); LLR = (yΔ − Δ²/2)/σ²;
+    * pure (ε): binary randomized response, the worst case the accounting assumes: y = 1 with
+      probability e^ε/(1 + e^ε) on D′ and 1/(1 + e^ε) on D; LLR = ε(2y − 1);
+    * non_private: y = clean; the score is y itself (D and D′ are told apart with certainty)."""
+    kind = release.kind
+    if kind == "laplace":
+        d, b = float(release.sensitivity), float(release.scale)
+        y = clean * d + rng.laplace(0.0, b, n)
+        # |y| − |y − Δ| = clip(2y − Δ, −Δ, Δ), written as the clip so that the atoms ±Δ/b are
+        # exact: the difference of absolute values rounds differently for y = z (D) and
+        # y = Δ + z (D′), a floating-point artefact the selection would otherwise exploit
+        return np.clip(2.0 * y - d, -d, d) / b
+    if kind == "discrete_laplace":
+        d, t = int(release.sensitivity), float(release.scale)
+        p = -math.expm1(-1.0 / t)
+        z = rng.geometric(p, n) - rng.geometric(p, n)
+        y = (clean * d + z).astype(np.float64)
+        return np.clip(2.0 * y - d, -d, d) / t
+    if kind == "gaussian":
+        d, s = float(release.sensitivity), float(release.sigma)
+        y = clean * d + rng.normal(0.0, s, n)
+        return (y * d - 0.5 * d * d) / (s * s)
+    if kind == "discrete_gaussian":
+        d, s = int(release.sensitivity), float(release.sigma)
+        m = int(math.ceil(40.0 * s)) + 1
+        support = np.arange(-m, m + 1)
+        w = np.exp(-(support.astype(np.float64) ** 2) / (2.0 * s * s))
+        z = rng.choice(support, size=n, p=w / w.sum())
+        y = (clean * d + z).astype(np.float64)
+        return (y * d - 0.5 * d * d) / (s * s)
+    if kind == "pure":
+        e = float(release.epsilon)
+        p1 = 1.0 / (1.0 + math.exp(-e)) if clean else 1.0 / (1.0 + math.exp(e))
+        y = (rng.random(n) < p1).astype(np.float64)
+        return e * (2.0 * y - 1.0)
+    if kind == "non_private":
+        return np.full(n, float(clean))
+    raise DpledgerError(f"no sampler for release kind {kind!r}")
+
+
+def spec_sampler(items, seed: int):
+    """``sample(side, start, n)``: the LLR scores of trials start … start + n − 1 of side 0 (every
+    clean value 0) or 1 (every clean value Δ).  Trial i belongs to chunk i // SPEC_CHUNK, drawn
+    from ``PCG64(SeedSequence(seed, spawn_key=(side, chunk)))`` release by release in the
+    composition's order, so a trial's score depends on (seed, side, i) only, not on batching."""
+    cache: dict = {}
+
+    def chunk(side: int, c: int) -> np.ndarray:
+        key = (side, c)
+        if key not in cache:
+            rng = np.random.Generator(np.random.PCG64(
+                np.random.SeedSequence(entropy=int(seed), spawn_key=(int(side), int(c)))))
+            s = np.zeros(SPEC_CHUNK)
+            for rel, count in items:
+                for _ in range(int(count)):
+                    s += _release_llr(rel, float(side), rng, SPEC_CHUNK)
+            cache.clear()
+            cache[key] = s
+        return cache[key]
+
+    def sample(side: int, start: int, n: int) -> np.ndarray:
+        out = np.empty(n)
+        i = 0
+        while i < n:
+            g = start + i
+            c, off = divmod(g, SPEC_CHUNK)
+            m = min(n - i, SPEC_CHUNK - off)
+            out[i:i + m] = chunk(side, c)[off:off + m]
+            i += m
+        return out
+
+    return sample
+
+
+def audit_spec(specs, trials: int = 100_000, *, seed: int = 0,
+               confidence: float = DEFAULT_CONFIDENCE,
+               selection_fraction: float = DEFAULT_SELECTION_FRACTION,
+               until_ratio: float | None = None, max_trials: int | None = None) -> AuditResult:
+    """White-box audit of the composition of CLI release specs (``laplace:eps=1``,
+    ``gaussian:mu=0.5``, ``laplace:scale=2,count=3`` …), as ``compose`` accepts them.
+
+    Pair: every release's clean statistic is 0 on D and its sensitivity Δ on D′ (the worst case
+    of every release at once).  Score: the sum of per-release log-likelihood ratios
+    (:func:`_release_llr`), the Neyman–Pearson optimal statistic of the whole output vector.
+    Certificate: the composition's (as ``compose`` reports it).  With ``until_ratio`` R the
+    audit is sequential (:func:`~dpledger.audits.stats.sequential_audit`): batches from
+    ``trials`` per side, doubling, until ε_lower (or μ_lower) ≥ R × certificate, or it cannot,
+    or ``max_trials``."""
+    from dpledger.audits.stats import sequential_audit, ceiling
+    trials = check_count("trials", trials, minimum=2)
+    seed = check_count("seed", seed, minimum=0)
+    comp, items = spec_items(specs)
+    cert = composition_summary(comp)
+    currency = currency_of(cert)
+    delta = GDP_DELTA if currency == "mu" else 0.0
+    sample = spec_sampler(items, seed)
+    extra = {"mechanism": {"kind": "composition",
+                           "releases": [{"release": _release_json(r), "count": int(c)}
+                                        for r, c in items], "seed": int(seed)},
+             "score": "log-likelihood ratio (sum over releases)"}
+    pair = {"round": None, "from": 0.0, "to": "sensitivity of each release"}
+    if until_ratio is None and max_trials is None:
+        sa = audit_scores(sample(0, 0, trials), sample(1, 0, trials), confidence=confidence,
+                          selection_fraction=selection_fraction, delta=delta, currency=currency)
+        extra["ceiling"] = ceiling(trials, confidence=confidence,
+                                   selection_fraction=selection_fraction, currency=currency,
+                                   delta=delta)
+        return AuditResult(score_audit=sa, certificate=cert, pair=pair, trials=trials,
+                           mode="mechanism", extra=extra)
+    cval = cert.get("gdp_mu" if currency == "mu" else "pure_epsilon")
+    target = None
+    if until_ratio is not None:
+        until_ratio = check_positive("until_ratio", until_ratio)
+        target = None if cval is None else until_ratio * cval
+    mx = check_count("max_trials", max_trials if max_trials is not None else 100 * trials,
+                     minimum=trials)
+    seq = sequential_audit(sample, first=trials, max_trials=mx, target=target,
+                           confidence=confidence, selection_fraction=selection_fraction,
+                           delta=delta, currency=currency)
+    extra["sequential"] = seq.to_json()
+    extra["ceiling"] = ceiling(seq.trials, confidence=confidence,
+                               selection_fraction=selection_fraction, currency=currency,
+                               delta=delta, alpha_divisor=len(seq.checkpoints))
+    return AuditResult(score_audit=seq.final, certificate=cert, pair=pair, trials=seq.trials,
+                       mode="mechanism", extra=extra)
+
+
+__all__ += ["audit_spec", "spec_items", "spec_sampler", "MAX_SPEC_RELEASES"]

@@ -320,3 +320,157 @@ __all__ = ["cp_upper", "cp_lower", "epsilon_from_rates", "mu_from_rates", "rates
            "bounds_from_counts", "audit_scores", "check_options", "select_event", "threshold_grid", "Event",
            "ScoreAudit", "Selection", "split_sizes", "GRID_SIZE", "DEFAULT_SELECTION_FRACTION",
            "DEFAULT_CONFIDENCE"]
+
+
+# ---- the statistical ceiling -------------------------------------------------------------------
+
+def ceiling(trials: int, *, confidence: float = DEFAULT_CONFIDENCE,
+            selection_fraction: float = DEFAULT_SELECTION_FRACTION, currency: str = "epsilon",
+            delta: float = 0.0, alpha_divisor: int = 1) -> float:
+    """The largest bound ``trials`` trials per side can certify: the bound of a perfect test,
+    zero errors on the count trials (k0 = 0 of n0, k1 = n1 of n1, n0 = n1 the count split).
+
+    Then FPR_ub = FNR_ub = 1 − (α/2)^(1/n) (one-sided CP at α/2 with k = 0), so
+    ε_ceiling = log((1 − δ − FNR_ub)/FPR_ub) and μ_ceiling = −2·Φ⁻¹(FPR_ub).  Any audit with
+    these options reports at most this value, whatever the mechanism: a ratio near
+    ceiling/certificate is limited by n, not by the policy.  ``alpha_divisor`` J spends α/J (the
+    share of one checkpoint of a sequential audit, :func:`sequential_alpha`)."""
+    trials = check_count("trials", trials, minimum=2)
+    alpha, fraction = check_options(confidence, selection_fraction)
+    _, n = split_sizes(trials, fraction)
+    fpr_ub, fnr_ub = rates_upper(n, 0, n, n, alpha / alpha_divisor)
+    if currency == "mu":
+        return float(mu_from_rates(fpr_ub, fnr_ub))
+    return float(epsilon_from_rates(fpr_ub, fnr_ub, delta))
+
+
+# ---- sequential, anytime-valid audits ----------------------------------------------------------
+
+def checkpoints(first: int, max_trials: int) -> list[int]:
+    """The geometric grid of checkpoints (trials per side): first, 2·first, 4·first, …, capped
+    at and ending with ``max_trials``.  Fixed before any trial is drawn."""
+    first = check_count("first batch", first, minimum=2)
+    max_trials = check_count("max trials", max_trials, minimum=2)
+    first = min(first, max_trials)
+    out = [first]
+    while out[-1] < max_trials:
+        out.append(min(max_trials, 2 * out[-1]))
+    return out
+
+
+@dataclass
+class SequentialAudit:
+    """The outcome of :func:`sequential_audit`: the final :class:`ScoreAudit` (counts at the
+    stopping checkpoint, bounds at α/J), and the path of bounds over the checkpoints."""
+
+    final: ScoreAudit
+    trials: int                 # trials per side drawn when it stopped
+    checkpoints: list[int]      # the planned grid
+    path: list[dict]            # {trials, n0, k0, n1, k1, lower} at each checkpoint reached
+    stop_reason: str            # "reached", "cannot_reach", "max_trials"
+    alpha_per_checkpoint: float
+
+    def to_json(self) -> dict:
+        return {"method": "union bound over a geometric grid of checkpoints (Bonferroni): "
+                          "alpha/J per checkpoint, J fixed before sampling; valid at any "
+                          "stopping time on the grid",
+                "checkpoints": list(self.checkpoints), "alpha_per_checkpoint": self.alpha_per_checkpoint,
+                "stop_reason": self.stop_reason, "trials_drawn": self.trials,
+                "path": list(self.path)}
+
+
+def sequential_audit(sample, *, first: int, max_trials: int, target: float | None,
+                     confidence: float = DEFAULT_CONFIDENCE,
+                     selection_fraction: float = DEFAULT_SELECTION_FRACTION, delta: float = 0.0,
+                     currency: str = "epsilon", scorer=None,
+                     grid_size: int = GRID_SIZE) -> SequentialAudit:
+    """Draw trials in batches until the lower bound reaches ``target`` (e.g. R × certificate),
+    or can no longer, or ``max_trials`` per side are drawn — with a bound valid at that
+    data-dependent stopping time.
+
+    Validity (anytime, on the grid).  The checkpoints c_1 < … < c_J (:func:`checkpoints`) are
+    fixed before sampling; at checkpoint j the one-sided CP bounds are taken at α/(2J) each, so
+    by the union bound over the 2J rate bounds, with probability ≥ 1 − α *every* checkpoint's
+    bound holds simultaneously — hence also the bound at whatever checkpoint the rule stops,
+    however the rule looks at the data.  (The fixed-n interval at α applied at every checkpoint
+    would not be valid: that is repeated testing.)  The event (score, direction, threshold) is
+    selected once, on the selection split of the first batch, and never revised; the count
+    trials are all later trials of each side, cumulated.
+
+    ``sample(side, start, n)`` returns trials start … start + n − 1 of side 0 (D) or 1 (D′):
+    an array of scores, or a dict of candidate score arrays (or raw features, when ``scorer``
+    is given: ``scorer(raw0_sel, raw1_sel)`` is called once on the selection trials and returns
+    the function raw → dict of scores applied to every later batch).  Trials must be a fixed
+    function of (side, index), so the result does not depend on the batching.
+
+    Futility ("cannot_reach"): stop when even the plug-in rates of the counts so far, observed
+    over ``max_trials`` count trials, would not give ``target`` — a heuristic that affects only
+    when sampling stops, never the validity of the bound."""
+    alpha, fraction = check_options(confidence, selection_fraction)
+    grid = checkpoints(first, max_trials)
+    J = len(grid)
+    a_j = alpha / J
+    conf_j = 1.0 - a_j
+    m, _ = split_sizes(grid[0], fraction)
+
+    def as_dict(x):
+        return x if isinstance(x, dict) else {"value": np.asarray(x, dtype=np.float64)}
+
+    raw0, raw1 = sample(0, 0, grid[0]), sample(1, 0, grid[0])
+    if scorer is None:
+        to_scores = as_dict
+    else:
+        sel_raw0 = {k: v[:m] for k, v in raw0.items()}
+        sel_raw1 = {k: v[:m] for k, v in raw1.items()}
+        to_scores = scorer(sel_raw0, sel_raw1)
+    d0, d1 = to_scores(raw0), to_scores(raw1)
+    sel = select_event({k: np.asarray(v[:m], float) for k, v in d0.items()},
+                       {k: np.asarray(v[:m], float) for k, v in d1.items()},
+                       alpha=a_j, currency=currency, delta=float(delta), grid_size=grid_size)
+    ev = sel.event
+    n0 = k0 = n1 = k1 = 0
+    c0 = np.asarray(d0[ev.score][m:], float)
+    c1 = np.asarray(d1[ev.score][m:], float)
+    n0, k0 = c0.size, int(np.count_nonzero(ev.contains(c0)))
+    n1, k1 = c1.size, int(np.count_nonzero(ev.contains(c1)))
+    path = []
+    drawn = grid[0]
+    reason = "max_trials"
+    b = None
+    for j, cj in enumerate(grid):
+        if cj > drawn:
+            for side in (0, 1):
+                s = np.asarray(to_scores(as_dict(sample(side, drawn, cj - drawn)))[ev.score], float)
+                k = int(np.count_nonzero(ev.contains(s)))
+                if side == 0:
+                    n0, k0 = n0 + s.size, k0 + k
+                else:
+                    n1, k1 = n1 + s.size, k1 + k
+            drawn = cj
+        b = bounds_from_counts(n0, k0, n1, k1, confidence=conf_j, delta=float(delta))
+        lower = b["mu_lower"] if currency == "mu" else b["epsilon_lower"]
+        path.append({"trials": int(cj), "n0": n0, "k0": k0, "n1": n1, "k1": k1,
+                     "lower": float(lower)})
+        if target is not None and lower >= target:
+            reason = "reached"
+            break
+        if j == J - 1:
+            break
+        if target is not None:
+            # plug-in rates over the remaining budget: could the last checkpoint reach target?
+            nm = max_trials - m
+            kk0 = int(round(k0 / n0 * nm))
+            kk1 = int(round(k1 / n1 * nm))
+            best = bounds_from_counts(nm, kk0, nm, kk1, confidence=conf_j, delta=float(delta))
+            if (best["mu_lower"] if currency == "mu" else best["epsilon_lower"]) < target:
+                reason = "cannot_reach"
+                break
+    final = ScoreAudit(epsilon_lower=b["epsilon_lower"], mu_lower=b["mu_lower"], delta=float(delta),
+                       confidence=float(confidence), n0=n0, k0=k0, n1=n1, k1=k1, event=ev,
+                       selection=sel, selection_fraction=fraction, fpr_upper=b["fpr_upper"],
+                       fnr_upper=b["fnr_upper"])
+    return SequentialAudit(final=final, trials=drawn, checkpoints=grid, path=path,
+                           stop_reason=reason, alpha_per_checkpoint=a_j)
+
+
+__all__ += ["ceiling", "checkpoints", "sequential_audit", "SequentialAudit"]
