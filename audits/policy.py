@@ -37,8 +37,12 @@ from numba import njit
 from dpledger.audits.pairs import NeighbourPair, default_pair
 from dpledger.audits.result import AuditResult, certificate_summary, currency_of, GDP_DELTA
 from dpledger.audits.stats import (DEFAULT_CONFIDENCE, DEFAULT_SELECTION_FRACTION, audit_scores,
-                                   check_options, split_sizes)
-from dpledger.errors import DpledgerError, check_count
+                                   ceiling, check_options, split_sizes)
+from dpledger.errors import DpledgerError, check_count, check_positive
+
+
+class _Missing(Exception):
+    """Some white-box trials made no witness release within the rounds played."""
 
 CHUNK = 2048
 SCORES = ("pulls", "next", "fitted")
@@ -80,6 +84,51 @@ def _batch(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar
     return n
 
 
+
+@njit(cache=True)
+def gaussian_posterior_llr(actions, cap, K, t_star, stop, delta, c, side):
+    """The log-likelihood ratio log p_D′/p_D of every posterior read that contains the witness
+    reward, for the Gaussian TS kernels of :mod:`dpledger.policies.ou` (full capture: column
+    (t−1)·K + j holds θ, the clean mean S/(k+1) and σ of arm j at round t).
+
+    The witness row t* changes for every arm, so it enters the sum of the arm a* played at t*
+    and every later read of a* contains it: at round t > t* the read is θ ~ N(m, σ²) with
+    σ² = c/(k+1) and the two means differ by d = Δ/(k+1) = Δσ²/c (Δ = hi − lo).  Given the same
+    history, LLR_t = ((θ − m_D)·d − d²/2)/σ², with m_D the mean under D: the captured mean on
+    side 0, the captured mean − d on side 1 (the auditor knows both tables and the actions).
+    The sum over t is the Neyman–Pearson statistic of the whole transcript (the actions add
+    only data-independent randomness given the reads): a weighted sum of the Gaussian reads."""
+    a = actions[t_star - 1]
+    s = 0.0
+    for t in range(t_star + 1, stop + 1):
+        col = (t - 1) * K + a
+        y = cap[0, col]
+        if np.isnan(y):
+            continue
+        var = cap[2, col] * cap[2, col]
+        d = delta * var / c
+        m_d = cap[1, col] - side * d
+        s += ((y - m_d) * d - 0.5 * d * d) / var
+    return s
+
+
+@njit
+def _batch_gauss(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar,
+                 counts, nxt, score, delta, c, side):
+    actions = np.zeros(stop, np.int64)
+    for i in range(n):
+        played, _, _ = kernel(rng, env, T, K, stop, params, actions, rows, cap)
+        score[i] = gaussian_posterior_llr(actions, cap, K, tstar, played, delta, c, side)
+        nxt[i] = _features(actions, played, edges, arm, tstar, stop, counts, i)
+    return n
+
+
+# White-box likelihood-ratio captures: policies whose kernels capture every release that touches
+# the witness reward, and the score of the whole vector.  Policies not listed are scored by the
+# single captured witness release (``released``).
+LR_CAPTURE = {"ts-gaussian": "gaussian-posterior", "mts-gaussian": "gaussian-posterior"}
+
+
 def windows(t_star: int, stop: int) -> np.ndarray:
     """Dyadic window edges after t*: t*, t*+1, t*+3, t*+7, …, stop (window w = (e_w, e_{w+1}])."""
     edges = [t_star]
@@ -103,14 +152,21 @@ def _uses_kernel(policy) -> bool:
 
 
 def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, side: int,
-               chunk: int, capture: bool, edges: np.ndarray, arm: int, t_star: int) -> dict:
+               chunk: int, capture: bool, edges: np.ndarray, arm: int, t_star: int,
+               lr: str | None = None, delta: float = 1.0) -> dict:
     rng = chunk_generator(seed, side, chunk)
     W = edges.size - 1
     counts = np.zeros((n, W, K), dtype=np.int32)
     nxt = np.zeros(n, dtype=np.int64)
     rel = np.full(n, np.nan)
     cln = np.full(n, np.nan)
-    if _uses_kernel(policy):
+    if lr == "gaussian-posterior" and _uses_kernel(policy):
+        rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
+        cap = np.full((3, stop * K), np.nan)
+        _batch_gauss(type(policy).kernel, rng, env_tuple, T, K, stop, policy.kernel_params(T, K),
+                     n, rows, cap, edges, arm, t_star, counts, nxt, rel, float(delta),
+                     float(policy.c), float(side))
+    elif _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         # one column: the witness release.  (Kernels that support full capture, e.g. the
         # Gaussian TS of ``ou.py``, switch to it when the array has ≥ stop·K columns.)
@@ -132,14 +188,23 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
 
 def run_trials(policy, env, T: int, n: int, *, seed: int, side: int, stop: int, capture: bool,
                arm: int, t_star: int, workers: int = 1,
-               progress: Callable[[int], None] | None = None) -> dict:
-    """``n`` trials of ``policy`` on ``env`` (rounds 1 … stop), side ``side`` of the pair."""
+               progress: Callable[[int], None] | None = None, start: int = 0,
+               lr: str | None = None, delta: float = 1.0) -> dict:
+    """Trials start … start + n − 1 of ``policy`` on ``env`` (rounds 1 … stop), side ``side``.
+
+    Trial i is the (i mod CHUNK)-th trial of chunk i // CHUNK, and a chunk is always played from
+    its first trial, so a trial's outcome depends on (seed, side, i) only — not on how the trials
+    are batched (sequential audits draw more batches later)."""
     K = env.n_arms
     edges = windows(t_star, stop)
-    sizes = [min(CHUNK, n - c * CHUNK) for c in range(math.ceil(n / CHUNK))]
+    end = start + n
+    first_chunk = start // CHUNK
+    chunks = list(range(first_chunk, math.ceil(end / CHUNK)))
+    sizes = [min(CHUNK, end - c * CHUNK) for c in chunks]
+    skip = start - first_chunk * CHUNK
     et = env.as_tuple()
-    args = [(policy, et, T, K, stop, m, seed, side, c, capture, edges, arm, t_star)
-            for c, m in enumerate(sizes)]
+    args = [(policy, et, T, K, stop, m, seed, side, c, capture, edges, arm, t_star, lr, delta)
+            for c, m in zip(chunks, sizes)]
     parts = []
     if workers <= 1 or len(args) == 1:
         for a in args:
@@ -153,7 +218,7 @@ def run_trials(policy, env, T: int, n: int, *, seed: int, side: int, stop: int, 
                 parts.append(f.result())
                 if progress is not None:
                     progress(a[5])
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return {k: np.concatenate([p[k] for p in parts])[skip:] for k in parts[0]}
 
 
 # ---- scores ----------------------------------------------------------------------------------
@@ -168,9 +233,10 @@ def fisher_weights(x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
     return np.linalg.solve(s + lam * np.eye(p), m1 - m0)
 
 
-def blackbox_scores(f0: dict, f1: dict, arm: int, m0: int, m1: int, which: str) -> tuple[dict, dict, dict]:
+def blackbox_scores(f0: dict, f1: dict, arm: int, m0: int, m1: int, which: str,
+                    weights: np.ndarray | None = None) -> tuple[dict, dict, dict]:
     """Candidate scores of both sides; the fitted score's weights use the first m0 / m1 trials
-    (the selection split) only."""
+    (the selection split) only — or are the given ``weights`` (fitted earlier, sequential)."""
     names = SCORES if which == "auto" else (which,)
     s0, s1, info = {}, {}, {}
     for name in names:
@@ -183,10 +249,13 @@ def blackbox_scores(f0: dict, f1: dict, arm: int, m0: int, m1: int, which: str) 
         elif name == "fitted":
             x0 = f0["counts"].reshape(f0["counts"].shape[0], -1).astype(np.float64)
             x1 = f1["counts"].reshape(f1["counts"].shape[0], -1).astype(np.float64)
-            if x0.shape[1] == 0 or min(m0, m1) < 3:      # nothing to fit on
+            if weights is not None:
+                w = weights if weights.size == x0.shape[1] else np.zeros(x0.shape[1])
+            elif x0.shape[1] == 0 or min(m0, m1) < 3:      # nothing to fit on
                 s0[name], s1[name] = np.zeros(x0.shape[0]), np.zeros(x1.shape[0])
                 continue
-            w = fisher_weights(x0[:m0], x1[:m1])
+            else:
+                w = fisher_weights(x0[:m0], x1[:m1])
             s0[name], s1[name] = x0 @ w, x1 @ w
             info["fitted_weights"] = [float(v) for v in w]
         else:
@@ -202,13 +271,20 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                  confidence: float = DEFAULT_CONFIDENCE,
                  selection_fraction: float = DEFAULT_SELECTION_FRACTION, workers: int = 1,
                  progress: Callable[[int, int], None] | None = None,
-                 design_options: dict | None = None, sampler: str = "float") -> AuditResult:
+                 design_options: dict | None = None, sampler: str = "float",
+                 until_ratio: float | None = None, max_trials: int | None = None) -> AuditResult:
     """Audit ``policy`` on a neighbouring pair with ``trials`` runs per stream.
 
     Defaults (SPEC §6): the default pair (:func:`~dpledger.audits.pairs.default_pair`), K = 2,
     T = 1000, seed 0, selection fraction 0.1, confidence 0.95.  ``sampler="exact"`` audits the
     exact-sampler form (lattice rewards and noise, see :func:`dpledger.policies.simulator.simulate`)
-    against its own certificate."""
+    against its own certificate.
+
+    ``until_ratio`` / ``max_trials`` make the audit sequential
+    (:func:`~dpledger.audits.stats.sequential_audit`): ``trials`` per side first, doubling up to
+    ``max_trials`` (default 100 × trials), until the bound reaches ``until_ratio`` × certificate
+    or can no longer; the bound holds at that stopping time.  Every result carries ``ceiling``,
+    the largest bound its trial count can certify (:func:`~dpledger.audits.stats.ceiling`)."""
     from dpledger.policies.base import Policy, validate_horizon
     if not isinstance(policy, Policy):
         raise DpledgerError(f"not a policy: {policy!r}")
@@ -263,48 +339,117 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
             progress(done[0], total)
 
     notes = list(pair.notes)
+    name = getattr(policy, "name", "")
+    lr = LR_CAPTURE.get(name) if mode == "whitebox" and sampler == "float" else None
+    delta_pair = float(hi - lo) if pair is None else float(pair.hi - pair.lo)
+    sequential = until_ratio is not None or max_trials is not None
     t0 = time.perf_counter()
     if mode == "whitebox":
-        stop = _whitebox_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, workers)
-        while True:
-            f0 = run_trials(policy, env0, T, trials, seed=seed, side=0, stop=stop, capture=True,
-                            arm=arm, t_star=t_star, workers=workers, progress=tick)
-            f1 = run_trials(policy, env1, T, trials, seed=seed, side=1, stop=stop, capture=True,
-                            arm=arm, t_star=t_star, workers=workers, progress=tick)
-            missing = int(np.isnan(f0["released"]).sum() + np.isnan(f1["released"]).sum())
-            if not missing:
-                break
-            # the witness release comes later in some runs: rerun the same trials (same seeds)
-            # with twice the rounds; every trial is kept, none is dropped (dropping would
-            # condition on an event that may depend on the data)
-            if stop_at is not None or stop >= T:
-                raise DpledgerError(f"{missing} trials made no witness release within {stop} "
-                                    "rounds" + ("; pass a larger stop_at" if stop < T else ""))
-            notes.append(f"{missing} trials had not made the witness release by round {stop}; "
-                         f"all trials rerun to round {min(T, 2 * stop)}")
-            total += 2 * trials
-            stop = min(T, 2 * stop)
-        s0, s1, info = f0["released"], f1["released"], {}
-        clean0, clean1 = np.unique(f0["clean"]), np.unique(f1["clean"])
-        info["clean"] = {"D": _few(clean0), "D_prime": _few(clean1)}
-        if clean0.size == 1 and clean1.size == 1 and clean0[0] == clean1[0]:
-            notes.append("the witness release's clean value is the same on D and D′: the pair does "
-                         "not touch the captured release")
-        score_used = "released"
+        if lr == "gaussian-posterior":
+            # every read after t* contains the witness: the score reads up to T (or stop_at)
+            stop = T if stop_at is None else int(stop_at)
+            if not t_star < stop <= T:
+                raise DpledgerError(f"stop_at must lie in [{t_star + 1}, {T}], got {stop}")
+        else:
+            stop = _whitebox_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, workers)
     else:
         stop = int(stop_at) if stop_at is not None else int(pair.stop_hint or T)
         if not t_star <= stop <= T:
             raise DpledgerError(f"stop_at must lie in [{t_star}, {T}], got {stop}")
-        f0 = run_trials(policy, env0, T, trials, seed=seed, side=0, stop=stop, capture=False,
-                        arm=arm, t_star=t_star, workers=workers, progress=tick)
-        f1 = run_trials(policy, env1, T, trials, seed=seed, side=1, stop=stop, capture=False,
-                        arm=arm, t_star=t_star, workers=workers, progress=tick)
-        m0, _ = split_sizes(trials, selection_fraction)
-        s0, s1, info = blackbox_scores(f0, f1, arm, m0, m0, score)
-        score_used = score
+
+    def draw(side: int, start: int, n: int) -> dict:
+        env = env0 if side == 0 else env1
+        f = run_trials(policy, env, T, n, seed=seed, side=side, stop=stop,
+                       capture=mode == "whitebox", arm=arm, t_star=t_star, workers=workers,
+                       progress=tick, start=start, lr=lr, delta=delta_pair)
+        if mode == "whitebox" and np.isnan(f["released"]).any():
+            raise _Missing(int(np.isnan(f["released"]).sum()))
+        return f
+
+    info: dict = {}
+    score_used = ("likelihood-ratio" if lr else "released") if mode == "whitebox" else score
+    m0, _ = split_sizes(trials, selection_fraction)
+    delta_audit = GDP_DELTA if currency == "mu" else 0.0
+    if sequential:
+        from dpledger.audits.stats import sequential_audit
+        cval = cert.get("gdp_mu" if currency == "mu" else "pure_epsilon")
+        target = None
+        if until_ratio is not None:
+            until_ratio = check_positive("until_ratio", until_ratio)
+            target = None if cval is None else until_ratio * cval
+        mx = check_count("max_trials", max_trials if max_trials is not None else 100 * trials,
+                         minimum=trials)
+        total = 2 * mx
+        if mode == "whitebox":
+            sample = lambda side, start, n: draw(side, start, n)["released"]  # noqa: E731
+            scorer = None
+        else:
+            sample = draw
+
+            def scorer(sel0, sel1):
+                m = len(sel0["next"])
+                _, _, fit = blackbox_scores(sel0, sel1, arm, m, m, score)
+                info.update(fit)
+                w = np.asarray(fit.get("fitted_weights", []), dtype=np.float64)
+
+                def to_scores(f):
+                    out, _, _ = blackbox_scores(f, f, arm, 0, 0, score, weights=w)
+                    return out
+                return to_scores
+        try:
+            seq = sequential_audit(sample, first=trials, max_trials=mx, target=target,
+                                   confidence=confidence, selection_fraction=selection_fraction,
+                                   delta=delta_audit, currency=currency, scorer=scorer)
+        except _Missing as exc:
+            raise DpledgerError(f"{exc.args[0]} trials made no witness release within {stop} "
+                                "rounds; pass a larger stop_at") from None
+        sa = seq.final
+        trials_done = seq.trials
+        info["sequential"] = seq.to_json()
+        info["ceiling"] = ceiling(trials_done, confidence=confidence,
+                                  selection_fraction=selection_fraction, currency=currency,
+                                  delta=delta_audit, alpha_divisor=len(seq.checkpoints))
+    else:
+        while True:
+            try:
+                f0, f1 = draw(0, 0, trials), draw(1, 0, trials)
+                break
+            except _Missing as exc:
+                # the witness release comes later in some runs: rerun the same trials (same
+                # seeds) with twice the rounds; every trial is kept, none is dropped (dropping
+                # would condition on an event that may depend on the data)
+                if stop_at is not None or stop >= T:
+                    raise DpledgerError(f"{exc.args[0]} trials made no witness release within "
+                                        f"{stop} rounds" + ("; pass a larger stop_at"
+                                                            if stop < T else "")) from None
+                notes.append(f"some trials had not made the witness release by round {stop}; "
+                             f"all trials rerun to round {min(T, 2 * stop)}")
+                total += 2 * trials
+                stop = min(T, 2 * stop)
+        if mode == "whitebox":
+            s0, s1 = f0["released"], f1["released"]
+            if not lr:
+                clean0, clean1 = np.unique(f0["clean"]), np.unique(f1["clean"])
+                info["clean"] = {"D": _few(clean0), "D_prime": _few(clean1)}
+                if clean0.size == 1 and clean1.size == 1 and clean0[0] == clean1[0]:
+                    notes.append("the witness release's clean value is the same on D and D′: the "
+                                 "pair does not touch the captured release")
+        else:
+            s0, s1, info = blackbox_scores(f0, f1, arm, m0, m0, score)
+        sa = audit_scores(s0, s1, confidence=confidence, selection_fraction=selection_fraction,
+                          delta=delta_audit, currency=currency)
+        trials_done = trials
+        info["ceiling"] = ceiling(trials, confidence=confidence,
+                                  selection_fraction=selection_fraction, currency=currency,
+                                  delta=delta_audit)
     elapsed = time.perf_counter() - t0
-    sa = audit_scores(s0, s1, confidence=confidence, selection_fraction=selection_fraction,
-                      delta=GDP_DELTA if currency == "mu" else 0.0, currency=currency)
+    if lr == "gaussian-posterior":
+        info["whitebox_capture"] = ("every posterior read of the arm played at t* after t* "
+                                    "(all reads that contain the witness reward), scored by the "
+                                    "sum of their log-likelihood ratios")
+    elif mode == "whitebox":
+        info["whitebox_capture"] = ("the witness arm's first release only (this policy's kernel "
+                                    "does not capture every release touching the witness)")
     extra = {"policy": {"name": getattr(policy, "name", type(policy).__name__),
                         "params": _jsonable(policy.params)},
              "horizon": int(T), "arms": int(K), "stop_at": int(stop), "seed": int(seed),
@@ -312,7 +457,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     if sampler == "exact":
         extra["sampler"] = "exact"
     extra.update(info)
-    res = AuditResult(score_audit=sa, certificate=cert, pair=pair.to_json(), trials=trials,
+    res = AuditResult(score_audit=sa, certificate=cert, pair=pair.to_json(), trials=trials_done,
                       mode=mode, extra=extra)
     res.elapsed = elapsed            # not written to JSON (reproducible bytes)
     return res

@@ -176,10 +176,20 @@ def event_counts(sorted_scores: np.ndarray, grid: np.ndarray) -> tuple[np.ndarra
     return greater, less
 
 
-def candidate_bounds(n0, k0, n1, k1, alpha: float, currency: str, delta: float):
+def candidate_bounds(n0, k0, n1, k1, alpha: float, currency: str, delta: float,
+                     project: int | None = None):
     """The selection criterion of each candidate event: its bound (in the audited currency) on
     the selection trials, then a smoothed plug-in log-ratio to break ties (all zero when the
-    selection split is small)."""
+    selection split is small).  With ``project`` = N (sequential audits, whose count trials may
+    grow to N per side), the bound is the one the smoothed rates (k + ½)/(n + 1) would give on
+    N count trials: a small selection split otherwise favours central thresholds, which a large
+    count split no longer needs."""
+    if project is not None:
+        N = float(project)
+        k0 = np.floor((np.asarray(k0) + 0.5) / (np.asarray(n0) + 1.0) * N)
+        k1 = np.ceil((np.asarray(k1) + 0.5) / (np.asarray(n1) + 1.0) * N)
+        k1 = np.minimum(k1, N)
+        n0 = n1 = N
     fpr_ub, fnr_ub = rates_upper(n0, k0, n1, k1, alpha)
     if currency == "mu":
         main = mu_from_rates(fpr_ub, fnr_ub)
@@ -187,6 +197,7 @@ def candidate_bounds(n0, k0, n1, k1, alpha: float, currency: str, delta: float):
         main = epsilon_from_rates(fpr_ub, fnr_ub, delta)
     p0 = (np.asarray(k0) + 0.5) / (np.asarray(n0) + 1.0)
     p1 = (np.asarray(k1) + 0.5) / (np.asarray(n1) + 1.0)
+    p0, p1 = np.broadcast_arrays(p0, p1)
     plug = np.maximum(np.abs(np.log(p1 / p0)), np.abs(np.log((1 - p0) / (1 - p1))))
     return np.atleast_1d(main), np.atleast_1d(plug)
 
@@ -201,7 +212,8 @@ class Selection:
 
 
 def select_event(sel0: dict[str, np.ndarray], sel1: dict[str, np.ndarray], *, alpha: float,
-                 currency: str, delta: float, grid_size: int = GRID_SIZE) -> Selection:
+                 currency: str, delta: float, grid_size: int = GRID_SIZE,
+                 project: int | None = None) -> Selection:
     """Pick (score, direction, threshold) on the selection trials only.
 
     ``sel0``/``sel1`` map score names to the selection trials' scores on D and D′ (the same keys,
@@ -215,7 +227,8 @@ def select_event(sel0: dict[str, np.ndarray], sel1: dict[str, np.ndarray], *, al
         g0, l0 = event_counts(s0, grid)
         g1, l1 = event_counts(s1, grid)
         for direction, c0, c1 in ((GREATER, g0, g1), (LESS, l0, l1)):
-            main, plug = candidate_bounds(s0.size, c0, s1.size, c1, alpha, currency, delta)
+            main, plug = candidate_bounds(s0.size, c0, s1.size, c1, alpha, currency, delta,
+                                          project)
             total += main.size
             i = int(np.lexsort((-np.arange(main.size), plug, main))[-1])  # max main, then plug
             key = (float(main[i]), float(plug[i]))
@@ -426,7 +439,8 @@ def sequential_audit(sample, *, first: int, max_trials: int, target: float | Non
     d0, d1 = to_scores(raw0), to_scores(raw1)
     sel = select_event({k: np.asarray(v[:m], float) for k, v in d0.items()},
                        {k: np.asarray(v[:m], float) for k, v in d1.items()},
-                       alpha=a_j, currency=currency, delta=float(delta), grid_size=grid_size)
+                       alpha=a_j, currency=currency, delta=float(delta), grid_size=grid_size,
+                       project=split_sizes(max_trials, fraction)[1] if max_trials > grid[0] else None)
     ev = sel.event
     n0 = k0 = n1 = k1 = 0
     c0 = np.asarray(d0[ev.score][m:], float)
@@ -456,21 +470,32 @@ def sequential_audit(sample, *, first: int, max_trials: int, target: float | Non
             break
         if j == J - 1:
             break
-        if target is not None:
-            # plug-in rates over the remaining budget: could the last checkpoint reach target?
-            nm = max_trials - m
-            kk0 = int(round(k0 / n0 * nm))
-            kk1 = int(round(k1 / n1 * nm))
-            best = bounds_from_counts(nm, kk0, nm, kk1, confidence=conf_j, delta=float(delta))
-            if (best["mu_lower"] if currency == "mu" else best["epsilon_lower"]) < target:
-                reason = "cannot_reach"
-                break
+        if target is not None and _futile(n0, k0, n1, k1, max_trials - m, conf_j, delta,
+                                          currency, target):
+            reason = "cannot_reach"
+            break
     final = ScoreAudit(epsilon_lower=b["epsilon_lower"], mu_lower=b["mu_lower"], delta=float(delta),
                        confidence=float(confidence), n0=n0, k0=k0, n1=n1, k1=k1, event=ev,
                        selection=sel, selection_fraction=fraction, fpr_upper=b["fpr_upper"],
                        fnr_upper=b["fnr_upper"])
     return SequentialAudit(final=final, trials=drawn, checkpoints=grid, path=path,
                            stop_reason=reason, alpha_per_checkpoint=a_j)
+
+
+def _futile(n0, k0, n1, k1, N, conf, delta, currency, target) -> bool:
+    """Could N count trials per side plausibly reach ``target``?  Both rates are moved three
+    standard errors in each favourable direction (the bound grows with p1 − p0 for the event
+    and with p0 − p1 for its reverse) and projected to N trials; futile when neither reaches
+    the target.  It decides only when sampling stops, never the validity of the bound."""
+    p0, p1 = (k0 + 0.5) / (n0 + 1.0), (k1 + 0.5) / (n1 + 1.0)
+    se0, se1 = math.sqrt(p0 * (1 - p0) / n0), math.sqrt(p1 * (1 - p1) / n1)
+    for q0, q1 in ((p0 - 3 * se0, p1 + 3 * se1), (p0 + 3 * se0, p1 - 3 * se1)):
+        q0, q1 = min(max(q0, 0.0), 1.0), min(max(q1, 0.0), 1.0)
+        b = bounds_from_counts(N, int(math.floor(q0 * N)), N, int(math.ceil(q1 * N)),
+                               confidence=conf, delta=float(delta))
+        if (b["mu_lower"] if currency == "mu" else b["epsilon_lower"]) >= target:
+            return False
+    return True
 
 
 __all__ += ["ceiling", "checkpoints", "sequential_audit", "SequentialAudit"]

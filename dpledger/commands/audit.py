@@ -1,11 +1,20 @@
 """``dpledger audit POLICY ...``: a neighbouring-stream audit, written to audit.json (SPEC §6–§7).
 
     dpledger audit POLICY [--set k=v ...] --trials N [--confidence 0.95]
+                   [--until-ratio R] [--max-trials N]
                    [--mode whitebox|blackbox] [--horizon 1000] [--arms 2] [--seed 0]
                    [--score auto|pulls|next|fitted] [--stop-at ROUND]
                    [--selection-fraction 0.1] [--range lo,hi] [--pair D.npy D2.npy]
                    [--workers 1] [--quiet] --out audit.json
 
+    dpledger audit RELEASE [RELEASE ...] --trials N [--until-ratio R] [--max-trials N]
+
+A first argument containing ``:`` (or naming a release kind) is a release spec, as ``compose``
+accepts them (``laplace:eps=1``, ``gaussian:mu=0.5``, ``laplace:scale=2,count=3``): the
+white-box audit of that composition (:func:`dpledger.audits.mechanisms.audit_spec`).
+``--until-ratio R`` makes the audit sequential: batches from ``--trials`` per side, doubling up
+to ``--max-trials`` (default 100 × trials), until the lower bound reaches R × certificate or can
+no longer, with a bound valid at that stopping time (union bound over the checkpoint grid).
 ``--trials`` counts runs per neighbouring stream.  Exit 0 when the lower bound stays at or below
 the certificate, 1 when it exceeds it (an invariant violated: a bug in the code or the theorem;
 audit.json is written first), 2 on bad input.  Progress goes to stderr.
@@ -23,7 +32,8 @@ from dpledger.progress import Bar
 
 def register(sub) -> None:
     p = sub.add_parser("audit", help="neighbouring-stream audit: a lower bound on ε (or μ)")
-    p.add_argument("policy", help="policy name (see `dpledger policies`)")
+    p.add_argument("policy", help="a policy name, or release specs such as laplace:eps=1")
+    p.add_argument("releases", nargs="*", help=argparse.SUPPRESS)
     p.add_argument("--set", action="append", default=[], metavar="K=V",
                    help="policy parameter (repeatable; default: the policy's defaults), e.g. "
                         "--set epsilon=0.5")
@@ -54,13 +64,14 @@ def register(sub) -> None:
                    help="your own neighbouring reward tables (.npy, .csv or .json), differing in "
                         "one row (default: the policy's built-in pair)")
     p.add_argument("--sampler", default="float", choices=["float", "exact"],
-                   help="audit the float (default) or the exact-sampler form (lattice noise)")
-    p.add_argument("--workers", default="1",
-                   help="processes that run trials in parallel (an integer >= 1; default 1)")
-    p.add_argument("--out", default="audit.json",
-                   help="audit result to write (default audit.json); checked before the trials")
-    p.add_argument("--quiet", action="store_true",
-                   help="print nothing on stdout and no progress on stderr (default: off)")
+                   help="audit the float or the exact-sampler form (lattice noise)")
+    p.add_argument("--until-ratio", default=None,
+                   help="sequential: stop once the lower bound reaches R x certificate")
+    p.add_argument("--max-trials", default=None,
+                   help="sequential: at most this many trials per side (default 100 x --trials)")
+    p.add_argument("--workers", default="1")
+    p.add_argument("--out", default="audit.json")
+    p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=run)
 
 
@@ -97,19 +108,22 @@ def run(args: argparse.Namespace) -> int:
     from dpledger.commands.run import parse_params
     from dpledger.policies.registry import make_policy
 
-    check_output_file(args.out, "--out")
+    trials = _num("trials", args.trials, int)
+    until = None if args.until_ratio is None else _num("until-ratio", args.until_ratio)
+    max_trials = None if args.max_trials is None else _num("max-trials", args.max_trials, int)
+    if _is_release_spec(args.policy):
+        return _run_spec(args, trials, until, max_trials)
+    if args.releases:
+        raise DpledgerError(f"unexpected arguments after the policy name: {' '.join(args.releases)}")
     policy = make_policy(args.policy, **parse_params(args.set))
-    trials = parse_int("--trials", args.trials, minimum=2, maximum=MAX_COUNT)
-    confidence = parse_float("--confidence", args.confidence, minimum=0.0, maximum=1.0,
-                             open_interval=True)
-    fraction = parse_float("--selection-fraction", args.selection_fraction, minimum=0.0,
-                           maximum=1.0, open_interval=True)
-    seed = parse_int("--seed", args.seed, minimum=0)
-    K = parse_int("--arms", args.arms, minimum=2)
-    workers = parse_int("--workers", args.workers, minimum=1)
-    T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
-    stop = None if args.stop_at is None else parse_int("--stop-at", args.stop_at, minimum=1)
-    lohi = split_list("--range", args.range)
+    confidence = _num("confidence", args.confidence)
+    fraction = _num("selection-fraction", args.selection_fraction)
+    seed = _num("seed", args.seed, int)
+    K = _num("arms", args.arms, int)
+    workers = _num("workers", args.workers, int)
+    T = None if args.horizon is None else _num("horizon", args.horizon, int)
+    stop = None if args.stop_at is None else _num("stop-at", args.stop_at, int)
+    lohi = [x for x in args.range.split(",") if x.strip()]
     if len(lohi) != 2:
         raise DpledgerError(f"--range expects lo,hi, got {args.range!r}")
     lo, hi = (parse_float("--range", x) for x in lohi)
@@ -127,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
         res = audit_policy(policy, trials=trials, mode=args.mode, T=T, K=K, pair=pair, lo=lo,
                            hi=hi, score=args.score, stop_at=stop, seed=seed,
                            confidence=confidence, selection_fraction=fraction, workers=workers,
-                           progress=progress, sampler=args.sampler)
+                           progress=progress, sampler=args.sampler, until_ratio=until,
+                           max_trials=max_trials)
     finally:
         progress.close()
     out = res.to_json()
@@ -150,7 +165,45 @@ def run(args: argparse.Namespace) -> int:
                              "give more power; so can --mode whitebox (the auditor then sees "
                              "the noisy release) or a --pair of your own.\n")
         sys.stdout.write(f"wrote {args.out}\n")
+    return _finish(res, args)
+
+
+def _finish(res, args) -> int:
     if res.violation:
         raise InvariantViolation(f"audit lower bound {res.lower:.6g} exceeds the certificate "
                                  f"{res.certified:.6g} (see {args.out})")
     return 0
+
+
+def _is_release_spec(text: str) -> bool:
+    from dpledger.accounting.releases import RELEASE_TYPES, _KIND_ALIASES
+    kind = text.strip().partition(":")[0].lower()
+    return ":" in text or kind in RELEASE_TYPES or kind in _KIND_ALIASES
+
+
+def _run_spec(args, trials, until, max_trials) -> int:
+    """``dpledger audit laplace:eps=1 ...``: the white-box audit of a composition of releases."""
+    from dpledger.accounting.schema import write_json_atomic
+    from dpledger.audits.mechanisms import audit_spec
+    ignored = [flag for flag, val, default in (
+        ("--set", args.set, []), ("--mode", args.mode, "blackbox"), ("--horizon", args.horizon, None),
+        ("--arms", args.arms, "2"), ("--score", args.score, "auto"), ("--stop-at", args.stop_at, None),
+        ("--range", args.range, "0,1"), ("--pair", args.pair, None),
+        ("--sampler", args.sampler, "float"), ("--workers", args.workers, "1")) if val != default]
+    if ignored:
+        raise DpledgerError(f"{', '.join(ignored)} apply to policy audits, not to release specs")
+    res = audit_spec([args.policy] + list(args.releases), trials, seed=_num("seed", args.seed, int),
+                     confidence=_num("confidence", args.confidence),
+                     selection_fraction=_num("selection-fraction", args.selection_fraction),
+                     until_ratio=until, max_trials=max_trials)
+    write_json_atomic(args.out, res.to_json())
+    if not args.quiet:
+        cert = res.certified
+        cur = "mu" if res.currency == "mu" else "epsilon"
+        sys.stdout.write(f"{cur}_lower {res.lower:.4g} at {res.confidence:g} confidence; certificate "
+                         f"{'unbounded' if cert is None else f'{cert:.4g}'}"
+                         + (f", ratio {res.ratio:.3f}" if res.ratio is not None else "")
+                         + f"; ceiling {res.extra['ceiling']:.4g} ({res.trials} trials per side)\n")
+        sys.stdout.write(f"wrote {args.out}\n")
+    return _finish(res, args)
+
