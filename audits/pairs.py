@@ -143,6 +143,7 @@ class Design:
     description: str
     stop_hint: int | None = None
     notes: tuple[str, ...] = ()
+    round: int | None = None       # overrides the witness round t* (the design says why)
 
 
 def generic_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
@@ -179,6 +180,39 @@ def dp_se_design(policy, T: int, K: int, t_star: int, arm: int, offset: float = 
                   stop_hint=stop, notes=tuple(notes))
 
 
+def dp_ts_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
+    """DP-TS, white-box: the certificate's worst candidates (ε in total) are the first reward
+    of an epoch's buffer, whose round depends on the trajectory.  At round K + 1 every arm has
+    exactly one observation (rounds 1 … K pull each arm once), so whichever arm a* is played
+    there, the changed reward is a* 's observation 1 — the first item of epoch 0's buffer: one
+    level-0 p-sum (ε/2) at once and one logarithmic-mechanism block (ε/2) at a* 's third pull.
+    All rewards are at the high end on both arms, so a* is pulled again soon."""
+    if T < K + 1:
+        raise DpledgerError(f"dp-ts white-box design needs T > K, got T = {T}")
+    return Design(np.ones((T, K)), "round K + 1 (every arm's observation 1, the first item of "
+                                   "epoch 0's buffer: one p-sum and one log block, the "
+                                   "certificate's worst candidate m = 1); every other reward at "
+                                   "the high end", round=K + 1)
+
+
+def tree_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
+    """DP-UCB, white-box: the witness (arm 0's first reward) enters one p-sum per level of the
+    arm's tree as the arm's pulls reach 1, 2, 4, …; the certificate counts every level, so the
+    witness arm is made good (every reward at the high end) and the others bad, so that it is
+    pulled often enough to close every level within T."""
+    tab = np.zeros((T, K))
+    tab[:, arm] = 1.0
+    return Design(tab, f"arm {arm} (witness) good: every reward at the high end; the other arms "
+                       "bad: every reward at the low end (the witness arm's tree closes every "
+                       "level)")
+
+
+WHITEBOX_DESIGNS: dict[str, Callable[..., Design]] = {
+    "dp-ts": dp_ts_whitebox_design,
+    "dp-ucb": tree_whitebox_design,
+}
+
+
 DESIGNS: dict[str, Callable[..., Design]] = {
     "dp-se": dp_se_design,
     "lazy-dp-ts": generic_design,
@@ -190,7 +224,7 @@ DESIGNS: dict[str, Callable[..., Design]] = {
 
 
 def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
-                 **design_options) -> NeighbourPair:
+                 whitebox: bool = False, **design_options) -> NeighbourPair:
     """The default pair of SPEC §6 for ``policy`` at horizon T with K arms: row t* (the
     certificate's witness round) from ``lo`` in D to ``hi`` in D′ for every arm, the other rows
     from the policy's adversarial table (module docstring)."""
@@ -203,7 +237,13 @@ def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
         raise DpledgerError(f"witness round {t_star} outside [1, {T}]")
     name = getattr(policy, "name", "")
     design_fn = DESIGNS.get(name, generic_design)
+    if whitebox and name in WHITEBOX_DESIGNS:
+        design_fn = WHITEBOX_DESIGNS[name]
     design = design_fn(policy, T, K, t_star, arm, **design_options)
+    if design.round is not None:
+        t_star = design.round
+        notes = tuple(n for n in notes if "trajectory-dependent" not in n) + (
+            f"white-box design: witness round {t_star} (see the description)",)
     d0 = design.table.copy()
     d0[t_star - 1, :] = 0.0
     d1 = d0.copy()
@@ -213,7 +253,8 @@ def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
     t1 = lo + d1 * scale
     t0[t_star - 1, :] = lo               # exact range ends in the changed row
     t1[t_star - 1, :] = hi
-    label = "generic" if design_fn is generic_design else name
+    label = "generic" if design_fn is generic_design else name + (
+        "-whitebox" if design_fn is WHITEBOX_DESIGNS.get(name) else "")
     return NeighbourPair.from_tables(t0, t1, lo, hi, arm=arm, design=label,
                                      description=design.description, stop_hint=design.stop_hint,
                                      notes=tuple(notes) + design.notes)

@@ -123,10 +123,73 @@ def _batch_gauss(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm,
     return n
 
 
+
+@njit(cache=True)
+def laplace_release_llr(actions, played, cap, t_star, delta, side):
+    """(LLR, releases, last round, overflow) of the Laplace releases that contain the witness
+    reward, from a full (6, M) capture (:func:`~dpledger.policies.rules.capture_release`).
+
+    The witness row t* changes for every arm, so the witness is observation w of the arm a*
+    played at t* (w = pulls of a* before t*); a release contains it when it is a* 's sum over
+    observations [start, stop) with start ≤ w < stop.  Its clean sum differs by Δ = hi − lo
+    between D and D′ given the same history, so its conditional LLR is
+    (|y − c_D| − |y − c_D − Δ|)/b = clip(2(y − c_D) − Δ, −Δ, Δ)/b (the clip makes the atoms ±Δ/b
+    exact), with c_D the captured clean sum on side 0 and the captured sum − Δ on side 1; the
+    sum over the releases is the Neyman–Pearson statistic of the whole transcript.  The last
+    round is the round of a* 's observation ``max stop`` (the last round the score reads)."""
+    a = actions[t_star - 1]
+    w = 0
+    for t in range(t_star - 1):
+        if actions[t] == a:
+            w += 1
+    n = np.int64(cap[5, 0])
+    s = 0.0
+    m = 0
+    last_obs = 0
+    for c in range(1, n + 1):
+        if np.int64(cap[3, c]) == a and cap[4, c] <= w and w < cap[5, c]:
+            b = cap[2, c]
+            u = 2.0 * (cap[0, c] - (cap[1, c] - side * delta)) - delta
+            u = min(delta, max(-delta, u))
+            s += u / b
+            m += 1
+            if np.int64(cap[5, c]) > last_obs:
+                last_obs = np.int64(cap[5, c])
+    last = t_star
+    k = 0
+    for t in range(played):
+        if actions[t] == a:
+            k += 1
+            if k == last_obs:
+                last = t + 1
+                break
+    return s, m, last, cap[4, 0] != 0.0
+
+
+@njit
+def _batch_laplace(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar,
+                   counts, nxt, score, nrel, lastr, delta, side):
+    actions = np.zeros(stop, np.int64)
+    over = 0
+    for i in range(n):
+        cap[5, 0] = 0.0
+        cap[4, 0] = 0.0
+        played, _, _ = kernel(rng, env, T, K, stop, params, actions, rows, cap)
+        s, m, last, o = laplace_release_llr(actions, played, cap, tstar, delta, side)
+        score[i] = s
+        nrel[i] = m
+        lastr[i] = last
+        if o:
+            over += 1
+        nxt[i] = _features(actions, played, edges, arm, tstar, stop, counts, i)
+    return over
+
+
 # White-box likelihood-ratio captures: policies whose kernels capture every release that touches
 # the witness reward, and the score of the whole vector.  Policies not listed are scored by the
 # single captured witness release (``released``).
-LR_CAPTURE = {"ts-gaussian": "gaussian-posterior", "mts-gaussian": "gaussian-posterior"}
+LR_CAPTURE = {"ts-gaussian": "gaussian-posterior", "mts-gaussian": "gaussian-posterior",
+              "dp-ts": "laplace-releases", "dp-ucb": "laplace-releases"}
 
 
 def windows(t_star: int, stop: int) -> np.ndarray:
@@ -160,12 +223,22 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
     nxt = np.zeros(n, dtype=np.int64)
     rel = np.full(n, np.nan)
     cln = np.full(n, np.nan)
+    last = np.zeros(n, dtype=np.int64)
     if lr == "gaussian-posterior" and _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         cap = np.full((3, stop * K), np.nan)
         _batch_gauss(type(policy).kernel, rng, env_tuple, T, K, stop, policy.kernel_params(T, K),
                      n, rows, cap, edges, arm, t_star, counts, nxt, rel, float(delta),
                      float(policy.c), float(side))
+    elif lr == "laplace-releases" and _uses_kernel(policy):
+        rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
+        # every release of every arm: at most one p-sum or block per pull, plus slack
+        cap = np.zeros((6, 2 * stop + 2 * K + 8))
+        over = _batch_laplace(type(policy).kernel, rng, env_tuple, T, K, stop,
+                              policy.kernel_params(T, K), n, rows, cap, edges, arm, t_star,
+                              counts, nxt, rel, cln, last, float(delta), float(side))
+        if over:
+            raise DpledgerError(f"{over} trials overflowed the white-box capture buffer")
     elif _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         # one column: the witness release.  (Kernels that support full capture, e.g. the
@@ -183,7 +256,7 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
             if capture and out.captured:
                 rel[i] = out.captured["released"][0]
                 cln[i] = out.captured["clean"][0]
-    return {"counts": counts, "next": nxt, "released": rel, "clean": cln}
+    return {"counts": counts, "next": nxt, "released": rel, "clean": cln, "last": last}
 
 
 def run_trials(policy, env, T: int, n: int, *, seed: int, side: int, stop: int, capture: bool,
@@ -299,7 +372,8 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     if pair is None:
         if T is None:
             T = DEFAULT_BLACKBOX_T if mode == "blackbox" else DEFAULT_WHITEBOX_T
-        pair = default_pair(policy, T, K, lo, hi, **(design_options or {}))
+        pair = default_pair(policy, T, K, lo, hi, whitebox=mode == "whitebox",
+                            **(design_options or {}))
     else:
         if not isinstance(pair, NeighbourPair):
             raise DpledgerError("pair must be a NeighbourPair (see NeighbourPair.from_tables)")
@@ -350,6 +424,8 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
             stop = T if stop_at is None else int(stop_at)
             if not t_star < stop <= T:
                 raise DpledgerError(f"stop_at must lie in [{t_star + 1}, {T}], got {stop}")
+        elif lr == "laplace-releases":
+            stop = _lr_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, delta_pair)
         else:
             stop = _whitebox_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, workers)
     else:
@@ -443,7 +519,13 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                                   selection_fraction=selection_fraction, currency=currency,
                                   delta=delta_audit)
     elapsed = time.perf_counter() - t0
-    if lr == "gaussian-posterior":
+    if lr == "laplace-releases":
+        info["whitebox_capture"] = ("every Laplace release containing the witness reward (log-"
+                                    "mechanism blocks and binary-mechanism p-sums), scored by the "
+                                    "sum of their log-likelihood ratios")
+        if not sequential:
+            info["witness_releases_mean"] = [float(np.mean(f0["clean"])), float(np.mean(f1["clean"]))]
+    elif lr == "gaussian-posterior":
         info["whitebox_capture"] = ("every posterior read of the arm played at t* after t* "
                                     "(all reads that contain the witness reward), scored by the "
                                     "sum of their log-likelihood ratios")
@@ -461,6 +543,24 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                       mode=mode, extra=extra)
     res.elapsed = elapsed            # not written to JSON (reproducible bytes)
     return res
+
+
+def _lr_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, delta) -> int:
+    """The last round the LR score reads: ``stop_at`` if given, else the latest round at which
+    64 pilot trials per side (a separate seed stream, sides 2 and 3) made a release containing
+    the witness, plus a quarter, capped at T.  Trials that would read later are scored on what
+    they released by then: any stop gives a valid audit, a later one only more power."""
+    if stop_at is not None:
+        stop = int(stop_at)
+        if not t_star <= stop <= T:
+            raise DpledgerError(f"stop_at must lie in [{t_star}, {T}], got {stop_at}")
+        return stop
+    last = t_star
+    for side, env in ((2, env0), (3, env1)):
+        f = run_trials(policy, env, T, 64, seed=seed, side=side, stop=T, capture=True, arm=arm,
+                       t_star=t_star, lr="laplace-releases", delta=delta)
+        last = max(last, int(f["last"].max()))
+    return min(T, int(math.ceil(1.25 * last)))
 
 
 def _whitebox_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, workers) -> int:

@@ -31,7 +31,8 @@ from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_p
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
-from dpledger.policies.rules import argmax_random_tie, clip01, private_initial_pulls
+from dpledger.policies.rules import (argmax_random_tie, capture_release, clip01,
+                                     private_initial_pulls)
 
 
 
@@ -117,7 +118,11 @@ def dp_ts_shift(eps, o, t):
 @njit(cache=True, nogil=True)
 def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε (the index shift), then the noise scale of every release id r (``noise_scales``:
-    Lap(2(r+1)/ε); id 0 is also the logarithmic mechanism's Lap(1/(0.5ε)))."""
+    Lap(2(r+1)/ε); id 0 is also the logarithmic mechanism's Lap(1/(0.5ε))).
+
+    Capture: a (6, M) array receives every release (log-mechanism blocks and binary-mechanism
+    p-sums) through :func:`~dpledger.policies.rules.capture_release`; the two-row form keeps
+    arm 0's first log block only."""
     eps = params[0]
     scales = params[1:]
     log_scale = scales[0]
@@ -157,6 +162,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             if capture.shape[1] > 0 and a == 0 and t <= K:
                 capture[0, 0] = value + noise
                 capture[1, 0] = value
+            capture_release(capture, value + noise, value, log_scale, a, start, stop_)
             log_commit(lfs[a], lis[a], code, value + noise)
             if t > K:
                 r[a] += 1
@@ -172,6 +178,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             noise = tree_noise(rng, env, scales[r[a]], rows, slot[a], a, bis[a, 2],
                                bis[a, 0], r[a] + 1, r[a])
             draws += 1
+            capture_release(capture, value + noise, value, scales[r[a]], a, start, stop_)
             binary_commit(bfs[a], bis[a], bcode, value + noise)
             b_out = binary_output(bfs[a], bis[a])
         mu_tilde[a] = (log_output(lfs[a], lis[a]) + b_out) / O[a]

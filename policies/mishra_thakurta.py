@@ -51,7 +51,7 @@ from dpledger.policies.base import EPSILON, KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
-from dpledger.policies.rules import argmax_random_tie
+from dpledger.policies.rules import argmax_random_tie, capture_release
 
 BATCH_ROW = 0              # count placeholder of a random-pull batch row (filled in finish)
 
@@ -104,7 +104,8 @@ def dp_ucb_index(r, n, lt, gamma_, experimental):
 @njit(cache=True, nogil=True)
 def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε0, Γ, experimental width (0/1), the p-sums' noise scale levels/ε0 (release 0,
-    ``noise_scales``)."""
+    ``noise_scales``).  Capture: a (6, M) array receives every p-sum released
+    (:func:`~dpledger.policies.rules.capture_release`); the two-row form arm 0's first."""
     gamma_ = params[1]
     experimental = params[2] != 0.0
     scale = params[3]
@@ -142,6 +143,7 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
         if capture.shape[1] > 0 and a == 0 and bis[0, 0] == 1:
             capture[0, 0] = value + noise
             capture[1, 0] = value
+        capture_release(capture, value + noise, value, scale, a, s0, s1)
         binary_commit(bfs[a], bis[a], code, value + noise)
         r[a] = binary_output(bfs[a], bis[a])
         n[a] += 1.0

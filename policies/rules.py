@@ -248,3 +248,28 @@ def phase_target(n, alpha):
     if c - k > 1e-12 * c:
         k += 1
     return max(n + 1, k)
+
+
+@njit(cache=True, inline="always")
+def capture_release(capture, released, clean, scale, arm, start, stop):
+    """Full white-box capture (SPEC §5 ``capture=True``; issue 14): with a (6, M) capture
+    array, append one Laplace release — row 0 the released value, 1 its clean statistic (a sum
+    of rewards, each with coefficient 1), 2 its noise scale, 3 the arm, 4 and 5 the range
+    [start, stop) of the arm's observation indices it sums — in column 1 + n, where
+    n = capture[5, 0] counts the releases so far (column 0 stays the single witness capture of
+    the two-row form).  When the array is full, capture[4, 0] is set to 1 (overflow: the
+    auditor refuses the trial rather than score an incomplete vector).  A no-op for the
+    two-row form, so kernels call it unconditionally."""
+    if capture.shape[0] >= 6:
+        n = np.int64(capture[5, 0])
+        col = n + 1
+        if col < capture.shape[1]:
+            capture[0, col] = released
+            capture[1, col] = clean
+            capture[2, col] = scale
+            capture[3, col] = arm
+            capture[4, col] = start
+            capture[5, col] = stop
+            capture[5, 0] = n + 1
+        else:
+            capture[4, 0] = 1.0
