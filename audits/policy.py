@@ -345,7 +345,8 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                  selection_fraction: float = DEFAULT_SELECTION_FRACTION, workers: int = 1,
                  progress: Callable[[int, int], None] | None = None,
                  design_options: dict | None = None, sampler: str = "float",
-                 until_ratio: float | None = None, max_trials: int | None = None) -> AuditResult:
+                 until_ratio: float | None = None, max_trials: int | None = None,
+                 whitebox_score: str = "auto") -> AuditResult:
     """Audit ``policy`` on a neighbouring pair with ``trials`` runs per stream.
 
     Defaults (SPEC §6): the default pair (:func:`~dpledger.audits.pairs.default_pair`), K = 2,
@@ -356,7 +357,9 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     ``until_ratio`` / ``max_trials`` make the audit sequential
     (:func:`~dpledger.audits.stats.sequential_audit`): ``trials`` per side first, doubling up to
     ``max_trials`` (default 100 × trials), until the bound reaches ``until_ratio`` × certificate
-    or can no longer; the bound holds at that stopping time.  Every result carries ``ceiling``,
+    or can no longer; the bound holds at that stopping time.  White-box audits of policies in
+    :data:`LR_CAPTURE` score the LLR of every release containing the witness
+    (``whitebox_score="auto"``); ``"released"`` scores the single captured witness release.  Every result carries ``ceiling``,
     the largest bound its trial count can certify (:func:`~dpledger.audits.stats.ceiling`)."""
     from dpledger.policies.base import Policy, validate_horizon
     if not isinstance(policy, Policy):
@@ -414,7 +417,10 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
 
     notes = list(pair.notes)
     name = getattr(policy, "name", "")
-    lr = LR_CAPTURE.get(name) if mode == "whitebox" and sampler == "float" else None
+    if whitebox_score not in ("auto", "released"):
+        raise DpledgerError(f"whitebox_score must be 'auto' or 'released', got {whitebox_score!r}")
+    lr = LR_CAPTURE.get(name) if (mode == "whitebox" and sampler == "float"
+                                  and whitebox_score == "auto") else None
     delta_pair = float(hi - lo) if pair is None else float(pair.hi - pair.lo)
     sequential = until_ratio is not None or max_trials is not None
     t0 = time.perf_counter()

@@ -265,7 +265,8 @@ def test_cli_custom_pair(tmp_path):
 def test_whitebox_late_witness_release_reruns_all_trials():
     """TS-Gaussian (b = 0) plays a random arm at round 1, so arm 0's first reward-reading sample
     (its witness release) can come late: every trial is rerun with more rounds, none dropped."""
-    r = audit_policy(make_policy("ts-gaussian"), trials=3000, mode="whitebox", seed=5)
+    r = audit_policy(make_policy("ts-gaussian"), trials=3000, mode="whitebox", seed=5,
+                     whitebox_score="released")
     j = r.to_json()
     assert j["stop_at"] > 16 and any("rerun" in n for n in j["notes"])
     assert j["counts"]["n0"] + j["counts"]["selection_trials"][0] == 3000
