@@ -376,13 +376,16 @@ def audit_spec(specs, trials: int = 100_000, *, seed: int = 0,
              "score": "log-likelihood ratio (sum over releases)"}
     pair = {"round": None, "from": 0.0, "to": "sensitivity of each release"}
     if until_ratio is None and max_trials is None:
-        sa = audit_scores(sample(0, 0, trials), sample(1, 0, trials), confidence=confidence,
+        from dpledger.audits.result import plot_data_fixed
+        s0, s1 = sample(0, 0, trials), sample(1, 0, trials)
+        sa = audit_scores(s0, s1, confidence=confidence,
                           selection_fraction=selection_fraction, delta=delta, currency=currency)
         extra["ceiling"] = ceiling(trials, confidence=confidence,
                                    selection_fraction=selection_fraction, currency=currency,
                                    delta=delta)
         return AuditResult(score_audit=sa, certificate=cert, pair=pair, trials=trials,
-                           mode="mechanism", extra=extra)
+                           mode="mechanism", extra=extra,
+                           plot_data=plot_data_fixed(s0, s1, sa, trials, currency))
     cval = cert.get("gdp_mu" if currency == "mu" else "pure_epsilon")
     target = None
     if until_ratio is not None:
@@ -397,8 +400,9 @@ def audit_spec(specs, trials: int = 100_000, *, seed: int = 0,
     extra["ceiling"] = ceiling(seq.trials, confidence=confidence,
                                selection_fraction=selection_fraction, currency=currency,
                                delta=delta, alpha_divisor=len(seq.checkpoints))
+    from dpledger.audits.result import plot_data_sequential
     return AuditResult(score_audit=seq.final, certificate=cert, pair=pair, trials=seq.trials,
-                       mode="mechanism", extra=extra)
+                       mode="mechanism", extra=extra, plot_data=plot_data_sequential(seq))
 
 
 __all__ += ["audit_spec", "spec_items", "spec_sampler", "MAX_SPEC_RELEASES"]

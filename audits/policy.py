@@ -35,7 +35,8 @@ import numpy as np
 from numba import njit
 
 from dpledger.audits.pairs import NeighbourPair, default_pair
-from dpledger.audits.result import AuditResult, certificate_summary, currency_of, GDP_DELTA
+from dpledger.audits.result import (AuditResult, certificate_summary, currency_of, GDP_DELTA,
+                                    plot_data_fixed, plot_data_sequential)
 from dpledger.audits.stats import (DEFAULT_CONFIDENCE, DEFAULT_SELECTION_FRACTION, audit_scores,
                                    ceiling, check_options, split_sizes)
 from dpledger.errors import DpledgerError, check_count, check_positive
@@ -546,7 +547,9 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
         extra["sampler"] = "exact"
     extra.update(info)
     res = AuditResult(score_audit=sa, certificate=cert, pair=pair.to_json(), trials=trials_done,
-                      mode=mode, extra=extra)
+                      mode=mode, extra=extra,
+                      plot_data=plot_data_sequential(seq) if sequential
+                      else plot_data_fixed(s0, s1, sa, trials, currency))
     res.elapsed = elapsed            # not written to JSON (reproducible bytes)
     return res
 

@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from dpledger.audits.stats import ScoreAudit
 
 GDP_DELTA = 1e-5
@@ -85,6 +87,7 @@ class AuditResult:
     trials: int
     mode: str                       # "whitebox" or "blackbox" (policies), "mechanism"
     extra: dict = field(default_factory=dict)
+    plot_data: dict | None = field(default=None, repr=False)   # in memory only (``--plot``)
 
     @property
     def currency(self) -> str:
@@ -164,6 +167,29 @@ def _direct(sa: ScoreAudit, delta: float) -> float:
     from dpledger.audits.stats import bounds_from_counts
     return bounds_from_counts(sa.n0, sa.k0, sa.n1, sa.k1, confidence=sa.confidence,
                               delta=delta)["epsilon_lower"]
+
+
+def plot_data_fixed(s0, s1, sa, trials: int, currency: str) -> dict:
+    """In-memory data for ``--plot`` of a fixed-n audit (:mod:`dpledger.audits.plots`)."""
+    from dpledger.audits.plots import prefix_path
+    from dpledger.audits.stats import split_sizes
+    d0 = s0 if isinstance(s0, dict) else {"value": s0}
+    d1 = s1 if isinstance(s1, dict) else {"value": s1}
+    m, _ = split_sizes(trials, sa.selection_fraction)
+    c0 = np.asarray(d0[sa.event.score], float)[m:]
+    c1 = np.asarray(d1[sa.event.score], float)[m:]
+    path = prefix_path(c0, c1, sa.event, confidence=sa.confidence, delta=sa.delta,
+                       currency=currency)
+    for p in path:
+        p["trials"] = p["count_trials"] + m
+    return {"s0": c0, "s1": c1, "path": path, "alpha_divisor": 1,
+            "path_kind": "fixed-n bound on prefixes, not a sequential bound"}
+
+
+def plot_data_sequential(seq) -> dict:
+    c0, c1 = seq.first_counts
+    return {"s0": c0, "s1": c1, "path": seq.path, "alpha_divisor": len(seq.checkpoints),
+            "path_kind": "sequential checkpoints, jointly valid"}
 
 
 __all__ = ["AuditResult", "certificate_summary", "composition_summary", "currency_of",

@@ -382,6 +382,7 @@ class SequentialAudit:
     path: list[dict]            # {trials, n0, k0, n1, k1, lower} at each checkpoint reached
     stop_reason: str            # "reached", "cannot_reach", "max_trials"
     alpha_per_checkpoint: float
+    first_counts: tuple = ()    # the first batch's count-trial scores (D, D′), for plots
 
     def to_json(self) -> dict:
         return {"method": "union bound over a geometric grid of checkpoints (Bonferroni): "
@@ -479,7 +480,7 @@ def sequential_audit(sample, *, first: int, max_trials: int, target: float | Non
                        selection=sel, selection_fraction=fraction, fpr_upper=b["fpr_upper"],
                        fnr_upper=b["fnr_upper"])
     return SequentialAudit(final=final, trials=drawn, checkpoints=grid, path=path,
-                           stop_reason=reason, alpha_per_checkpoint=a_j)
+                           stop_reason=reason, alpha_per_checkpoint=a_j, first_counts=(c0, c1))
 
 
 def _futile(n0, k0, n1, k1, N, conf, delta, currency, target) -> bool:

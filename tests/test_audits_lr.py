@@ -296,3 +296,11 @@ def test_policy_audit_coverage_fixed_and_sequential():
                            max_trials=2400)
         bad += bool(fixed.violation) + bool(seq.violation)
     assert bad <= _limit(200) and bad == 0, bad
+
+
+def test_cli_audit_plot(tmp_path):
+    png = tmp_path / "a.png"
+    r = _cli("audit", "gaussian:mu=1", "--trials", "5000", "--plot", str(png),
+             "--out", str(tmp_path / "a.json"))
+    assert r.returncode == 0, r.stderr
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"

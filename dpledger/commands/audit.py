@@ -5,7 +5,7 @@
                    [--mode whitebox|blackbox] [--horizon 1000] [--arms 2] [--seed 0]
                    [--score auto|pulls|next|fitted] [--stop-at ROUND]
                    [--selection-fraction 0.1] [--range lo,hi] [--pair D.npy D2.npy]
-                   [--workers 1] [--quiet] --out audit.json
+                   [--workers 1] [--quiet] [--plot audit.png] --out audit.json
 
     dpledger audit RELEASE [RELEASE ...] --trials N [--until-ratio R] [--max-trials N]
 
@@ -70,6 +70,9 @@ def register(sub) -> None:
     p.add_argument("--max-trials", default=None,
                    help="sequential: at most this many trials per side (default 100 x --trials)")
     p.add_argument("--workers", default="1")
+    p.add_argument("--plot", default=None, metavar="PNG",
+                   help="draw the score distributions under D and D' with the threshold, and "
+                        "the bound against trials")
     p.add_argument("--out", default="audit.json")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=run)
@@ -147,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     out = res.to_json()
     write_json_atomic(args.out, out)
+    if args.plot:
+        from dpledger.audits.plots import plot_audit
+        plot_audit(res, args.plot)
     if not args.quiet:
         cert = res.certified
         cur = "mu" if res.currency == "mu" else "epsilon"
@@ -197,6 +203,9 @@ def _run_spec(args, trials, until, max_trials) -> int:
                      selection_fraction=_num("selection-fraction", args.selection_fraction),
                      until_ratio=until, max_trials=max_trials)
     write_json_atomic(args.out, res.to_json())
+    if args.plot:
+        from dpledger.audits.plots import plot_audit
+        plot_audit(res, args.plot)
     if not args.quiet:
         cert = res.certified
         cur = "mu" if res.currency == "mu" else "epsilon"
