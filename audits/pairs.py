@@ -10,7 +10,11 @@ per-reward composition is attained — goes from the range's low end in D to its
 t* is ever observed; notes §7.3.2).  The other rows come from the policy's **adversarial
 table**, chosen to make the changed reward matter:
 
-``generic`` (lazy-dp-ts, dp-ts, adap-ucb, adap-klucb, anytime-lazy-ucb, and any policy without
+``lazy-dp-ts`` (black-box): all rewards at the low end, witness at round ⌈0.3·T⌉ in a late,
+    unclipped epoch of whichever arm is played there (:func:`lazy_epoch_design`).
+White-box designs (:data:`WHITEBOX_DESIGNS`): DP-TS at round K + 1, DP-UCB with a good
+    witness arm; Lazy-DP-TS keeps the generic table (its captured release is round 1's).
+``generic`` (dp-ts, adap-ucb, adap-klucb, anytime-lazy-ucb, and any policy without
     its own entry): the witness arm is bad (every reward at the low end), every other arm good
     (high end).  The changed reward is the witness arm's first observation; whether and when the
     witness arm is pulled again depends on its noisy released mean, and the arm stays rarely
@@ -46,7 +50,8 @@ class NeighbourPair:
     lo: float
     hi: float
     round: int
-    arm: int | None = None                         # the witness arm, when known
+    arm: int | None = None                         # the witness arm, when known (−1: the arm
+                                                   # played at the witness round)
     design: str = "custom"
     description: str = ""
     stop_hint: int | None = None                   # last round a black-box score needs
@@ -144,6 +149,7 @@ class Design:
     stop_hint: int | None = None
     notes: tuple[str, ...] = ()
     round: int | None = None       # overrides the witness round t* (the design says why)
+    played_arm: bool = False       # the witness arm is whichever arm is played at t* (arm −1)
 
 
 def generic_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
@@ -207,7 +213,30 @@ def tree_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> 
                        "level)")
 
 
+def lazy_epoch_design(policy, T: int, K: int, t_star: int, arm: int, fraction: float = 0.3,
+                      **_) -> Design:
+    """Lazy-DP-TS, black-box: every reward lies in exactly one epoch sum released once with
+    Lap(1/ε), so every reward attains the certificate (ε); the one to change is the one whose
+    release steers the most later decisions.  Early releases are clipped away by the
+    optimistic shift 3·log2(t)/(ε·O) (m = clip(μ̃ + shift/O) = 1 while O < shift), so the witness
+    is placed at round t* = ⌈0.3·T⌉, inside an epoch of O ≈ 64 observations of whichever arm is
+    played there (the changed row holds the witness for every arm; features are relabelled so
+    that arm comes first).  All rewards are at the low end on every arm: both arms stay
+    symmetric and unclipped, so the released mean of a* moves its Beta(mO + 1, (1 − m)O + 1)
+    sample against the other arm's for all the rounds until a* 's next release; the fitted
+    score pools the per-window pull counts."""
+    if not 0.0 < fraction < 1.0:
+        raise DpledgerError(f"fraction must lie in (0, 1), got {fraction!r}")
+    ts = max(K + 1, int(math.ceil(fraction * T)))
+    return Design(np.zeros((T, K)), f"every reward at the low end on every arm; witness round "
+                                    f"t* = ⌈{fraction}·T⌉ = {ts}, in a late epoch of the arm "
+                                    "played there (every reward is released exactly once with "
+                                    "Lap(1/ε): each attains the certificate)",
+                  round=ts, played_arm=True)
+
+
 WHITEBOX_DESIGNS: dict[str, Callable[..., Design]] = {
+    "lazy-dp-ts": generic_design,
     "dp-ts": dp_ts_whitebox_design,
     "dp-ucb": tree_whitebox_design,
 }
@@ -215,7 +244,7 @@ WHITEBOX_DESIGNS: dict[str, Callable[..., Design]] = {
 
 DESIGNS: dict[str, Callable[..., Design]] = {
     "dp-se": dp_se_design,
-    "lazy-dp-ts": generic_design,
+    "lazy-dp-ts": lazy_epoch_design,
     "dp-ts": generic_design,
     "adap-ucb": generic_design,
     "adap-klucb": generic_design,
@@ -243,7 +272,9 @@ def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
     if design.round is not None:
         t_star = design.round
         notes = tuple(n for n in notes if "trajectory-dependent" not in n) + (
-            f"white-box design: witness round {t_star} (see the description)",)
+            f"design: witness round {t_star} (see the description)",)
+    if design.played_arm:
+        arm = -1
     d0 = design.table.copy()
     d0[t_star - 1, :] = 0.0
     d1 = d0.copy()
@@ -254,7 +285,7 @@ def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
     t0[t_star - 1, :] = lo               # exact range ends in the changed row
     t1[t_star - 1, :] = hi
     label = "generic" if design_fn is generic_design else name + (
-        "-whitebox" if design_fn is WHITEBOX_DESIGNS.get(name) else "")
+        "-whitebox" if whitebox and name in WHITEBOX_DESIGNS else "")
     return NeighbourPair.from_tables(t0, t1, lo, hi, arm=arm, design=label,
                                      description=design.description, stop_hint=design.stop_hint,
                                      notes=tuple(notes) + design.notes)

@@ -56,14 +56,21 @@ DEFAULT_WHITEBOX_T = 1000
 @njit(cache=True)
 def _features(actions, played, edges, arm, tstar, stop, counts, i):
     """Per-window pulls of each arm over rounds tstar+1 … played into counts[i]; returns the
-    first round > tstar at which ``arm`` is played (stop + 1 if none)."""
+    first round > tstar at which ``arm`` is played (stop + 1 if none).  ``arm`` = −1 means the
+    arm a* played at t* (whichever it is: the changed row holds the witness for every arm);
+    arms are then relabelled (a − a*) mod K, so feature 0 is always a* 's."""
     nxt = stop + 1
     w = 0
+    K = counts.shape[2]
+    shift = 0
+    if arm < 0:
+        shift = actions[tstar - 1]
+        arm = shift
     for t in range(tstar + 1, played + 1):
         while t > edges[w + 1]:
             w += 1
         a = actions[t - 1]
-        counts[i, w, a] += 1
+        counts[i, w, (a - shift) % K] += 1
         if a == arm and nxt > stop:
             nxt = t
     return nxt
@@ -387,6 +394,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     K = pair.n_arms
     t_star = pair.round
     arm = pair.arm if pair.arm is not None else 0
+    score_arm = 0 if arm < 0 else arm          # features relabelled: a* is feature 0
     if sampler not in ("float", "exact"):
         raise DpledgerError(f"sampler must be 'float' or 'exact', got {sampler!r}")
     bits = 0
@@ -471,12 +479,12 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
 
             def scorer(sel0, sel1):
                 m = len(sel0["next"])
-                _, _, fit = blackbox_scores(sel0, sel1, arm, m, m, score)
+                _, _, fit = blackbox_scores(sel0, sel1, score_arm, m, m, score)
                 info.update(fit)
                 w = np.asarray(fit.get("fitted_weights", []), dtype=np.float64)
 
                 def to_scores(f):
-                    out, _, _ = blackbox_scores(f, f, arm, 0, 0, score, weights=w)
+                    out, _, _ = blackbox_scores(f, f, score_arm, 0, 0, score, weights=w)
                     return out
                 return to_scores
         try:
@@ -518,7 +526,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                     notes.append("the witness release's clean value is the same on D and D′: the "
                                  "pair does not touch the captured release")
         else:
-            s0, s1, info = blackbox_scores(f0, f1, arm, m0, m0, score)
+            s0, s1, info = blackbox_scores(f0, f1, score_arm, m0, m0, score)
         sa = audit_scores(s0, s1, confidence=confidence, selection_fraction=selection_fraction,
                           delta=delta_audit, currency=currency)
         trials_done = trials

@@ -304,3 +304,21 @@ def test_cli_audit_plot(tmp_path):
              "--out", str(tmp_path / "a.json"))
     assert r.returncode == 0, r.stderr
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+# ---- black-box designs -------------------------------------------------------------------------
+
+def test_lazy_dp_ts_blackbox_design():
+    """Lazy-DP-TS black-box (issue 14 §2): witness at ⌈0.3·T⌉ in a late, unclipped epoch of the
+    arm played there; ε_lower ≥ 0.5 at 2e4 per side, seed 1 (0 with the round-1 witness, whose
+    release the optimistic shift clips away), never above the certificate; the planted defect
+    (declares Lap(1/ε), draws Lap(0.5/ε)) is flagged by the same black-box audit."""
+    from dpledger.audits.pairs import default_pair
+    from planted import PlantedHalfNoiseLazyDPTS
+    p = make_policy("lazy-dp-ts")
+    pair = default_pair(p, 1000, 2)
+    assert (pair.round, pair.arm, pair.design) == (300, -1, "lazy-dp-ts")
+    r = audit_policy(p, trials=20_000, mode="blackbox", seed=1)
+    assert 0.5 <= r.epsilon_lower <= 1.0 and r.violation is False, r.to_json()["counts"]
+    bad = audit_policy(PlantedHalfNoiseLazyDPTS(), trials=20_000, mode="blackbox", seed=1)
+    assert bad.violation is True and bad.epsilon_lower > 1.0
