@@ -252,6 +252,19 @@ DESIGNS: dict[str, Callable[..., Design]] = {
 }
 
 
+def design_name(policy) -> str:
+    """The name whose design a policy gets: its own, else the nearest class in its MRO with a
+    design (a subclass — e.g. a test's mis-noised variant — is audited on its parent's pair)."""
+    name = getattr(policy, "name", "")
+    if name in DESIGNS or name in WHITEBOX_DESIGNS:
+        return name
+    for cls in type(policy).__mro__:
+        n = cls.__dict__.get("name")
+        if isinstance(n, str) and (n in DESIGNS or n in WHITEBOX_DESIGNS):
+            return n
+    return name
+
+
 def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
                  whitebox: bool = False, **design_options) -> NeighbourPair:
     """The default pair of SPEC §6 for ``policy`` at horizon T with K arms: row t* (the
@@ -264,7 +277,7 @@ def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
     t_star, arm, cand, notes = witness(policy.certificate(T, K))
     if not 1 <= t_star <= T:
         raise DpledgerError(f"witness round {t_star} outside [1, {T}]")
-    name = getattr(policy, "name", "")
+    name = design_name(policy)
     design_fn = DESIGNS.get(name, generic_design)
     if whitebox and name in WHITEBOX_DESIGNS:
         design_fn = WHITEBOX_DESIGNS[name]
