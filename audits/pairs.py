@@ -10,7 +10,7 @@ per-reward composition is attained — goes from the range's low end in D to its
 t* is ever observed; notes §7.3.2).  The other rows come from the policy's **adversarial
 table**, chosen to make the changed reward matter:
 
-``lazy-dp-ts`` (black-box): all rewards at the low end, witness at round ⌈0.3·T⌉ in a late,
+``lazy-dp-ts``, ``adap-klucb`` (black-box): all rewards at the low end, witness at round ⌈0.3·T⌉ in a late,
     unclipped epoch of whichever arm is played there (:func:`lazy_epoch_design`).
 White-box designs (:data:`WHITEBOX_DESIGNS`): DP-TS at round K + 1, DP-UCB with a good
     witness arm; Lazy-DP-TS keeps the generic table (its captured release is round 1's).
@@ -215,10 +215,11 @@ def tree_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> 
 
 def lazy_epoch_design(policy, T: int, K: int, t_star: int, arm: int, fraction: float = 0.3,
                       **_) -> Design:
-    """Lazy-DP-TS, black-box: every reward lies in exactly one epoch sum released once with
-    Lap(1/ε), so every reward attains the certificate (ε); the one to change is the one whose
-    release steers the most later decisions.  Early releases are clipped away by the
-    optimistic shift 3·log2(t)/(ε·O) (m = clip(μ̃ + shift/O) = 1 while O < shift), so the witness
+    """Lazy-DP-TS and AdaP-KLUCB, black-box: every reward lies in exactly one epoch sum released
+    once with Lap(1/ε), so every reward attains the certificate (ε); the one to change is the
+    one whose release steers the most later decisions.  Early releases are clipped away by the
+    optimistic terms (Lazy-DP-TS: m = clip(μ̃ + 3·log2(t)/(ε·O)) = 1 while O < 3·log2(t)/ε;
+    AdaP-KLUCB: the KL index of a one-sample mean is 1 whatever it is), so the witness
     is placed at round t* = ⌈0.3·T⌉, inside an epoch of O ≈ 64 observations of whichever arm is
     played there (the changed row holds the witness for every arm; features are relabelled so
     that arm comes first).  All rewards are at the low end on every arm: both arms stay
@@ -247,7 +248,7 @@ DESIGNS: dict[str, Callable[..., Design]] = {
     "lazy-dp-ts": lazy_epoch_design,
     "dp-ts": generic_design,
     "adap-ucb": generic_design,
-    "adap-klucb": generic_design,
+    "adap-klucb": lazy_epoch_design,
     "anytime-lazy-ucb": generic_design,
 }
 
