@@ -36,6 +36,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default=None, help="comma-separated trials per side (overrides "
                                                    "--trials and --trials-blackbox)")
     ap.add_argument("--modes", default="whitebox,blackbox")
+    ap.add_argument("--horizon", type=int, default=None,
+                    help="T for every listed policy (e.g. 19: TS-Gaussian's μ = 3)")
     args = ap.parse_args(argv)
 
     from dpledger.accounting.schema import write_json_atomic
@@ -54,7 +56,7 @@ def main(argv=None) -> int:
         plan = [(m, n) for m, n in (("whitebox", args.trials), ("blackbox", args.trials_blackbox))
                 if m in modes]
     for name in names:
-        T = {"dp-se": 3000, "dp-ts-mt": 10000}.get(name, 1000)
+        T = args.horizon or {"dp-se": 3000, "dp-ts-mt": 10000}.get(name, 1000)
         results[name] = {}
         for mode, trials in plan:
             t = time.perf_counter()
