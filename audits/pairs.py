@@ -13,7 +13,8 @@ table**, chosen to make the changed reward matter:
 ``lazy-dp-ts``, ``adap-klucb`` (black-box): all rewards at the low end, witness at round ⌈0.3·T⌉ in a late,
     unclipped epoch of whichever arm is played there (:func:`lazy_epoch_design`).
 White-box designs (:data:`WHITEBOX_DESIGNS`): DP-TS at round K + 1, DP-UCB with a good
-    witness arm; Lazy-DP-TS keeps the generic table (its captured release is round 1's).
+    witness arm; Lazy-DP-TS and AdaP-KLUCB keep the generic table (their captured release is
+    round 1's).
 ``generic`` (dp-ts, adap-ucb, adap-klucb, anytime-lazy-ucb, and any policy without
     its own entry): the witness arm is bad (every reward at the low end), every other arm good
     (high end).  The changed reward is the witness arm's first observation; whether and when the
@@ -237,7 +238,8 @@ def lazy_epoch_design(policy, T: int, K: int, t_star: int, arm: int, fraction: f
 
 
 WHITEBOX_DESIGNS: dict[str, Callable[..., Design]] = {
-    "lazy-dp-ts": generic_design,
+    "lazy-dp-ts": generic_design,      # the single captured release is arm 0's round-1 release
+    "adap-klucb": generic_design,
     "dp-ts": dp_ts_whitebox_design,
     "dp-ucb": tree_whitebox_design,
 }

@@ -322,3 +322,13 @@ def test_lazy_dp_ts_blackbox_design():
     assert 0.5 <= r.epsilon_lower <= 1.0 and r.violation is False, r.to_json()["counts"]
     bad = audit_policy(PlantedHalfNoiseLazyDPTS(), trials=20_000, mode="blackbox", seed=1)
     assert bad.violation is True and bad.epsilon_lower > 1.0
+
+
+@pytest.mark.parametrize("name", ["lazy-dp-ts", "adap-klucb"])
+def test_whitebox_keeps_the_captured_release_in_the_pair(name):
+    """The black-box late-epoch design must not leak into white-box audits, whose single
+    captured release is round 1's: white-box stays near-tight (clean 0 on D, 1 on D′)."""
+    r = audit_policy(make_policy(name), trials=5000, mode="whitebox", seed=3)
+    j = r.to_json()
+    assert j["pair"]["round"] == 1 and j["clean"] == {"D": 0.0, "D_prime": 1.0}
+    assert 0.75 <= r.ratio <= 1.0
