@@ -1,12 +1,11 @@
 """``dpledger audit POLICY ...``: a neighbouring-stream audit, written to audit.json (SPEC §6–§7).
 
     dpledger audit POLICY [--set k=v ...] --trials N [--confidence 0.95]
-                   [--until-ratio R] [--max-trials N]
                    [--mode whitebox|blackbox] [--horizon 1000] [--arms 2] [--seed 0]
                    [--score auto|pulls|next|fitted] [--stop-at ROUND]
                    [--selection-fraction 0.1] [--range lo,hi] [--pair D.npy D2.npy]
+                   [--until-ratio R] [--max-trials N]
                    [--workers 1] [--quiet] [--plot audit.png] --out audit.json
-
     dpledger audit RELEASE [RELEASE ...] --trials N [--until-ratio R] [--max-trials N]
 
 A first argument containing ``:`` (or naming a release kind) is a release spec, as ``compose``
@@ -15,6 +14,8 @@ white-box audit of that composition (:func:`dpledger.audits.mechanisms.audit_spe
 ``--until-ratio R`` makes the audit sequential: batches from ``--trials`` per side, doubling up
 to ``--max-trials`` (default 100 × trials), until the lower bound reaches R × certificate or can
 no longer, with a bound valid at that stopping time (union bound over the checkpoint grid).
+``--plot`` draws the score distributions under D and D′ with the threshold, and the bound
+against trials.
 ``--trials`` counts runs per neighbouring stream.  Exit 0 when the lower bound stays at or below
 the certificate, 1 when it exceeds it (an invariant violated: a bug in the code or the theorem;
 audit.json is written first), 2 on bad input.  Progress goes to stderr.
@@ -32,7 +33,8 @@ from dpledger.progress import Bar
 
 def register(sub) -> None:
     p = sub.add_parser("audit", help="neighbouring-stream audit: a lower bound on ε (or μ)")
-    p.add_argument("policy", help="a policy name, or release specs such as laplace:eps=1")
+    p.add_argument("policy", help="policy name (see `dpledger policies`), or release specs such "
+                                  "as laplace:eps=1 (as `dpledger compose` takes them)")
     p.add_argument("releases", nargs="*", help=argparse.SUPPRESS)
     p.add_argument("--set", action="append", default=[], metavar="K=V",
                    help="policy parameter (repeatable; default: the policy's defaults), e.g. "
@@ -43,7 +45,9 @@ def register(sub) -> None:
                    help="confidence of the lower bound, in (0, 1) (default 0.95)")
     p.add_argument("--mode", default="blackbox", choices=["whitebox", "blackbox"],
                    help="blackbox (default): the auditor sees the actions only; whitebox: it "
-                        "sees the policy's first noisy release of the witness arm")
+                        "sees every noisy release containing the witness reward (where the "
+                        "policy's kernel captures them; else its first release of the witness "
+                        "arm)")
     p.add_argument("--horizon", default=None,
                    help="T, rounds per run (an integer; default 1000, or the pair's table "
                         "length with --pair)")
@@ -64,17 +68,22 @@ def register(sub) -> None:
                    help="your own neighbouring reward tables (.npy, .csv or .json), differing in "
                         "one row (default: the policy's built-in pair)")
     p.add_argument("--sampler", default="float", choices=["float", "exact"],
-                   help="audit the float or the exact-sampler form (lattice noise)")
+                   help="audit the float (default) or the exact-sampler form (lattice noise)")
     p.add_argument("--until-ratio", default=None,
-                   help="sequential: stop once the lower bound reaches R x certificate")
+                   help="sequential audit: stop once the lower bound reaches R x certificate "
+                        "(a number > 0; default: a fixed-n audit)")
     p.add_argument("--max-trials", default=None,
-                   help="sequential: at most this many trials per side (default 100 x --trials)")
-    p.add_argument("--workers", default="1")
+                   help="sequential audit: at most this many trials per side (an integer >= "
+                        "--trials; default 100 x --trials)")
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="draw the score distributions under D and D' with the threshold, and "
-                        "the bound against trials")
-    p.add_argument("--out", default="audit.json")
-    p.add_argument("--quiet", action="store_true")
+                        "the bound against trials (default: no plot)")
+    p.add_argument("--workers", default="1",
+                   help="processes that run trials in parallel (an integer >= 1; default 1)")
+    p.add_argument("--out", default="audit.json",
+                   help="audit result to write (default audit.json); checked before the trials")
+    p.add_argument("--quiet", action="store_true",
+                   help="print nothing on stdout and no progress on stderr (default: off)")
     p.set_defaults(func=run)
 
 
@@ -111,22 +120,29 @@ def run(args: argparse.Namespace) -> int:
     from dpledger.commands.run import parse_params
     from dpledger.policies.registry import make_policy
 
-    trials = _num("trials", args.trials, int)
-    until = None if args.until_ratio is None else _num("until-ratio", args.until_ratio)
-    max_trials = None if args.max_trials is None else _num("max-trials", args.max_trials, int)
+    check_output_file(args.out, "--out")
+    if args.plot:
+        check_output_file(args.plot, "--plot")
+    trials = parse_int("--trials", args.trials, minimum=2, maximum=MAX_COUNT)
+    until = None if args.until_ratio is None else parse_float("--until-ratio", args.until_ratio,
+                                                              minimum=0.0, open_interval=True)
+    max_trials = None if args.max_trials is None else parse_int(
+        "--max-trials", args.max_trials, minimum=trials, maximum=MAX_COUNT)
     if _is_release_spec(args.policy):
         return _run_spec(args, trials, until, max_trials)
     if args.releases:
         raise DpledgerError(f"unexpected arguments after the policy name: {' '.join(args.releases)}")
     policy = make_policy(args.policy, **parse_params(args.set))
-    confidence = _num("confidence", args.confidence)
-    fraction = _num("selection-fraction", args.selection_fraction)
-    seed = _num("seed", args.seed, int)
-    K = _num("arms", args.arms, int)
-    workers = _num("workers", args.workers, int)
-    T = None if args.horizon is None else _num("horizon", args.horizon, int)
-    stop = None if args.stop_at is None else _num("stop-at", args.stop_at, int)
-    lohi = [x for x in args.range.split(",") if x.strip()]
+    confidence = parse_float("--confidence", args.confidence, minimum=0.0, maximum=1.0,
+                             open_interval=True)
+    fraction = parse_float("--selection-fraction", args.selection_fraction, minimum=0.0,
+                           maximum=1.0, open_interval=True)
+    seed = parse_int("--seed", args.seed, minimum=0)
+    K = parse_int("--arms", args.arms, minimum=2)
+    workers = parse_int("--workers", args.workers, minimum=1)
+    T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
+    stop = None if args.stop_at is None else parse_int("--stop-at", args.stop_at, minimum=1)
+    lohi = split_list("--range", args.range)
     if len(lohi) != 2:
         raise DpledgerError(f"--range expects lo,hi, got {args.range!r}")
     lo, hi = (parse_float("--range", x) for x in lohi)
@@ -198,9 +214,13 @@ def _run_spec(args, trials, until, max_trials) -> int:
         ("--sampler", args.sampler, "float"), ("--workers", args.workers, "1")) if val != default]
     if ignored:
         raise DpledgerError(f"{', '.join(ignored)} apply to policy audits, not to release specs")
-    res = audit_spec([args.policy] + list(args.releases), trials, seed=_num("seed", args.seed, int),
-                     confidence=_num("confidence", args.confidence),
-                     selection_fraction=_num("selection-fraction", args.selection_fraction),
+    res = audit_spec([args.policy] + list(args.releases), trials,
+                     seed=parse_int("--seed", args.seed, minimum=0),
+                     confidence=parse_float("--confidence", args.confidence, minimum=0.0,
+                                            maximum=1.0, open_interval=True),
+                     selection_fraction=parse_float("--selection-fraction",
+                                                    args.selection_fraction, minimum=0.0,
+                                                    maximum=1.0, open_interval=True),
                      until_ratio=until, max_trials=max_trials)
     write_json_atomic(args.out, res.to_json())
     if args.plot:
