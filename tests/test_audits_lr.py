@@ -332,3 +332,10 @@ def test_whitebox_keeps_the_captured_release_in_the_pair(name):
     j = r.to_json()
     assert j["pair"]["round"] == 1 and j["clean"] == {"D": 0.0, "D_prime": 1.0}
     assert 0.75 <= r.ratio <= 1.0
+
+
+def test_cli_audit_plot_bad_extension_is_refused_first(tmp_path):
+    r = _cli("audit", "laplace:eps=1", "--trials", "100", "--plot", str(tmp_path / "a.txt"),
+             "--out", str(tmp_path / "a.json"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert not (tmp_path / "a.json").exists()

@@ -27,7 +27,8 @@ import sys
 import time
 
 from dpledger.errors import DpledgerError, InvariantViolation
-from dpledger.inputs import check_output_file, load_table, parse_float, parse_int, split_list
+from dpledger.inputs import (PLOT_EXTENSIONS, check_output_file, load_table, parse_float,
+                             parse_int, split_list)
 from dpledger.progress import Bar
 
 
@@ -35,7 +36,8 @@ def register(sub) -> None:
     p = sub.add_parser("audit", help="neighbouring-stream audit: a lower bound on ε (or μ)")
     p.add_argument("policy", help="policy name (see `dpledger policies`), or release specs such "
                                   "as laplace:eps=1 (as `dpledger compose` takes them)")
-    p.add_argument("releases", nargs="*", help=argparse.SUPPRESS)
+    p.add_argument("releases", nargs="*",
+                   help="more release specs, composed with the first (release audits only)")
     p.add_argument("--set", action="append", default=[], metavar="K=V",
                    help="policy parameter (repeatable; default: the policy's defaults), e.g. "
                         "--set epsilon=0.5")
@@ -122,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_output_file(args.out, "--out")
     if args.plot:
-        check_output_file(args.plot, "--plot")
+        check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
     trials = parse_int("--trials", args.trials, minimum=2, maximum=MAX_COUNT)
     until = None if args.until_ratio is None else parse_float("--until-ratio", args.until_ratio,
                                                               minimum=0.0, open_interval=True)
