@@ -16,7 +16,8 @@ Protocol (every accountant):
     back to basic composition and PLD declines unless every release is Gaussian (SPEC §2).
 
 ``best`` reports, per δ, the smallest valid value and names the accountant that gave it; it
-never uses PLD below δ = 1e-10.
+never uses PLD below its floor δ = 1e-15 (:data:`dpledger.accounting.pld.MIN_DELTA`), nor where
+PLD declines with a status (too wide, overflow), and then answers with the others.
 """
 from __future__ import annotations
 
@@ -166,7 +167,9 @@ class RdpAccountant:
 
 
 class PldAccountant:
-    """dp-accounting PLD (pessimistic, connect-the-dots), under the rules of :mod:`.pld`."""
+    """PLD: dp-accounting's pessimistic Connect-the-Dots discretisation, composed by
+    :mod:`.pld` (tilted FFT convolutions with a round-off bound, Chernoff tail cuts), an upper
+    bound for δ ≥ 1e-15; statuses ``skipped:<reason>`` where it declines."""
 
     name = "pld"
     holds_under_adaptive_parameters = False
@@ -183,7 +186,7 @@ class PldAccountant:
         return OK
 
     def supports_delta(self, delta: float) -> str:
-        return OK if delta >= _pld.MIN_DELTA else "skipped:delta-below-1e-10"
+        return OK if delta >= _pld.MIN_DELTA else _pld.MIN_DELTA_STATUS
 
     def epsilon(self, comp: Composition, delta: float, adaptive: bool = False) -> float:
         check_delta(delta)
@@ -245,10 +248,13 @@ class BestAccountant:
             if acc.supports(comp, adaptive) != OK:
                 continue
             if acc.name == "pld" and values and min(values) < _pld.MIN_DELTA:
-                continue    # its value would be discarded below (unreliable under 1e-10)
-            value = acc.delta(comp, epsilon, adaptive)
+                continue    # its value would be discarded below (under its floor)
+            try:
+                value = acc.delta(comp, epsilon, adaptive)
+            except _pld.PldSkipped:
+                continue
             if acc.name == "pld" and value < _pld.MIN_DELTA:
-                continue    # dp-accounting is not reliable down there (SPEC §3)
+                continue    # under PLD's floor its float error is not known to be small
             values.append(value)
         if not values:
             raise DpledgerError("no accountant supports this composition")

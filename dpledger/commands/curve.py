@@ -6,6 +6,7 @@ import sys
 
 from dpledger.accounting.accountants import ACCOUNTANTS, OK, BestAccountant
 from dpledger.accounting.composition import Composition
+from dpledger.accounting.pld import MIN_DELTA as PLD_MIN_DELTA
 from dpledger.errors import DpledgerError
 from dpledger.inputs import PLOT_EXTENSIONS, check_output_file, load_run_json, parse_floats
 
@@ -53,7 +54,7 @@ def curves(rep: dict, which: str, deltas, epsilons):
                 continue
             eps = []
             for d in deltas:
-                if acc.name == "pld" and d < 1e-10:
+                if acc.name == "pld" and d < PLD_MIN_DELTA:
                     eps.append(None)
                     continue
                 eps.append(max(acc.epsilon(c, d, adaptive) for c in comps))
