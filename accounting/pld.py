@@ -391,17 +391,20 @@ def _n_cuts(comp: Composition) -> int:
 
 def _chernoff_tilt(comp: Composition, h: float, *, delta: float | None = None,
                    epsilon: float | None = None) -> tuple[float, float]:
-    """(λ, δ scale): the tilt minimising the Chernoff bound at the δ asked (ε_ch(λ) =
-    (log M(λ) − log δ)/λ), or at the ε asked (log M(λ) − λε), and the δ the tail budget is
-    measured against."""
+    """(λ, δ scale): the tilt minimising the hockey-stick Chernoff bound
+    δ(ε) ≤ c(λ)·M(λ)·e^{−λε},  c(λ) = max_x (1 − e^{−x})e^{−λx} = λ^λ/(λ+1)^{λ+1}
+    (from (1 − e^{ε−L})₊ ≤ c(λ)e^{λ(L−ε)}), over ε at the δ asked or over δ at the ε asked; the
+    bound's value is the δ scale the tail budget is measured against.  Unlike the plain
+    Chernoff tilt it stays finite (≈ 1/(L_max − ε)) when a bounded loss has an atom at its top."""
     up = sum(_single_mgf(r, c if isinstance(r, GaussianRelease) else 1, h)[0]
              * (1 if isinstance(r, GaussianRelease) else c) for r, c in comp.items)
+    log_c = -_TILTS * np.log1p(1.0 / _TILTS) - np.log1p(_TILTS)
     if delta is not None:
-        k = int(np.argmin((up - math.log(delta)) / _TILTS))
+        k = int(np.argmin((log_c + up - math.log(delta)) / _TILTS))
         return float(_TILTS[k]), delta
-    vals = up - _TILTS * epsilon
+    vals = log_c + up - _TILTS * epsilon
     k = int(np.argmin(vals))
-    return float(_TILTS[k]), min(1.0, math.exp(float(vals[k])))
+    return float(_TILTS[k]), min(1.0, math.exp(min(0.0, float(vals[k]))))
 
 
 @functools.lru_cache(maxsize=128)
@@ -445,6 +448,8 @@ def _terms(t: _Tilted, h: float, lam: float, epsilon: float) -> float:
     with np.errstate(divide="ignore"):
         logs = np.log(q[keep]) + t.s - lam * losses[keep] + np.log(-np.expm1(epsilon - losses[keep]))
     m = float(np.max(logs))
+    if m > 700.0:           # far below the tilt point the round-off bound swamps everything
+        return math.inf
     return math.exp(m) * float(np.sum(np.exp(logs - m))) * (1.0 + 1e-12 + len(q) * _U)
 
 
@@ -478,9 +483,12 @@ def _epsilon_hat(t: _Tilted, h: float, lam: float, delta: float) -> float:
     with np.errstate(divide="ignore"):
         logp = np.log(q) + t.s - lam * L
     m = float(np.max(logp))
-    u = math.exp(m) * float(np.sum(np.exp(logp - m)))
-    w = math.exp(m) * float(np.sum(np.exp(logp - m - L)))
     guess = b
+    if m < 700.0:
+        u = math.exp(m) * float(np.sum(np.exp(logp - m)))
+        w = math.exp(m) * float(np.sum(np.exp(logp - m - L)))
+    else:
+        u = w = 0.0
     if w > 0 and u + t.inf - target > 0:
         guess = min(b, max(a, math.log(u + t.inf - target) - math.log(w)))
     guess = math.nextafter(guess, math.inf)
