@@ -34,7 +34,7 @@ mass at +∞ can only raise it.  Every approximation below is one of those three
 3. **Tail truncation**: after each convolution the array is cut to a window [t_L, t_R] where
    the Chernoff bounds P(L > t_R) ≤ M(λ)e^{−λt_R} and P(L < t_L) ≤ M(−θ)e^{θt_L} (M the exact
    moment generating function of the discretised partial composition, the product of the
-   releases' ones, each bounded from above on blocks of bins) are at most τ; the cut mass
+   releases' ones, rounded up) are at most τ; the cut mass
    (≤ τ per side) is added at +∞, which bounds its contribution to δ at every ε.  The τ of
    all cuts together is TAIL_SHARE·δ, so tails cost a relative 1e-4 of δ.
 4. **Reading ε off**: ε is the smallest value with δ̂(ε) ≤ δ·(1 − DELTA_MARGIN), δ̂ evaluated
@@ -88,7 +88,6 @@ MAX_DISCRETE_GAUSSIAN_SIGMA = 1e4
 _U = 2.0 ** -53
 _Z_TAIL = math.sqrt(2.0 * math.log(2.0 / 1e-40))   # sub-Gaussian width factor of the cost check
 _TILTS = np.geomspace(1e-3, 1e4, 57)                # Chernoff / tilt orders λ, θ > 0
-_BLOCK = 64                                         # bins per block of the MGF upper bounds
 
 
 class PldSkipped(Exception):
@@ -284,17 +283,19 @@ def _single(release, count: int, h: float) -> _Pmf:
 
 
 def _log_mgf_bounds(pmf: _Pmf) -> tuple[np.ndarray, np.ndarray]:
-    """Upper bounds on log E[e^{λL}; L finite] and log E[e^{−θL}; L finite] over _TILTS, from
-    blocks of _BLOCK bins with each block's mass put at its top (for λ) or bottom (for θ)."""
-    n = len(pmf.p)
-    pad = (-n) % _BLOCK
-    blocks = np.concatenate([pmf.p, np.zeros(pad)]).reshape(-1, _BLOCK).sum(axis=1)
-    start = (pmf.lo + _BLOCK * np.arange(len(blocks))) * pmf.h
-    top = start + (_BLOCK - 1) * pmf.h
-    with np.errstate(divide="ignore"):
-        logm = np.log(blocks) + 1e-12          # the block sums rounded up
-    up = _logsumexp_rows(logm[None, :] + _TILTS[:, None] * top[None, :])
-    down = _logsumexp_rows(logm[None, :] - _TILTS[:, None] * start[None, :])
+    """log E[e^{λL}; L finite] and log E[e^{−θL}; L finite] over _TILTS (θ = λ), summed over
+    the non-zero bins, rounded up (they size the tail windows: any upper bound is sound,
+    and an exact one keeps the windows of ``count`` copies from drifting by count·error)."""
+    nz = np.nonzero(pmf.p > 0)[0]
+    logm = np.log(pmf.p[nz])
+    loss = (pmf.lo + nz) * pmf.h
+    up = np.empty(len(_TILTS))
+    down = np.empty(len(_TILTS))
+    step = max(1, 2_000_000 // max(1, len(nz)))
+    for i in range(0, len(_TILTS), step):
+        lam = _TILTS[i:i + step, None]
+        up[i:i + step] = _logsumexp_rows(logm[None, :] + lam * loss[None, :])
+        down[i:i + step] = _logsumexp_rows(logm[None, :] - lam * loss[None, :])
     return up, down
 
 
@@ -304,9 +305,17 @@ def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
     return m + np.log(np.sum(np.exp(x - m[:, None]), axis=1)) + 1e-12
 
 
-@functools.lru_cache(maxsize=64)
-def _single_mgf(release, count: int, h: float):
-    return _log_mgf_bounds(_single(release, count, h))
+@functools.lru_cache(maxsize=32)
+def _singles(comp: Composition, h: float) -> tuple:
+    """Per item of ``comp``: (discretised PMF, log-MGF bounds up, down, copies to compose);
+    the Gaussians' count is folded into one release."""
+    out = []
+    for r, c in comp.items:
+        k = c if isinstance(r, GaussianRelease) else 1
+        pmf = _single(r, k, h) if len(comp.items) <= 64 else _single.__wrapped__(r, k, h)
+        up, down = _log_mgf_bounds(pmf)
+        out.append((pmf, up, down, c // k))
+    return tuple(out)
 
 
 # -- composition of tilted arrays ---------------------------------------------------------------
@@ -396,8 +405,7 @@ def _chernoff_tilt(comp: Composition, h: float, *, delta: float | None = None,
     (from (1 − e^{ε−L})₊ ≤ c(λ)e^{λ(L−ε)}), over ε at the δ asked or over δ at the ε asked; the
     bound's value is the δ scale the tail budget is measured against.  Unlike the plain
     Chernoff tilt it stays finite (≈ 1/(L_max − ε)) when a bounded loss has an atom at its top."""
-    up = sum(_single_mgf(r, c if isinstance(r, GaussianRelease) else 1, h)[0]
-             * (1 if isinstance(r, GaussianRelease) else c) for r, c in comp.items)
+    up = sum(item[1] * item[3] for item in _singles(comp, h))
     log_c = -_TILTS * np.log1p(1.0 / _TILTS) - np.log1p(_TILTS)
     if delta is not None:
         k = int(np.argmin((log_c + up - math.log(delta)) / _TILTS))
@@ -410,18 +418,15 @@ def _chernoff_tilt(comp: Composition, h: float, *, delta: float | None = None,
 @functools.lru_cache(maxsize=128)
 def _composed(comp: Composition, lam: float, tau: float) -> tuple[_Tilted, float]:
     h = interval(comp)
-    total = None
-    for r, c in comp.items:
-        if isinstance(r, GaussianRelease):
-            pmf = _single(r, c, h)
-            up, down = _single_mgf(r, c, h)
-            part = _tilt(pmf, lam, up, down)
-        else:
-            pmf = _single(r, 1, h)
-            up, down = _single_mgf(r, 1, h)
-            part = _power(_tilt(pmf, lam, up, down), c, lam, h, tau)
-        total = part if total is None else _convolve(total, part, lam, h, tau)
-    return total, h
+    parts = []
+    for pmf, up, down, copies in _singles(comp, h):
+        parts.append(_power(_tilt(pmf, lam, up, down), copies, lam, h, tau))
+    # distinct releases are combined pairwise (a balanced tree, in canonical order): the
+    # cost is that of the last few convolutions, not (number of distinct releases) × final size
+    while len(parts) > 1:
+        parts = [_convolve(parts[i], parts[i + 1], lam, h, tau) if i + 1 < len(parts)
+                 else parts[i] for i in range(0, len(parts), 2)]
+    return parts[0], h
 
 
 def build(comp: Composition, *, delta: float | None = None, epsilon: float | None = None):
