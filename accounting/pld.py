@@ -245,7 +245,7 @@ def _rr_connect_dots(epsilon: float, h: float) -> _Pmf:
     return _finite_connect_dots(losses, masses, 0.0, h)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1)
 def _single(release, count: int, h: float) -> _Pmf:
     """The discretised PLD of one release on grid h (of ``count`` Gaussians at once: they are
     exactly one Gaussian with σ/√count)."""
@@ -305,16 +305,24 @@ def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
     return m + np.log(np.sum(np.exp(x - m[:, None]), axis=1)) + 1e-12
 
 
+def _single_with_mgf(release, count: int, h: float) -> tuple:
+    pmf = _single.__wrapped__(release, count, h)
+    return (pmf,) + _log_mgf_bounds(pmf)
+
+
+_single_with_mgf_cached = functools.lru_cache(maxsize=64)(_single_with_mgf)
+
+
 @functools.lru_cache(maxsize=32)
 def _singles(comp: Composition, h: float) -> tuple:
     """Per item of ``comp``: (discretised PMF, log-MGF bounds up, down, copies to compose);
-    the Gaussians' count is folded into one release."""
+    the Gaussians' count is folded into one release.  Cached per release while a composition
+    has few distinct ones (a run's compositions share them)."""
+    get = _single_with_mgf_cached if len(comp.items) <= 64 else _single_with_mgf
     out = []
     for r, c in comp.items:
         k = c if isinstance(r, GaussianRelease) else 1
-        pmf = _single(r, k, h) if len(comp.items) <= 64 else _single.__wrapped__(r, k, h)
-        up, down = _log_mgf_bounds(pmf)
-        out.append((pmf, up, down, c // k))
+        out.append(get(r, k, h) + (c // k,))
     return tuple(out)
 
 
@@ -337,7 +345,11 @@ def _tilt(pmf: _Pmf, lam: float, up, down) -> _Tilted:
     with np.errstate(divide="ignore"):
         logq = np.log(pmf.p) + lam * losses
     s = float(np.max(logq))
-    return _Tilted(pmf.lo, np.exp(logq - s), s, pmf.inf, up, down, lam)
+    # bins below 2^-900 of the largest are raised to it (more mass: pessimistic, and far
+    # below the round-off bound every convolution adds): subnormal floats make numpy ~100×
+    # slower
+    q = np.maximum(np.exp(logq - s), 2.0 ** -900)
+    return _Tilted(pmf.lo, q, s, pmf.inf, up, down, lam)
 
 
 def _fft_error(a: np.ndarray, b: np.ndarray, n: int) -> float:
@@ -345,7 +357,11 @@ def _fft_error(a: np.ndarray, b: np.ndarray, n: int) -> float:
     (module docstring, item 2)."""
     rho = 10.0 * _U * math.ceil(math.log2(n))
     n1a, n1b = float(np.sum(a)), float(np.sum(b))
-    n2a, n2b = float(np.sqrt(np.dot(a, a))), float(np.sqrt(np.dot(b, b)))
+    # 2-norms of max(·, 1e-150): an upper bound whose squares stay normal floats
+    # (subnormal products make the dot product ~100× slower)
+    a2, b2 = np.maximum(a, 1e-150), np.maximum(b, 1e-150)
+    # (and no np.dot: its BLAS call took ~20 ms per 16k values on the loaded 2-core VM)
+    n2a, n2b = math.sqrt(float(np.sum(a2 * a2))), math.sqrt(float(np.sum(b2 * b2)))
     return (3.0 * rho + 4.0 * _U) * (n1a * n2b + n2a * n1b) * (1.0 + 1e-10) + 1e-300
 
 
