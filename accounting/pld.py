@@ -24,13 +24,15 @@ mass at +∞ can only raise it.  Every approximation below is one of those three
    h = 2^-14), and its ``self_compose`` of a two-point PMF evaluates size**count.  So the
    discretised PMFs are composed here by FFT convolution of *exponentially tilted* arrays
    p̃_j = p_j·e^{λL_j − s} (the convolution of tilted arrays is the tilted convolution, exactly),
-   with λ the Chernoff tilt of the δ asked, so the bins that decide δ are the largest ones and
+   with λ the minimiser of the hockey-stick Chernoff bound δ(ε) ≤ c(λ)M(λ)e^{−λε} at the δ
+   (or ε) asked (:func:`_chernoff_tilt`), so the bins that decide δ are the largest ones and
    the round-off is relative to them.  After every convolution each bin is raised by a bound
    on the FFT round-off, E = (3ρ + 4u)(‖a‖₁‖b‖₂ + ‖a‖₂‖b‖₁) with ρ = 10·u·⌈log₂ n⌉ the
    relative 2-norm error of one length-n transform (Higham, *Accuracy and Stability of
    Numerical Algorithms*, 2nd ed., Thm 24.2, with its constant η ≈ 6.7u rounded up to 10u),
    and negative values are clipped to 0: the stored bins dominate the exact ones.
-   ``count`` copies of one release take O(log count) convolutions (binary powering).
+   ``count`` copies of one release take O(log count) convolutions (binary powering); distinct
+   releases are combined by a balanced tree.
 3. **Tail truncation**: after each convolution the array is cut to a window [t_L, t_R] where
    the Chernoff bounds P(L > t_R) ≤ M(λ)e^{−λt_R} and P(L < t_L) ≤ M(−θ)e^{θt_L} (M the exact
    moment generating function of the discretised partial composition, the product of the
