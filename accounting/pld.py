@@ -72,6 +72,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpledger.accounting.composition import Composition
+from dpledger.accounting.numerics import up as round_up
 from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLaplaceRelease,
                                           GaussianRelease, LaplaceRelease, NonPrivateRelease,
                                           PureEpsilonRelease)
@@ -514,7 +515,7 @@ def _epsilon_hat(t: _Tilted, h: float, lam: float, delta: float) -> float:
         u = w = 0.0
     if w > 0 and u + t.inf - target > 0:
         guess = min(b, max(a, math.log(u + t.inf - target) - math.log(w)))
-    guess = math.nextafter(guess, math.inf)
+    guess = round_up(guess)
     step = max(abs(guess), h) * 2.0 ** -52
     while guess < b:            # the closed form is a difference: step up until verified
         if _delta_hat(t, h, lam, guess) <= target:
