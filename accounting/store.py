@@ -1,0 +1,517 @@
+"""A persistent per-reward ledger: an SQLite file a long-running client appends to as it runs.
+
+Layout (SQLite from the standard library, WAL journal, so readers never block the writer and a
+writer killed at any moment leaves the last committed state):
+
+* ``meta(key, value)``: ``format`` = ``dpledger-store``, ``version``, ``budget`` (JSON, or
+  absent);
+* ``releases(id, json)``: the interned releases (``release_to_json``, ids 0, 1, … in order);
+* ``batches(seq, n, data, sha256)``: one row per append — ``n`` ledger rows packed as a
+  little-endian int64 array of shape (n, 6) with columns (run, arm, start, stop, release_id,
+  count) (``accounting.ledger.ROW_FIELDS``) and the blob's sha256.  Packing keeps reading a
+  million rows a matter of ``np.frombuffer``.
+
+One append (:meth:`LedgerStore.append` or a batch, :meth:`LedgerStore.append_many`) is one
+transaction: ``BEGIN IMMEDIATE`` … ``COMMIT`` with ``synchronous=FULL``; it is acknowledged
+(the call returns) only after the commit, so an acknowledged record survives a kill -9 and a
+half-written one is rolled back by SQLite's journal.
+
+With a budget (:mod:`.filters`), every append is checked against each touched reward's spend
+before it is written; a refused append raises :class:`~.filters.BudgetExceeded` naming the
+reward and its spend, and stores nothing (the transaction is rolled back).  A batch is admitted
+or refused as a whole: spends only grow, so the batch is admissible iff every reward's spend
+*after* the whole batch is within the budget.
+
+Per-reward spends are kept by the writer as piecewise-constant functions per (run, arm) stream
+(breakpoints and values; cost grows with distinct range ends, never with indices).  They are
+float upper bounds: count × cost is exact for count 1 and stepped up otherwise; a batch of
+several ranges sums per piece by a difference array whose rounding error is at most 2·n·u·Σ
+cost (γ_n bound of recursive summation, u = 2^-53), that bound is added and the piece stepped
+up once more; the addition to the old spend steps up exactly when it rounded down (Knuth's
+TwoSum), so single records of dyadic costs (4 × ε = 0.25) keep their exact spend.  When another process has written since
+(``PRAGMA data_version``), the spends are rebuilt from the file inside the write transaction.
+``verify`` recomputes every spend independently from the rows (integer counts per release,
+then an exact rational sum for every piece whose float spend comes near the limit).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from dpledger.accounting.filters import Budget, BudgetExceeded, CURRENCY_OF
+from dpledger.accounting.releases import Release, release_from_json, release_to_json
+from dpledger.errors import DpledgerError
+
+FORMAT = "dpledger-store"
+VERSION = 1
+_U = 2.0 ** -53
+_MAX_INT = (1 << 62)          # counts, indices, runs and arms fit int64 with room for sums
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_store(path: str | os.PathLike) -> bool:
+    """True when ``path`` is an SQLite file (the dispatch used by verify/curve/show)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == _SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _release_key(release: Release) -> str:
+    return json.dumps(release_to_json(release), sort_keys=True, allow_nan=False)
+
+
+@dataclass
+class _Stream:
+    """Piecewise-constant spend of one (run, arm): ``values[j]`` on ``[bp[j], bp[j+1])``."""
+
+    bp: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    values: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+
+
+def _add_ranges(st: _Stream, start: np.ndarray, stop: np.ndarray,
+                cost: np.ndarray) -> tuple[_Stream, np.ndarray, np.ndarray]:
+    """The stream after adding ``cost[k]`` on ``[start[k], stop[k])`` (upper bounds, see module
+    docstring), plus the new pieces' old values and a mask of the pieces covered."""
+    pts = np.union1d(np.union1d(st.bp, start), stop)
+    n_old = st.values.size
+    idx = np.searchsorted(st.bp, pts[:-1], side="right") - 1
+    inside = (idx >= 0) & (idx < n_old)
+    old = np.zeros(pts.size - 1)
+    old[inside] = st.values[idx[inside]]
+    i0 = np.searchsorted(pts, start)
+    i1 = np.searchsorted(pts, stop)
+    diff = np.zeros(pts.size)
+    np.add.at(diff, i0, cost)
+    np.add.at(diff, i1, -cost)
+    cover = np.zeros(pts.size, dtype=np.int64)
+    np.add.at(cover, i0, 1)
+    np.add.at(cover, i1, -1)
+    covered = np.cumsum(cover)[:-1] > 0
+    add = np.cumsum(diff)[:-1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        # one range: cumsum of (+c, −c) is exactly c; several: the γ_n summation bound
+        err = 0.0 if start.size == 1 else 2.0 * (start.size + 1) * _U * float(np.sum(cost))
+        inc = np.maximum(add, 0.0) + err
+        s = old + inc
+        # Knuth's TwoSum: e is the exact rounding error of old + inc; step up only if s fell
+        # below the exact sum (so exactly representable spends, 4 × 0.25, stay exact)
+        bb = s - old
+        e = (old - (s - bb)) + (inc - bb)
+        s = np.where(e > 0, np.nextafter(s, np.inf), s)
+        if err > 0:
+            s = np.nextafter(s, np.inf)
+        new = np.where(covered, s, old)
+    return _Stream(pts, new), old, covered
+
+
+class LedgerStore:
+    """A ledger store opened for reading and appending.  Use :meth:`create` or :meth:`open`."""
+
+    def __init__(self, path: str | os.PathLike, conn: sqlite3.Connection, budget: Budget | None,
+                 readonly: bool):
+        self.path = os.fspath(path)
+        self._conn = conn
+        self.budget = budget
+        self.readonly = readonly
+        self._release_ids: dict[str, int] = {}
+        self._releases: list[Release] = []
+        self._unit_costs: list[float] = []
+        self._spend: dict[tuple[int, int], _Stream] | None = None
+        self._data_version: int | None = None
+
+    # -- opening ---------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | os.PathLike, budget: Budget | str | None = None) -> "LedgerStore":
+        """A new, empty store at ``path`` (refuses to overwrite an existing file)."""
+        if isinstance(budget, str):
+            budget = Budget.parse(budget)
+        if os.path.exists(path):
+            raise DpledgerError(f"{os.fspath(path)} already exists; not overwriting it")
+        conn = _connect(path, readonly=False)
+        with conn:
+            conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            conn.execute("CREATE TABLE releases(id INTEGER PRIMARY KEY, json TEXT UNIQUE NOT NULL)")
+            conn.execute("CREATE TABLE batches(seq INTEGER PRIMARY KEY, n INTEGER NOT NULL, "
+                         "data BLOB NOT NULL, sha256 TEXT NOT NULL)")
+            conn.executemany("INSERT INTO meta VALUES (?, ?)",
+                             [("format", FORMAT), ("version", str(VERSION))]
+                             + ([("budget", json.dumps(budget.to_json(), allow_nan=False))]
+                                if budget else []))
+        store = cls(path, conn, budget, readonly=False)
+        return store
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, readonly: bool = False) -> "LedgerStore":
+        if not os.path.exists(path):
+            raise DpledgerError(f"no ledger store at {os.fspath(path)}")
+        if not is_store(path):
+            raise DpledgerError(f"{os.fspath(path)} is not a ledger store (not an SQLite file)")
+        conn = _connect(path, readonly=readonly)
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise DpledgerError(f"{os.fspath(path)} is not a ledger store ({exc})") from None
+        if meta.get("format") != FORMAT:
+            conn.close()
+            raise DpledgerError(f"{os.fspath(path)} is not a dpledger ledger store")
+        if meta.get("version") != str(VERSION):
+            conn.close()
+            raise DpledgerError(f"{os.fspath(path)}: store version {meta.get('version')!r}, "
+                                f"this dpledger reads version {VERSION}")
+        budget = Budget.from_json(json.loads(meta["budget"])) if "budget" in meta else None
+        store = cls(path, conn, budget, readonly)
+        store._load_releases()
+        return store
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "LedgerStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- releases --------------------------------------------------------------------------
+    def _load_releases(self) -> None:
+        rows = self._conn.execute(
+            "SELECT id, json FROM releases WHERE id >= ? ORDER BY id",
+            (len(self._releases),)).fetchall()
+        for rid, text in rows:
+            if rid != len(self._releases):
+                raise DpledgerError(f"{self.path}: release ids are not 0, 1, … (found {rid})")
+            release = release_from_json(json.loads(text))
+            self._releases.append(release)
+            self._release_ids[text] = rid
+            if self.budget is not None:
+                self._unit_costs.append(self.budget.unit_cost(release))
+
+    @property
+    def releases(self) -> list[Release]:
+        return list(self._releases)
+
+    def _intern(self, release: Release) -> int:
+        """Inside a write transaction: the release's id, inserting it if new."""
+        if not hasattr(release, "normal_form"):
+            raise DpledgerError(f"not a release: {release!r}")
+        key = _release_key(release)
+        rid = self._release_ids.get(key)
+        if rid is None:
+            self._load_releases()           # another writer may have added it
+            rid = self._release_ids.get(key)
+        if rid is None:
+            rid = len(self._releases)
+            self._conn.execute("INSERT INTO releases(id, json) VALUES (?, ?)", (rid, key))
+            self._releases.append(release)
+            self._release_ids[key] = rid
+            if self.budget is not None:
+                self._unit_costs.append(self.budget.unit_cost(release))
+        return rid
+
+    # -- appending ---------------------------------------------------------------------------
+    def append(self, arm: int, start: int, stop: int, release: Release, count: int = 1,
+               run: int = 0) -> int:
+        """One record (one transaction): ``count`` releases of ``release`` over observations
+        ``[start, stop)`` of ``arm`` in ``run``.  Returns the number of records now stored."""
+        return self.append_many([(run, arm, start, stop, release, count)])
+
+    def append_many(self, records: Iterable[tuple]) -> int:
+        """A batch of ``(run, arm, start, stop, release, count)`` in one transaction: all
+        stored, or (budget refusal, bad input, crash) none.  Returns the records now stored."""
+        if self.readonly:
+            raise DpledgerError("store opened read-only")
+        recs = list(records)
+        if not recs:
+            return self.n_records()
+        releases = [r[4] for r in recs]
+        try:
+            ints = np.array([(r[0], r[1], r[2], r[3], r[5]) for r in recs], dtype=object)
+        except (IndexError, TypeError):
+            raise DpledgerError("records are (run, arm, start, stop, release, count)") from None
+        cols = _int_columns(ints)
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            uniq: dict[int, int] = {}
+            ids = np.empty(len(recs), dtype=np.int64)
+            for i, rel in enumerate(releases):
+                key = id(rel)
+                rid = uniq.get(key)
+                if rid is None:
+                    rid = uniq[key] = self._intern(rel)
+                ids[i] = rid
+            data = np.stack([cols[0], cols[1], cols[2], cols[3], ids, cols[4]], axis=1)
+            new_spend = self._check_budget(data) if self.budget is not None else None
+            blob = data.astype("<i8", copy=False).tobytes()
+            conn.execute("INSERT INTO batches(n, data, sha256) VALUES (?, ?, ?)",
+                         (len(recs), blob, hashlib.sha256(blob).hexdigest()))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            # releases interned in the rolled-back transaction are gone from the file too
+            self._releases, self._release_ids, self._unit_costs = [], {}, []
+            self._load_releases()
+            raise
+        if new_spend is not None:
+            self._spend.update(new_spend)
+        self._data_version = self._read_data_version()
+        return self.n_records()
+
+    def _read_data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _check_budget(self, data: np.ndarray) -> dict:
+        """Inside the write transaction: the new spends of the streams ``data`` touches, or
+        :class:`BudgetExceeded` naming the first reward (by run, arm, index) that overflows."""
+        if self._spend is None or self._data_version != self._read_data_version():
+            self._spend = self._rebuild_spend()
+        costs = np.array(self._unit_costs, dtype=np.float64)[data[:, 4]]
+        counts = data[:, 5]
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = costs * counts.astype(np.float64)      # exact for count 1; else one step up
+            total = np.where(counts > 1, np.nextafter(total, np.inf), total)
+        limit = self.budget.limit
+        for k in np.flatnonzero(~np.isfinite(total)).tolist()[:1]:
+            rel = self._releases[int(data[k, 4])]
+            raise BudgetExceeded(
+                f"refused: release {rel.kind}{release_to_json(rel)} has no finite "
+                f"{self.budget.currency} cost, so no record of it fits the budget "
+                f"{self.budget.describe()}", int(data[k, 0]), int(data[k, 1]), int(data[k, 2]),
+                math.nan, math.inf, limit)
+        out = {}
+        keys = data[:, 0] * (1 << 31) + data[:, 1]
+        order = np.argsort(keys, kind="stable")
+        bounds = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1], True])
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            sel = order[a:b]
+            sk = (int(data[sel[0], 0]), int(data[sel[0], 1]))
+            st = self._spend.get(sk, _Stream())
+            new, old, covered = _add_ranges(st, data[sel, 2], data[sel, 3], total[sel])
+            over = covered & ~(new.values <= limit)
+            if over.any():
+                j = int(np.flatnonzero(over)[0])
+                idx = int(new.bp[j])
+                raise BudgetExceeded(
+                    f"refused: reward run={sk[0]} arm={sk[1]} index={idx} has spent "
+                    f"{float(old[j])!r} {CURRENCY_OF[self.budget.currency]} and this record "
+                    f"would take it to {float(new.values[j])!r} > budget {self.budget.describe()}"
+                    "; nothing was stored", sk[0], sk[1], idx, float(old[j]),
+                    float(new.values[j] - old[j]), limit)
+            out[sk] = new
+        return out
+
+    def _rebuild_spend(self) -> dict:
+        self._load_releases()
+        data = self.rows_array()
+        spend: dict[tuple[int, int], _Stream] = {}
+        if data.shape[0] == 0:
+            return spend
+        costs = np.array(self._unit_costs, dtype=np.float64)[data[:, 4]]
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = costs * data[:, 5].astype(np.float64)
+            total = np.where(data[:, 5] > 1, np.nextafter(total, np.inf), total)
+        keys = data[:, 0] * (1 << 31) + data[:, 1]
+        order = np.argsort(keys, kind="stable")
+        bounds = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1], True])
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            sel = order[a:b]
+            sk = (int(data[sel[0], 0]), int(data[sel[0], 1]))
+            spend[sk] = _add_ranges(_Stream(), data[sel, 2], data[sel, 3], total[sel])[0]
+        return spend
+
+    # -- reading ---------------------------------------------------------------------------
+    def n_records(self) -> int:
+        return int(self._conn.execute("SELECT COALESCE(SUM(n), 0) FROM batches").fetchone()[0])
+
+    def rows_array(self, check: bool = False) -> np.ndarray:
+        """Every stored row as an (N, 6) int64 array in append order (one read transaction,
+        so a consistent snapshot while a writer appends).  ``check``: verify each batch's
+        size and sha256 (raises :class:`DpledgerError` naming the batch)."""
+        cur = self._conn.execute("SELECT seq, n, data, sha256 FROM batches ORDER BY seq")
+        parts = []
+        for seq, n, blob, sha in cur:
+            if check:
+                if not isinstance(blob, bytes) or len(blob) != 48 * n or n < 1:
+                    raise DpledgerError(f"batch {seq}: {n} rows declared, {len(blob)} bytes")
+                if hashlib.sha256(blob).hexdigest() != sha:
+                    raise DpledgerError(f"batch {seq}: sha256 mismatch")
+            parts.append(blob)
+        if not parts:
+            return np.zeros((0, 6), dtype=np.int64)
+        return np.frombuffer(b"".join(parts), dtype="<i8").reshape(-1, 6).astype(np.int64,
+                                                                                  copy=False)
+
+    def to_ledger(self, data: np.ndarray | None = None):
+        """The stored rows as a :class:`~dpledger.accounting.ledger.RewardLedger` (one
+        snapshot; streams' lengths are their largest stop)."""
+        from dpledger.accounting.ledger import RewardLedger
+        self._load_releases()
+        if data is None:
+            data = self.rows_array()
+        led = RewardLedger()
+        for r in self._releases:
+            led.intern(r)
+        if len(led.releases) != len(self._releases):
+            raise DpledgerError(f"{self.path}: two stored releases are equal")
+        if data.shape[0]:
+            led.append_rows(*(np.ascontiguousarray(data[:, j]) for j in range(6)), owned=True)
+            keys = data[:, 0] * (1 << 31) + data[:, 1]
+            uk, inv = np.unique(keys, return_inverse=True)
+            length = np.zeros(uk.size, dtype=np.int64)
+            np.maximum.at(length, inv, data[:, 3])
+            led.set_stream_lengths(uk >> 31, uk & ((1 << 31) - 1), length)
+        return led
+
+    def streams(self) -> int:
+        data = self.rows_array()
+        return int(np.unique(data[:, 0] * (1 << 31) + data[:, 1]).size) if data.size else 0
+
+    def status(self, deltas: Sequence[float] | None = None) -> dict:
+        """``{"records", "streams", "releases", "budget", "worst_reward", "privacy"}``; the
+        privacy block is ``compose --json``'s, for the worst reward's composition."""
+        from dpledger.accounting.schema import SCHEMA_VERSION, parse_deltas, privacy_block
+        deltas = parse_deltas(deltas)
+        data = self.rows_array()
+        led = self.to_ledger(data)
+        out: dict = {"schema_version": SCHEMA_VERSION, "records": int(data.shape[0])}
+        out["streams"] = (int(np.unique(data[:, 0] * (1 << 31) + data[:, 1]).size)
+                          if data.size else 0)
+        out["releases"] = len(self._releases)
+        out["budget"] = self.budget.to_json() if self.budget else None
+        worst = led.worst_reward(deltas) if data.shape[0] else None
+        if worst is None:
+            out["worst_reward"] = None
+            out["privacy"] = privacy_block([], deltas)
+            out["budget_spent"] = 0.0 if self.budget else None
+            return out
+        ref = worst.reward
+        out["worst_reward"] = {"run": ref.run, "arm": ref.arm, "index": ref.index,
+                               "composition": worst.composition.to_json()}
+        out["privacy"] = privacy_block([worst.composition], deltas)
+        if self.budget:
+            out["budget_spent"] = max_spend(self, data)[0]
+        return out
+
+
+def max_spend(store: LedgerStore, data: np.ndarray) -> tuple[float, tuple[int, int, int] | None]:
+    """The largest per-reward spend in the budget's currency, recomputed from the rows alone
+    (integer counts per release per piece, then an exact rational sum for every piece within
+    1e-9 relative of the float maximum) and the reward attaining it."""
+    from fractions import Fraction
+    from dpledger.accounting import reward_queries as rq
+    from dpledger.accounting.numerics import float_up
+    led = store.to_ledger(data)
+    if data.shape[0] == 0:
+        return 0.0, None
+    pt = rq.piece_totals(led)
+    unit = [store.budget.unit_cost(r) for r in led.releases]
+    with np.errstate(invalid="ignore", over="ignore"):
+        approx = np.asarray(unit, dtype=np.float64) @ pt.counts.astype(np.float64)
+    approx = np.where(pt.counts.sum(axis=0) > 0, approx, 0.0)
+    top = float(np.max(approx))
+    if not math.isfinite(top):
+        p = int(np.argmax(approx))
+        return math.inf, (int(pt.run[p]), int(pt.arm[p]), int(pt.start[p]))
+    cand = np.flatnonzero(approx >= top * (1 - 1e-9))
+    best, where = Fraction(-1), None
+    for p in cand.tolist():
+        exact = sum((Fraction(int(c)) * Fraction(unit[i])
+                     for i, c in enumerate(pt.counts[:, p].tolist()) if c), Fraction(0))
+        if exact > best:
+            best, where = exact, (int(pt.run[p]), int(pt.arm[p]), int(pt.start[p]))
+    return float_up(best), where
+
+
+def verify_store(path: str | os.PathLike) -> list[str]:
+    """Every problem found in the store at ``path`` (empty: clean).  Opens read-only: SQLite's
+    quick_check, the format, every batch's size and sha256, rows (0 ≤ start < stop, count ≥ 1,
+    known release ids), releases that parse, the budget re-derived from its parameters, and
+    every reward's spend recomputed from the rows within the budget."""
+    problems: list[str] = []
+    try:
+        store = LedgerStore.open(path, readonly=True)
+    except DpledgerError as exc:
+        return [str(exc)]
+    try:
+        qc = store._conn.execute("PRAGMA quick_check").fetchall()
+        if qc != [("ok",)]:
+            problems.append(f"sqlite quick_check: {qc[:3]}")
+        store._conn.execute("BEGIN")            # one snapshot for every check below
+        try:
+            data = store.rows_array(check=True)
+        except DpledgerError as exc:
+            return problems + [str(exc)]
+        if data.size:
+            if (data[:, 2] < 0).any() or (data[:, 3] <= data[:, 2]).any():
+                problems.append("a row has start < 0 or stop <= start")
+            if (data[:, 5] < 1).any():
+                problems.append("a row has count < 1")
+            if (data[:, 0] < 0).any() or (data[:, 1] < 0).any():
+                problems.append("a row has a negative run or arm")
+            if (data[:, 4] < 0).any() or (data[:, 4] >= len(store._releases)).any():
+                problems.append("a row names a release id not in the releases table")
+        if store.budget is not None and data.size and not problems:
+            spent, where = max_spend(store, data)
+            if not spent <= store.budget.limit:
+                problems.append(f"reward run={where[0]} arm={where[1]} index={where[2]} spent "
+                                f"{spent!r} > budget {store.budget.describe()}")
+        store._conn.execute("COMMIT")
+    finally:
+        store.close()
+    return problems
+
+
+def _int_columns(ints: np.ndarray) -> list[np.ndarray]:
+    names = ("run", "arm", "start", "stop", "count")
+    out = []
+    for j, name in enumerate(names):
+        col = ints[:, j]
+        for v in col:
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                if isinstance(v, float) and v.is_integer():
+                    continue
+                raise DpledgerError(f"{name} must be an integer, got {v!r}")
+        try:
+            arr = np.array([int(v) for v in col], dtype=np.int64)
+        except OverflowError:
+            raise DpledgerError(f"{name} must be below 2^62") from None
+        if (arr < 0).any() or (arr >= _MAX_INT).any():
+            raise DpledgerError(f"{name} must be in [0, 2^62), got {int(arr[(arr < 0) | (arr >= _MAX_INT)][0])}")
+        out.append(arr)
+    if (out[3] <= out[2]).any():
+        k = int(np.flatnonzero(out[3] <= out[2])[0])
+        raise DpledgerError(f"a record needs start < stop, got [{out[2][k]}, {out[3][k]})")
+    if (out[4] < 1).any():
+        raise DpledgerError("count must be >= 1")
+    if (out[1] >= 1 << 31).any() or (out[0] >= 1 << 31).any():
+        raise DpledgerError("run and arm must be below 2^31")
+    return out
+
+
+def _connect(path, readonly: bool) -> sqlite3.Connection:
+    path = os.fspath(path)
+    try:
+        if readonly:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                                   timeout=60.0, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(path, isolation_level=None, timeout=60.0,
+                                   check_same_thread=False)
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise DpledgerError(f"{path}: cannot switch to WAL mode (got {mode})")
+            conn.execute("PRAGMA synchronous=FULL")
+    except sqlite3.DatabaseError as exc:
+        raise DpledgerError(f"cannot open {path} as a ledger store: {exc}") from None
+    return conn
