@@ -392,13 +392,18 @@ class LedgerStore:
         worst = led.worst_reward(deltas) if data.shape[0] else None
         if worst is None:
             out["worst_reward"] = None
-            out["privacy"] = privacy_block([], deltas)
+            out["privacy"] = privacy_block([], deltas, adaptive=True)
             out["budget_spent"] = 0.0 if self.budget else None
             return out
         ref = worst.reward
         out["worst_reward"] = {"run": ref.run, "arm": ref.arm, "index": ref.index,
                                "composition": worst.composition.to_json()}
-        out["privacy"] = privacy_block([worst.composition], deltas)
+        # a live client chooses every release from the history: fully adaptive composition,
+        # so only accountants valid under adaptive parameters (no PLD unless all-Gaussian)
+        out["privacy"] = privacy_block([worst.composition], deltas, adaptive=True)
+        out["privacy_label"] = ("realized: the worst reward's composition so far, read as an "
+                                "odometer (parameters chosen adaptively)"
+                                + ("; the budget is the filter's guarantee" if self.budget else ""))
         if self.budget:
             out["budget_spent"] = max_spend(self, data)[0]
         return out

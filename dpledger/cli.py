@@ -23,6 +23,7 @@ COMMANDS = {
     "audit": "neighbouring-stream audit: a lower bound on ε (or μ)",
     "experiment": "reproduce a paper's experiment",
     "plot": "overlay the regret curves of several runs",
+    "ledger": "a persistent ledger store: init, record, status",
 }
 
 

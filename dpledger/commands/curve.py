@@ -64,6 +64,10 @@ def curves(rep: dict, which: str, deltas, epsilons):
 
 
 def run(args) -> int:
+    from dpledger.commands.ledger import store_dispatch
+    code = store_dispatch("curve", args)     # a ledger store, not a run.json
+    if code is not None:
+        return code
     deltas = _grid("--deltas", args.deltas, DEFAULT_GRID, minimum=0.0, maximum=1.0,
                    open_interval=True)
     epsilons = _grid("--epsilons", args.epsilons, [0.1, 0.5, 1.0, 2.0, 5.0], minimum=0.0)

@@ -77,6 +77,10 @@ def _summary(rep: dict, path: str) -> str:
 
 
 def run(args) -> int:
+    from dpledger.commands.ledger import store_dispatch
+    code = store_dispatch("show", args)     # a ledger store, not a run.json
+    if code is not None:
+        return code
     if args.plot is not None:
         check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
     rep = load_run_json(args.file)

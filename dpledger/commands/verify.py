@@ -38,6 +38,10 @@ def _g(v) -> str:
 
 
 def run(args) -> int:
+    from dpledger.commands.ledger import store_dispatch
+    code = store_dispatch("verify", args)     # a ledger store, not a run.json
+    if code is not None:
+        return code
     from dpledger.commands.run import _int
     from dpledger.errors import DpledgerError
     workers = _int("workers", args.workers, 1)

@@ -1,0 +1,201 @@
+"""``dpledger ledger init|record|status STORE``: a persistent ledger a live client appends to.
+
+* ``ledger init STORE [--budget eps=E | --budget mu=M | --budget eps=E,delta=D]``
+* ``ledger record STORE [--run R] --arm A --start S --stop E SPEC...``: the releases SPEC (as in
+  ``compose``, with ``count=``) touched observations [S, E) of arm A — one transaction; with a
+  budget, refused atomically (exit 1, naming the reward and its spend) if any touched reward
+  would exceed it.
+* ``ledger status STORE [--json] [--delta D ...]``: records, streams, the worst reward and its
+  privacy block (``compose --json``'s schema) plus ``"records": N``.
+
+``dpledger verify|curve|show STORE`` accept a store too (:func:`store_dispatch`).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dpledger.errors import DpledgerError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("ledger", help="a persistent ledger store: init, record, status",
+                       description=__doc__.split("\n\n")[0])
+    lsub = p.add_subparsers(dest="ledger_command", metavar="ACTION", parser_class=type(p))
+    pi = lsub.add_parser("init", help="create an empty store")
+    pi.add_argument("store")
+    pi.add_argument("--budget", default=None,
+                    help="per-reward budget: eps=E (pure, summed), mu=M (GDP, Σμ² ≤ M²) or "
+                         "eps=E,delta=D (enforced as zCDP ρ ≤ ρ*(E, D))")
+    pi.set_defaults(func=run_init)
+    pr = lsub.add_parser("record", help="append one record (one transaction)")
+    pr.add_argument("store")
+    pr.add_argument("--run", default="0")
+    pr.add_argument("--arm", required=True)
+    pr.add_argument("--start", required=True)
+    pr.add_argument("--stop", required=True)
+    pr.add_argument("releases", nargs="+", metavar="SPEC")
+    pr.set_defaults(func=run_record)
+    ps = lsub.add_parser("status", help="records, streams, the worst reward and its privacy")
+    ps.add_argument("store")
+    ps.add_argument("--json", action="store_true")
+    ps.add_argument("--delta", action="append", type=str, help="δ to report (repeatable)")
+    ps.set_defaults(func=run_status)
+    p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
+
+
+def _int(name: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise DpledgerError(f"--{name} must be an integer, got {text!r}") from None
+
+
+def run_init(args: argparse.Namespace) -> int:
+    from dpledger.accounting.store import LedgerStore
+    store = LedgerStore.create(args.store, args.budget)
+    desc = store.budget.describe() if store.budget else "no budget"
+    store.close()
+    sys.stdout.write(f"created {args.store} ({desc})\n")
+    return 0
+
+
+def run_record(args: argparse.Namespace) -> int:
+    from dpledger.accounting.filters import BudgetExceeded
+    from dpledger.accounting.releases import parse_release_spec
+    from dpledger.accounting.store import LedgerStore
+    run_, arm = _int("run", args.run), _int("arm", args.arm)
+    start, stop = _int("start", args.start), _int("stop", args.stop)
+    specs = [parse_release_spec(s) for s in args.releases]
+    with LedgerStore.open(args.store) as store:
+        try:
+            n = store.append_many([(run_, arm, start, stop, r, c) for r, c in specs])
+        except BudgetExceeded as exc:
+            sys.stderr.write(f"dpledger ledger record: {exc}\n")
+            return 1
+    sys.stdout.write(f"recorded; {n} records\n")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from dpledger.accounting.schema import dumps
+    from dpledger.accounting.store import LedgerStore
+    from dpledger.commands.compose import _float
+    deltas = [_float(d) for d in args.delta] if args.delta else None
+    with LedgerStore.open(args.store, readonly=True) as store:
+        st = store.status(deltas)
+    if args.json:
+        sys.stdout.write(dumps(st))
+        return 0
+    sys.stdout.write(format_status(st))
+    return 0
+
+
+def format_status(st: dict) -> str:
+    from dpledger.accounting.composition import Composition
+    from dpledger.commands.compose import format_block
+    lines = [f"records: {st['records']}   streams: {st['streams']}   "
+             f"distinct releases: {st['releases']}"]
+    b = st["budget"]
+    if b:
+        lines.append(f"budget: {b['currency']} limit {b['limit']!r}; worst spend "
+                     f"{st['budget_spent']!r}")
+    w = st["worst_reward"]
+    if w is None:
+        lines.append("no releases recorded")
+        return "\n".join(lines) + "\n"
+    lines.append(f"worst reward: run {w['run']}, arm {w['arm']}, observation {w['index']}")
+    text = "\n".join(lines) + "\n"
+    return text + format_block(Composition.from_json(w["composition"]), st["privacy"])
+
+
+# -- verify / curve / show on a store -------------------------------------------------------
+def store_dispatch(command: str, args: argparse.Namespace) -> int | None:
+    """When ``args.file`` is a ledger store, run ``command`` on it and return the exit code;
+    None for any other file (the caller goes on with run.json)."""
+    from dpledger.accounting.store import is_store
+    if not is_store(args.file):
+        return None
+    return {"verify": _verify, "curve": _curve, "show": _show}[command](args)
+
+
+def _verify(args) -> int:
+    from dpledger.accounting.store import verify_store
+    for opt in ("ledger", "table"):
+        if getattr(args, opt, None):
+            raise DpledgerError(f"--{opt} does not apply to a ledger store")
+    if getattr(args, "resimulate", False):
+        raise DpledgerError("--resimulate does not apply to a ledger store (no simulation)")
+    problems = verify_store(args.file)
+    if problems:
+        sys.stderr.write(f"{args.file}: {len(problems)} problem(s)\n")
+        for p in problems[:50]:
+            sys.stderr.write(f"  {p}\n")
+        sys.stdout.write(f"{args.file}: FAILED\n")
+        return 1
+    sys.stdout.write(f"{args.file}: ok — store format, batch checksums, rows, releases"
+                     " and every reward's spend within the budget checked\n")
+    return 0
+
+
+def _worst_composition(path: str):
+    from dpledger.accounting.store import LedgerStore
+    with LedgerStore.open(path, readonly=True) as store:
+        data = store.rows_array()
+        led = store.to_ledger(data)
+        return store.status(), led
+
+
+def _curve(args) -> int:
+    from dpledger.commands.curve import DEFAULT_GRID, _grid, curves
+    if getattr(args, "which", "both") not in ("both", "realized"):
+        raise DpledgerError("a ledger store has no certificate: use --which realized")
+    st, _ = _worst_composition(args.file)
+    if st["worst_reward"] is None:
+        sys.stdout.write("no releases recorded\n")
+        return 0
+    rep = {"privacy": {"realized": {"label": "store: fully adaptive parameters (an odometer reading)",
+                                    "compositions": [st["worst_reward"]["composition"]]}},
+           "policy": {"name": args.file}}
+    deltas = _grid("--deltas", args.deltas, DEFAULT_GRID, minimum=0.0, maximum=1.0,
+                   open_interval=True)
+    epsilons = _grid("--epsilons", args.epsilons, [0.1, 0.5, 1.0, 2.0, 5.0], minimum=0.0)
+    data = curves(rep, "realized", deltas, epsilons)
+    if not data:
+        sys.stdout.write("no accountant gives a finite curve (unbounded privacy)\n")
+        return 0
+    names = list(data)
+    w = max(12, *(len(n) for n in names))
+    sys.stdout.write("ε(δ) of the worst reward\n" + f"{'δ':>8s}  "
+                     + "  ".join(f"{n:>{w}s}" for n in names) + "\n")
+    for i, d in enumerate(deltas):
+        cells = [data[n][0][i] for n in names]
+        sys.stdout.write(f"{d:8.0e}  " + "  ".join(
+            f"{c:>{w}.6g}" if c is not None else f"{'—':>{w}s}" for c in cells) + "\n")
+    if args.plot:
+        from dpledger.plots import plot_curve
+        plot_curve({n: (deltas, data[n][0]) for n in names}, args.plot,
+                   f"{args.file}: worst reward's ε(δ)")
+        sys.stdout.write(f"wrote {args.plot}\n")
+    return 0
+
+
+def _show(args) -> int:
+    import numpy as np
+    from dpledger.commands.show import per_reward
+    if getattr(args, "ledger", None):
+        raise DpledgerError("--ledger does not apply to a ledger store")
+    if args.plot:
+        raise DpledgerError("--plot is not available for a ledger store yet")
+    st, led = _worst_composition(args.file)
+    sys.stdout.write(format_status(st))
+    if st["worst_reward"] is None:
+        return 0
+    _, values, _, currency = per_reward(led)
+    finite = values[np.isfinite(values)]
+    if finite.size:
+        qs = np.quantile(finite, [0.0, 0.5, 0.9, 1.0])
+        name = "pure ε" if currency == "pure" else "GDP μ"
+        sys.stdout.write(f"per-reward {name}: min {qs[0]:.4g}, median {qs[1]:.4g}, "
+                         f"90% {qs[2]:.4g}, max {qs[3]:.4g}\n")
+    return 0
