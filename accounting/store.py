@@ -24,10 +24,10 @@ or refused as a whole: spends only grow, so the batch is admissible iff every re
 
 Per-reward spends are kept by the writer as piecewise-constant functions per (run, arm) stream
 (breakpoints and values; cost grows with distinct range ends, never with indices).  They are
-float upper bounds: count × cost is exact for count 1 and stepped up otherwise; a batch of
-several ranges sums per piece by a difference array whose rounding error is at most 2·n·u·Σ
-cost (γ_n bound of recursive summation, u = 2^-53), that bound is added and the piece stepped
-up once more; the addition to the old spend steps up exactly when it rounded down (Knuth's
+float upper bounds: count × cost stepped up when the float product fell short (Dekker's
+error-free product); a batch of several ranges sums per piece by a difference array, exact
+when the costs are dyadic on a common grid, otherwise with an error of at most 2·n·u·Σ cost
+(γ_n bound of recursive summation, u = 2^-53) that is added and the piece stepped up once more; the addition to the old spend steps up exactly when it rounded down (Knuth's
 TwoSum), so single records of dyadic costs (4 × ε = 0.25) keep their exact spend.  When another process has written since
 (``PRAGMA data_version``), the spends are rebuilt from the file inside the write transaction.
 ``verify`` recomputes every spend independently from the rows (integer counts per release,
@@ -98,8 +98,9 @@ def _add_ranges(st: _Stream, start: np.ndarray, stop: np.ndarray,
     covered = np.cumsum(cover)[:-1] > 0
     add = np.cumsum(diff)[:-1]
     with np.errstate(over="ignore", invalid="ignore"):
-        # one range: cumsum of (+c, −c) is exactly c; several: the γ_n summation bound
-        err = 0.0 if start.size == 1 else 2.0 * (start.size + 1) * _U * float(np.sum(cost))
+        # exact when every partial sum is a float (one range; or dyadic costs on a common
+        # grid); otherwise the γ_n bound of recursive summation
+        err = 0.0 if _sums_exact(cost) else 2.0 * (start.size + 1) * _U * float(np.sum(cost))
         inc = np.maximum(add, 0.0) + err
         s = old + inc
         # Knuth's TwoSum: e is the exact rounding error of old + inc; step up only if s fell
@@ -111,6 +112,42 @@ def _add_ranges(st: _Stream, start: np.ndarray, stop: np.ndarray,
             s = np.nextafter(s, np.inf)
         new = np.where(covered, s, old)
     return _Stream(pts, new), old, covered
+
+
+def _sums_exact(cost: np.ndarray) -> bool:
+    """True when every signed partial sum of ±``cost`` is exactly a float: all costs are
+    integer multiples of their smallest binary unit 2^k and 2·Σ|cost| < 2^53·2^k."""
+    if cost.size <= 1:
+        return True
+    if not np.all(np.isfinite(cost)):
+        return False
+    m, ex = np.frexp(cost)
+    mant = (m * 2.0 ** 53).astype(np.int64)              # exact: cost = mant · 2^(ex−53)
+    low = mant & -mant
+    nz = mant != 0
+    if not nz.any():
+        return True
+    unit = np.min(np.ldexp(low[nz].astype(np.float64), (ex[nz] - 53).astype(np.int64)))
+    return bool(2.0 * float(np.sum(cost)) / unit < 2.0 ** 52)
+
+
+def _times_up(cost: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """count × cost for each row, rounded up: exact products stay exact (Dekker's
+    error-free product by Veltkamp splitting tells whether the float product fell short)."""
+    n = count.astype(np.float64)
+    big = count >= (1 << 53)
+    n = np.where(big, np.nextafter(n, np.inf), n)        # float(count) may have rounded down
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = cost * n
+        sa = 134217729.0 * cost
+        ahi = sa - (sa - cost)
+        alo = cost - ahi
+        sb = 134217729.0 * n
+        bhi = sb - (sb - n)
+        blo = n - bhi
+        err = ((ahi * bhi - p) + ahi * blo + alo * bhi) + alo * blo
+        p = np.where((err > 0) | big | ~np.isfinite(err), np.nextafter(p, np.inf), p)
+        return np.where(np.isfinite(cost), p, np.inf)
 
 
 class LedgerStore:
@@ -233,11 +270,11 @@ class LedgerStore:
         recs = list(records)
         if not recs:
             return self.n_records()
+        if any(not isinstance(r, (tuple, list)) or len(r) != 6 for r in recs):
+            raise DpledgerError("records are (run, arm, start, stop, release, count) tuples")
         releases = [r[4] for r in recs]
-        try:
-            ints = np.array([(r[0], r[1], r[2], r[3], r[5]) for r in recs], dtype=object)
-        except (IndexError, TypeError):
-            raise DpledgerError("records are (run, arm, start, stop, release, count)") from None
+        ints = np.empty((len(recs), 5), dtype=object)
+        ints[:] = [(r[0], r[1], r[2], r[3], r[5]) for r in recs]
         cols = _int_columns(ints)
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
@@ -278,9 +315,7 @@ class LedgerStore:
             self._spend = self._rebuild_spend()
         costs = np.array(self._unit_costs, dtype=np.float64)[data[:, 4]]
         counts = data[:, 5]
-        with np.errstate(over="ignore", invalid="ignore"):
-            total = costs * counts.astype(np.float64)      # exact for count 1; else one step up
-            total = np.where(counts > 1, np.nextafter(total, np.inf), total)
+        total = _times_up(costs, counts)
         limit = self.budget.limit
         for k in np.flatnonzero(~np.isfinite(total)).tolist()[:1]:
             rel = self._releases[int(data[k, 4])]
@@ -318,9 +353,7 @@ class LedgerStore:
         if data.shape[0] == 0:
             return spend
         costs = np.array(self._unit_costs, dtype=np.float64)[data[:, 4]]
-        with np.errstate(over="ignore", invalid="ignore"):
-            total = costs * data[:, 5].astype(np.float64)
-            total = np.where(data[:, 5] > 1, np.nextafter(total, np.inf), total)
+        total = _times_up(costs, data[:, 5])
         keys = data[:, 0] * (1 << 31) + data[:, 1]
         order = np.argsort(keys, kind="stable")
         bounds = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1], True])
