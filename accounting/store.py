@@ -81,7 +81,13 @@ def _add_ranges(st: _Stream, start: np.ndarray, stop: np.ndarray,
                 cost: np.ndarray) -> tuple[_Stream, np.ndarray, np.ndarray]:
     """The stream after adding ``cost[k]`` on ``[start[k], stop[k])`` (upper bounds, see module
     docstring), plus the new pieces' old values and a mask of the pieces covered."""
-    pts = np.union1d(np.union1d(st.bp, start), stop)
+    ends = np.unique(np.concatenate([start, stop]))
+    if st.bp.size:      # merge into the sorted breakpoints: O(m + k log m), no re-sort of m
+        pos = np.searchsorted(st.bp, ends)
+        fresh = (pos >= st.bp.size) | (st.bp[np.minimum(pos, st.bp.size - 1)] != ends)
+        pts = np.insert(st.bp, pos[fresh], ends[fresh]) if fresh.any() else st.bp
+    else:
+        pts = ends
     n_old = st.values.size
     idx = np.searchsorted(st.bp, pts[:-1], side="right") - 1
     inside = (idx >= 0) & (idx < n_old)
@@ -259,39 +265,71 @@ class LedgerStore:
     def append(self, arm: int, start: int, stop: int, release: Release, count: int = 1,
                run: int = 0) -> int:
         """One record (one transaction): ``count`` releases of ``release`` over observations
-        ``[start, stop)`` of ``arm`` in ``run``.  Returns the number of records now stored."""
+        ``[start, stop)`` of ``arm`` in ``run``.  Returns 1, once committed."""
         return self.append_many([(run, arm, start, stop, release, count)])
 
     def append_many(self, records: Iterable[tuple]) -> int:
         """A batch of ``(run, arm, start, stop, release, count)`` in one transaction: all
-        stored, or (budget refusal, bad input, crash) none.  Returns the records now stored."""
+        stored, or (budget refusal, bad input, crash) none.  Returns the number of records
+        appended, once committed."""
         if self.readonly:
             raise DpledgerError("store opened read-only")
         recs = list(records)
         if not recs:
-            return self.n_records()
+            return 0
         if any(not isinstance(r, (tuple, list)) or len(r) != 6 for r in recs):
             raise DpledgerError("records are (run, arm, start, stop, release, count) tuples")
         releases = [r[4] for r in recs]
         ints = np.empty((len(recs), 5), dtype=object)
         ints[:] = [(r[0], r[1], r[2], r[3], r[5]) for r in recs]
         cols = _int_columns(ints)
+        uniq: dict[int, int] = {}
+        distinct: list[Release] = []
+        which = np.empty(len(recs), dtype=np.int64)
+        for i, rel in enumerate(releases):
+            k = uniq.get(id(rel))
+            if k is None:
+                k = uniq[id(rel)] = len(distinct)
+                distinct.append(rel)
+            which[i] = k
+        return self._append(cols, distinct, which)
+
+    def append_columns(self, arm, start, stop, releases: Sequence[Release], which=0, count=1,
+                       run=0) -> int:
+        """A batch given as columns (numpy arrays or scalars, broadcast): row i is
+        ``count[i]`` releases of ``releases[which[i]]`` over ``[start[i], stop[i])`` of
+        ``arm[i]`` in ``run[i]``.  One transaction, as :meth:`append_many`; the fast path
+        for bulk appends (no Python object per row)."""
+        if self.readonly:
+            raise DpledgerError("store opened read-only")
+        try:
+            arrays = np.broadcast_arrays(*(np.asarray(x) for x in (run, arm, start, stop, count,
+                                                                  which)))
+        except ValueError:
+            raise DpledgerError("append_columns: columns of different lengths") from None
+        arrays = [np.atleast_1d(a) for a in arrays]
+        for name, a in zip(("run", "arm", "start", "stop", "count", "which"), arrays):
+            if a.dtype.kind not in "iu":
+                raise DpledgerError(f"{name} must be an integer array, got dtype {a.dtype}")
+        cols = _check_columns([a.astype(np.int64) for a in arrays[:5]])
+        which = arrays[5].astype(np.int64)
+        releases = list(releases)
+        if which.size and (which.min() < 0 or which.max() >= len(releases)):
+            raise DpledgerError("which must index the releases given")
+        return self._append(cols, releases, which)
+
+    def _append(self, cols: list[np.ndarray], distinct: list[Release], which: np.ndarray) -> int:
+        if cols[0].size == 0:
+            return 0
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            uniq: dict[int, int] = {}
-            ids = np.empty(len(recs), dtype=np.int64)
-            for i, rel in enumerate(releases):
-                key = id(rel)
-                rid = uniq.get(key)
-                if rid is None:
-                    rid = uniq[key] = self._intern(rel)
-                ids[i] = rid
+            ids = np.array([self._intern(rel) for rel in distinct], dtype=np.int64)[which]
             data = np.stack([cols[0], cols[1], cols[2], cols[3], ids, cols[4]], axis=1)
             new_spend = self._check_budget(data) if self.budget is not None else None
             blob = data.astype("<i8", copy=False).tobytes()
             conn.execute("INSERT INTO batches(n, data, sha256) VALUES (?, ?, ?)",
-                         (len(recs), blob, hashlib.sha256(blob).hexdigest()))
+                         (data.shape[0], blob, hashlib.sha256(blob).hexdigest()))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -303,7 +341,7 @@ class LedgerStore:
         if new_spend is not None:
             self._spend.update(new_spend)
         self._data_version = self._read_data_version()
-        return self.n_records()
+        return int(data.shape[0])
 
     def _read_data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
@@ -527,6 +565,14 @@ def _int_columns(ints: np.ndarray) -> list[np.ndarray]:
         if (arr < 0).any() or (arr >= _MAX_INT).any():
             raise DpledgerError(f"{name} must be in [0, 2^62), got {int(arr[(arr < 0) | (arr >= _MAX_INT)][0])}")
         out.append(arr)
+    return _check_columns(out)
+
+
+def _check_columns(out: list[np.ndarray]) -> list[np.ndarray]:
+    for name, arr in zip(("run", "arm", "start", "stop", "count"), out):
+        bad = (arr < 0) | (arr >= _MAX_INT)
+        if bad.any():
+            raise DpledgerError(f"{name} must be in [0, 2^62), got {int(arr[bad][0])}")
     if (out[3] <= out[2]).any():
         k = int(np.flatnonzero(out[3] <= out[2])[0])
         raise DpledgerError(f"a record needs start < stop, got [{out[2][k]}, {out[3][k]})")

@@ -69,7 +69,8 @@ def run_record(args: argparse.Namespace) -> int:
     specs = [parse_release_spec(s) for s in args.releases]
     with LedgerStore.open(args.store) as store:
         try:
-            n = store.append_many([(run_, arm, start, stop, r, c) for r, c in specs])
+            store.append_many([(run_, arm, start, stop, r, c) for r, c in specs])
+            n = store.n_records()
         except BudgetExceeded as exc:
             sys.stderr.write(f"dpledger ledger record: {exc}\n")
             return 1

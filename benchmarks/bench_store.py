@@ -1,0 +1,74 @@
+"""Ledger store (issue 15): 1e6 records appended through the Python API, then the worst reward.
+
+Targets: appending 1e6 records ≤ 30 s; ``status`` (the worst reward and its privacy block,
+from a fresh read-only handle) ≤ 1 s.  Records: random ranges [s, s + L) with L ≤ 1000 over
+5 arms × 2e5 observations, 4 distinct releases (Laplace and Gaussian), in batches
+(``append_columns``, one transaction each).  Run with and without a budget (the budget path
+also maintains per-reward spends and checks every batch).
+
+    PYTHONPATH=. python benchmarks/bench_store.py [--records 1000000] [--batch 10000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+
+from dpledger.accounting.releases import GaussianRelease, LaplaceRelease
+from dpledger.accounting.store import LedgerStore, verify_store
+
+
+def bench(n: int, batch: int, budget: str | None) -> dict:
+    rng = np.random.default_rng(15)
+    releases = [LaplaceRelease.from_epsilon(1e-4), LaplaceRelease.from_epsilon(2e-4),
+                GaussianRelease.from_mu(1e-3), GaussianRelease.from_mu(3e-3)]
+    arm = rng.integers(0, 5, n)
+    start = rng.integers(0, 200_000, n)
+    stop = start + rng.integers(1, 1000, n)
+    which = rng.integers(0, len(releases), n)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bench.db")
+        store = LedgerStore.create(path, budget)
+        t0 = time.perf_counter()
+        for i in range(0, n, batch):
+            store.append_columns(arm[i:i + batch], start[i:i + batch], stop[i:i + batch],
+                                 releases, which[i:i + batch])
+        t_append = time.perf_counter() - t0
+        store.close()
+        t0 = time.perf_counter()
+        with LedgerStore.open(path, readonly=True) as reader:
+            st = reader.status([1e-6])
+        t_first = time.perf_counter() - t0      # includes one-off imports / numba cache load
+        t0 = time.perf_counter()
+        with LedgerStore.open(path, readonly=True) as reader:
+            st = reader.status([1e-6])
+        t_status = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        problems = verify_store(path)
+        t_verify = time.perf_counter() - t0
+        size = os.path.getsize(path)
+    assert st["records"] == n and not problems, problems
+    return {"append_s": t_append, "status_s": t_status, "first_s": t_first, "verify_s": t_verify,
+            "mb": size / 1e6, "worst": st["worst_reward"]["index"],
+            "eps_1e-6": st["privacy"]["epsilon_at_delta"]["1e-06"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--batch", type=int, default=10_000)
+    args = ap.parse_args()
+    for budget in (None, "eps=1000,delta=1e-6"):
+        r = bench(args.records, args.batch, budget)
+        print(f"budget={budget}: {args.records} records in batches of {args.batch}: append "
+              f"{r['append_s']:.2f} s (target ≤ 30), status {r['status_s']:.2f} s (target ≤ 1; "
+              f"first call in the process {r['first_s']:.2f} s), "
+              f"verify {r['verify_s']:.2f} s, file {r['mb']:.1f} MB, worst ε(1e-6) "
+              f"{r['eps_1e-6']:.4g}")
+
+
+if __name__ == "__main__":
+    main()
