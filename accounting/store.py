@@ -476,21 +476,22 @@ class LedgerStore:
                                 "odometer (parameters chosen adaptively)"
                                 + ("; the budget is the filter's guarantee" if self.budget else ""))
         if self.budget:
-            out["budget_spent"] = max_spend(self, data)[0]
+            out["budget_spent"] = max_spend(self, data, led)[0]
         return out
 
 
-def max_spend(store: LedgerStore, data: np.ndarray) -> tuple[float, tuple[int, int, int] | None]:
+def max_spend(store: LedgerStore, data: np.ndarray,
+              ledger=None) -> tuple[float, tuple[int, int, int] | None]:
     """The largest per-reward spend in the budget's currency, recomputed from the rows alone
     (integer counts per release per piece, then an exact rational sum for every piece within
     1e-9 relative of the float maximum) and the reward attaining it."""
     from fractions import Fraction
     from dpledger.accounting import reward_queries as rq
     from dpledger.accounting.numerics import float_up
-    led = store.to_ledger(data)
     if data.shape[0] == 0:
         return 0.0, None
-    pt = rq.piece_totals(led)
+    led = ledger if ledger is not None else store.to_ledger(data)
+    pt = rq.piece_totals(led)          # memoised on the ledger: shared with worst_reward
     unit = [store.budget.unit_cost(r) for r in led.releases]
     with np.errstate(invalid="ignore", over="ignore"):
         approx = np.asarray(unit, dtype=np.float64) @ pt.counts.astype(np.float64)
