@@ -156,14 +156,22 @@ class RdpAccountant:
         _require(self, comp, adaptive)
         if comp.is_empty():
             return 0.0
-        return _rdp.rdp_to_epsilon(comp.rdp(), delta)[0]
+        orders = comp.rdp_orders()          # listed orders only, when a release has them
+        eps = _rdp.rdp_to_epsilon(comp.rdp(orders), delta, orders)[0]
+        if comp.linear_rdp():               # ρα at every α: optimise α continuously too
+            eps = min(eps, _rdp.zcdp_to_epsilon(comp.zcdp_rho(), delta)[0])
+        return eps
 
     def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
         check_nonnegative("epsilon", epsilon)
         _require(self, comp, adaptive)
         if comp.is_empty():
             return 0.0
-        return min(1.0, exp_up(_rdp.rdp_to_log_delta(comp.rdp(), epsilon)))
+        orders = comp.rdp_orders()
+        log_delta = _rdp.rdp_to_log_delta(comp.rdp(orders), epsilon, orders)
+        if comp.linear_rdp():
+            log_delta = min(log_delta, _rdp.zcdp_to_log_delta(comp.zcdp_rho(), epsilon))
+        return min(1.0, exp_up(log_delta))
 
 
 class PldAccountant:

@@ -33,8 +33,8 @@ from dpledger.accounting.numerics import div_down, float_up, sqrt_up, sum_up
 from dpledger.accounting.pure import zcdp_of_pure
 from dpledger.accounting.releases import (
     BOUND, EXACT, NOT_APPLICABLE, UNBOUNDED, DiscreteGaussianRelease, DiscreteGaussianTotal,
-    DiscreteLaplaceRelease, GaussianRelease, LaplaceRelease, NonPrivateRelease, PureEpsilonRelease, Release,
-    release_from_json, release_to_json)
+    DiscreteLaplaceRelease, GaussianRelease, LaplaceRelease, NonPrivateRelease, PureEpsilonRelease,
+    RdpRelease, Release, ZcdpRelease, release_from_json, release_to_json)
 from dpledger.errors import DpledgerError, check_count
 
 MAX_GAUSSIAN_TERMS = 64
@@ -91,7 +91,8 @@ def _rr_parameter(epsilon: float) -> float:
 
 def _sort_key(item: tuple[Release, int]) -> tuple:
     nf = item[0].normal_form()
-    return (nf[0],) + tuple(float(x) for x in nf[1:])
+    return (nf[0],) + tuple(tuple(map(float, x)) if isinstance(x, tuple) else (float(x),)
+                            for x in nf[1:])
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ class Composition:
     def pure_epsilon(self) -> float:
         """Σ count·ε_i (basic composition; valid under fully adaptive choices, Rogers et al. 2016),
         exact then rounded up; ∞ when unbounded or beyond the float range."""
-        if self.status("pure") == UNBOUNDED:
+        if self.status("pure") in (UNBOUNDED, NOT_APPLICABLE):
             return math.inf
         return sum_up((c, r.epsilon) for r, c in self.items)
 
@@ -227,7 +228,7 @@ class Composition:
         for r, c in self.items:
             if isinstance(r, GaussianRelease):
                 total += c * Fraction(r.mu2) / 2
-            elif isinstance(r, (DiscreteGaussianRelease, DiscreteGaussianTotal)):
+            elif isinstance(r, (DiscreteGaussianRelease, DiscreteGaussianTotal, ZcdpRelease)):
                 total += c * Fraction(r.rho)
             elif isinstance(r, LaplaceRelease):
                 total += c * Fraction(_rdp.laplace_zcdp(r.epsilon))
@@ -235,7 +236,30 @@ class Composition:
                 total += c * Fraction(zcdp_of_pure(r.epsilon))
         return float_up(total)
 
-    def rdp(self, orders: np.ndarray = _rdp.ORDERS) -> np.ndarray:
+    def rdp_orders(self) -> np.ndarray:
+        """The orders the RDP accountant uses: :data:`.rdp.ORDERS`, or — when a release is
+        known only at listed orders (:class:`RdpRelease`) — the union of the listed orders,
+        without those above any such release's largest listed order (unknown there)."""
+        listed = [r for r in self.releases if isinstance(r, RdpRelease)]
+        if not listed:
+            return _rdp.ORDERS
+        top = min(r.orders[-1] for r in listed)
+        union = np.unique(np.concatenate([np.asarray(r.orders) for r in listed]))
+        return union[union <= top]
+
+    def linear_rdp(self) -> bool:
+        """A zCDP release is present and every release has RDP ε(α) = ρα exactly or as its
+        bound (Gaussian, discrete Gaussian, zCDP): the composition is ``zcdp_rho()``-zCDP and
+        the RDP accountant also optimises α continuously (issue 15).  Compositions without a
+        zCDP release keep the order grid alone (their reported ε is pinned to a grid order)."""
+        return any(isinstance(r, ZcdpRelease) for r in self.releases) and all(
+            isinstance(r, (GaussianRelease, DiscreteGaussianRelease, DiscreteGaussianTotal,
+                           ZcdpRelease)) for r in self.releases)
+
+    def rdp(self, orders: np.ndarray | None = None) -> np.ndarray:
+        """Σ count·ε_i(α) at ``orders`` (default :meth:`rdp_orders`)."""
+        if orders is None:
+            orders = self.rdp_orders()
         total = np.zeros_like(orders)
         if self.status("rdp") == UNBOUNDED:
             return total + np.inf
@@ -243,8 +267,10 @@ class Composition:
             c = float_up(c)     # exact for counts below 2^53; rounded up beyond
             if isinstance(r, GaussianRelease):
                 curve = _rdp.gaussian_rdp(r.mu2, orders)
-            elif isinstance(r, (DiscreteGaussianRelease, DiscreteGaussianTotal)):
+            elif isinstance(r, (DiscreteGaussianRelease, DiscreteGaussianTotal, ZcdpRelease)):
                 curve = _rdp.zcdp_rdp(r.rho, orders)
+            elif isinstance(r, RdpRelease):
+                curve = r.at(orders) * _rdp.INFLATE   # the float sums' slack, as other curves
             elif isinstance(r, LaplaceRelease):
                 curve = _rdp.laplace_rdp(r.epsilon, orders)
             else:   # generic pure and discrete Laplace: randomized-response bound
@@ -297,6 +323,12 @@ class Composition:
                 continue
             elif isinstance(r, NonPrivateRelease):
                 ev = E.NonPrivateDpEvent()
+            elif isinstance(r, ZcdpRelease):
+                ev = E.ZCDpEvent(rho=r.rho, xi=0.0)
+            elif isinstance(r, RdpRelease):
+                raise DpledgerError(
+                    "dp-accounting 0.6.0 has no event for an RDP curve given at listed orders; "
+                    "this composition cannot be exported as a DpEvent")
             else:
                 ev = E.UnsupportedDpEvent()
             events.append(ev if c == 1 else E.SelfComposedDpEvent(ev, c))
@@ -332,6 +364,10 @@ class Composition:
                 pairs.append((PureEpsilonRelease(epsilon=eps), mult))
             elif isinstance(ev, E.NonPrivateDpEvent):
                 pairs.append((NonPrivateRelease(), mult))
+            elif isinstance(ev, E.ZCDpEvent):
+                if ev.xi != 0:
+                    raise DpledgerError(f"cannot import ZCDpEvent with xi = {ev.xi!r} != 0")
+                pairs.append((ZcdpRelease(rho=ev.rho), mult))
             elif isinstance(ev, E.NoOpDpEvent):
                 pass
             else:

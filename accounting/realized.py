@@ -153,14 +153,17 @@ def _rdp_max(comps: Sequence[Composition], delta: float) -> float:
     for i, c in enumerate(comps):
         for r, n in c.items:
             X[i, col[r]] += n
-    curves = np.array([Composition(((r, 1),)).rdp() for r in col])
+    acc = ACCOUNTANTS["rdp"]
+    if any(isinstance(c.rdp_orders(), np.ndarray) and c.rdp_orders() is not _rdp.ORDERS
+           for c in comps):     # listed-order releases: no common grid to rank on
+        return max(float(acc.epsilon(c, delta, True)) for c in comps)
     orders = _rdp.ORDERS
+    curves = np.array([Composition(((r, 1),)).rdp(orders) for r in col])
     conv = np.log1p(-1.0 / orders) - (math.log(delta) + np.log(orders)) / (orders - 1.0)
     with np.errstate(invalid="ignore"):
         approx = np.nanmin(X @ curves + conv[None, :], axis=1)
     approx = np.maximum(approx, 0.0)
     cut = approx.max() - 1e-9 * abs(approx.max()) - 1e-12
-    acc = ACCOUNTANTS["rdp"]
     return max(float(acc.epsilon(comps[i], delta, True)) for i in np.flatnonzero(approx >= cut))
 
 

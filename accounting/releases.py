@@ -29,7 +29,7 @@ from typing import ClassVar, Mapping, Union
 from fractions import Fraction
 
 from dpledger.accounting.numerics import div_up, float_up
-from dpledger.errors import DpledgerError, check_count, check_positive
+from dpledger.errors import DpledgerError, check_count, check_nonnegative, check_positive
 
 EXACT, BOUND, UNBOUNDED, NOT_APPLICABLE = "exact", "bound", "unbounded", "not_applicable"
 CURRENCIES = ("pure", "gdp", "zcdp", "rdp", "pld")
@@ -274,6 +274,97 @@ class DiscreteGaussianTotal:
 
 
 @dataclass(frozen=True)
+class RdpRelease:
+    """A mechanism known only by its Rényi-DP curve at listed orders (subsampled, mixture, …).
+
+    ``orders`` α_1 < … < α_n (all > 1) and ``values`` r_1 ≤ … ≤ r_n ≥ 0: the Rényi divergence
+    of order α_i between the outputs on any two neighbouring inputs is at most r_i
+    (Mironov 2017, Def. 4).  At an order α not listed, the value of the smallest listed order
+    at or above it bounds the divergence (D_α is non-decreasing in α, van Erven–Harremoës 2014
+    Thm 3); above α_n nothing is known.  Values must be non-decreasing in α for the same
+    reason (a list that is not cannot be a Rényi curve and is refused).
+    * RDP: the listed bound (status bound); composition adds curves order by order
+      (Mironov 2017, Prop. 1), at the union of the listed orders
+      (:meth:`dpledger.accounting.composition.Composition.rdp_orders`).
+    * (ε, δ): the improved conversion (Balle et al. 2020, Thm 21; Canonne–Kamath–Steinke 2020,
+      Prop. 12) minimised over the listed orders only — nothing is assumed between orders.
+    * pure ε, GDP μ, zCDP ρ, PLD: unknown from finitely many orders (not_applicable).
+    """
+
+    orders: tuple
+    values: tuple
+    kind: ClassVar[str] = "rdp"
+    statuses: ClassVar[Mapping[str, str]] = {
+        "pure": NOT_APPLICABLE, "gdp": NOT_APPLICABLE, "zcdp": NOT_APPLICABLE, "rdp": BOUND,
+        "pld": NOT_APPLICABLE}
+
+    def __post_init__(self) -> None:
+        try:
+            orders = tuple(check_positive("rdp order", a) for a in self.orders)
+            values = tuple(check_nonnegative("rdp value", v) for v in self.values)
+        except TypeError:
+            raise DpledgerError("rdp orders and values must be lists of numbers") from None
+        if not orders or len(orders) != len(values):
+            raise DpledgerError(f"rdp needs as many values as orders (≥ 1), got {len(orders)} "
+                                f"orders and {len(values)} values")
+        if any(not (a > 1.0 and math.isfinite(a)) for a in orders):
+            raise DpledgerError(f"rdp orders must be finite and > 1, got {list(orders)}")
+        if any(b <= a for a, b in zip(orders, orders[1:])):
+            raise DpledgerError(f"rdp orders must be strictly increasing, got {list(orders)}")
+        if any(not (v >= 0.0 and math.isfinite(v)) for v in values):
+            raise DpledgerError(f"rdp values must be finite and >= 0, got {list(values)}")
+        if any(b < a for a, b in zip(values, values[1:])):
+            raise DpledgerError(f"rdp values must be non-decreasing in the order (Rényi "
+                                f"divergences are), got {list(values)}")
+        object.__setattr__(self, "orders", orders)
+        object.__setattr__(self, "values", values)
+
+    def at(self, alphas):
+        """The bound at each α of ``alphas``: the value of the smallest listed order ≥ α,
+        ∞ above the largest listed order."""
+        import numpy as np
+        alphas = np.asarray(alphas, dtype=np.float64)
+        idx = np.searchsorted(np.asarray(self.orders), alphas, side="left")
+        vals = np.append(np.asarray(self.values), np.inf)
+        return vals[idx]
+
+    def normal_form(self) -> tuple:
+        return (self.kind, self.orders, self.values)
+
+    def params(self) -> dict:
+        return {"orders": list(self.orders), "values": list(self.values)}
+
+
+@dataclass(frozen=True)
+class ZcdpRelease:
+    """A ρ-zCDP mechanism (Bun–Steinke 2016, Def. 1.1): Rényi divergence ≤ ρα at every α > 1.
+
+    * zCDP ρ (status exact, as given); RDP ε(α) = ρα; composition adds ρ (Bun–Steinke Lemma
+      2.3), also as a filter under fully adaptive choices (:mod:`dpledger.accounting.filters`).
+    * (ε, δ): the improved conversion minimised over α continuously
+      (:func:`dpledger.accounting.rdp.zcdp_to_epsilon`) when every release of a composition
+      is linear in α (Gaussian, discrete Gaussian, zCDP); else over the RDP order grid.
+    * pure ε, GDP μ, PLD: not implied by zCDP (not_applicable).
+    * dp-accounting: ``ZCDpEvent(rho, xi=0)``.
+    """
+
+    rho: float
+    kind: ClassVar[str] = "zcdp"
+    statuses: ClassVar[Mapping[str, str]] = {
+        "pure": NOT_APPLICABLE, "gdp": NOT_APPLICABLE, "zcdp": EXACT, "rdp": EXACT,
+        "pld": NOT_APPLICABLE}
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", check_positive("zcdp rho", self.rho))
+
+    def normal_form(self) -> tuple:
+        return (self.kind, self.rho)
+
+    def params(self) -> dict:
+        return {"rho": self.rho}
+
+
+@dataclass(frozen=True)
 class NonPrivateRelease:
     """A read of rewards with no noise at all (non-private baselines such as UCB1).
 
@@ -292,11 +383,12 @@ class NonPrivateRelease:
 
 
 Release = Union[LaplaceRelease, GaussianRelease, PureEpsilonRelease, DiscreteLaplaceRelease,
-                DiscreteGaussianRelease, DiscreteGaussianTotal, NonPrivateRelease]
+                DiscreteGaussianRelease, DiscreteGaussianTotal, RdpRelease, ZcdpRelease,
+                NonPrivateRelease]
 RELEASE_TYPES: dict[str, type] = {
     cls.kind: cls for cls in (LaplaceRelease, GaussianRelease, PureEpsilonRelease,
                               DiscreteLaplaceRelease, DiscreteGaussianRelease,
-                              DiscreteGaussianTotal, NonPrivateRelease)}
+                              DiscreteGaussianTotal, RdpRelease, ZcdpRelease, NonPrivateRelease)}
 
 
 def release_to_json(release: Release) -> dict:
@@ -348,6 +440,9 @@ def parse_release_spec(spec: str) -> tuple[Release, int]:
         if key == "count":
             params[key] = _exact_count(value, spec)
             continue
+        if kind == "rdp" and key in ("orders", "values"):
+            params[key] = _number_list(key, value, spec)
+            continue
         try:
             params[key] = float(value)
         except ValueError:
@@ -371,6 +466,21 @@ def parse_release_spec(spec: str) -> tuple[Release, int]:
     except TypeError:
         raise DpledgerError(f"bad parameters for {kind!r} in {spec!r}: {sorted(params)}") from None
     return release, count
+
+
+def _number_list(key: str, text: str, spec: str) -> tuple:
+    """``a1;a2;…`` as a tuple of floats (rdp orders and values)."""
+    out = []
+    for part in text.split(";"):
+        try:
+            v = float(part)
+        except ValueError:
+            raise DpledgerError(f"{key} must be numbers separated by ';' in {spec!r}, "
+                                f"got {part.strip()!r}") from None
+        if math.isnan(v):
+            raise DpledgerError(f"{key} must not contain NaN in {spec!r}")
+        out.append(v)
+    return tuple(out)
 
 
 def _exact_count(text: str, spec: str) -> int:

@@ -83,6 +83,9 @@ def privacy_block(compositions: Sequence[Composition], deltas: Sequence[float] =
     out: dict[str, Any] = {}
     pure = max(c.pure_epsilon() for c in comps)
     out["pure_epsilon"], out["pure_epsilon_status"] = _finite_in(pure, comps, "pure")
+    if out["pure_epsilon"] is None and any(c.status("pure") == "not_applicable" for c in comps) \
+            and not any(c.status("pure") == "unbounded" for c in comps):
+        out["pure_epsilon_status"] = "not_applicable"      # an RDP / zCDP release: unknown
     mus = [c.gdp_mu() for c in comps]
     if any(c.status("gdp") == "unbounded" for c in comps):
         out["gdp_mu"], out["gdp_mu_status"] = None, "unbounded"
