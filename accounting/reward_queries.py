@@ -46,7 +46,8 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import mu_of_pure_epsilon
 from dpledger.accounting.numerics import sqrt_up, sum_up
 from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteGaussianTotal,
-                                          GaussianRelease, NonPrivateRelease, Release)
+                                          GaussianRelease, NonPrivateRelease, RdpRelease,
+                                          Release, ZcdpRelease)
 
 if TYPE_CHECKING:       # pragma: no cover
     from dpledger.accounting.ledger import RewardLedger
@@ -286,12 +287,12 @@ def _ledger_currency(ledger: "RewardLedger") -> str:
     """"pure"; "gdp" when Gaussians are present; "zcdp" when discrete Gaussians are (the exact
     sampler's releases and posterior reads: no GDP μ exists, keys are 2ρ)."""
     has_gauss = ledger.n_gaussian_rows() > 0 or ledger.n_posterior_reads() > 0 or any(
-        r.statuses["pure"] == "unbounded" and not isinstance(r, NonPrivateRelease)
-        for r in ledger.releases)
+        r.statuses["pure"] in ("unbounded", "not_applicable")     # not_applicable: RDP/zCDP
+        and not isinstance(r, NonPrivateRelease) for r in ledger.releases)
     if not has_gauss:
         return "pure"
     if ledger.discrete_reads() or any(isinstance(r, (DiscreteGaussianRelease,
-                                                     DiscreteGaussianTotal))
+                                                     DiscreteGaussianTotal, ZcdpRelease))
                                       for r in ledger.releases):
         return "zcdp"
     return "gdp"
@@ -684,7 +685,16 @@ def _worst_among(ledger: "RewardLedger", pt: PieceTotals, key: np.ndarray, curre
     if pieces.size == 0:
         return None
     k = key[pieces]
-    tied = pieces[_candidates(k, key_tolerance(pt, k, currency))]
+    # releases known only by RDP/zCDP (issue 15) have no GDP μ: their pieces' keys are ∞ and
+    # rank nothing, so they and the top finite keys are all ranked by ε at the smallest δ
+    by_rdp = any(isinstance(r, (RdpRelease, ZcdpRelease)) for r in ledger.releases) and not any(
+        isinstance(r, NonPrivateRelease) for r in ledger.releases)
+    fin = np.isfinite(k)
+    if by_rdp and fin.any() and not fin.all():
+        top = pieces[fin][_candidates(k[fin], key_tolerance(pt, k[fin], currency))]
+        tied = np.concatenate([pieces[~fin], top])
+    else:
+        tied = pieces[_candidates(k, key_tolerance(pt, k, currency))]
     comps = dict(zip(tied.tolist(), piece_compositions(ledger, pt, tied)))
     value_of: dict[Composition, float] = {}
     for c in comps.values():
@@ -693,9 +703,12 @@ def _worst_among(ledger: "RewardLedger", pt: PieceTotals, key: np.ndarray, curre
                 2.0 * c.zcdp_rho() if currency == "zcdp" else c.gdp_mu2()
     exact_key = {p: value_of[c] for p, c in comps.items()}
     best = max(exact_key.values())
-    tied = [p for p, v in exact_key.items() if v >= best * (1 - 1e-12) or v == best]
+    if not by_rdp:
+        tied = [p for p, v in exact_key.items() if v >= best * (1 - 1e-12) or v == best]
+    else:
+        tied = list(exact_key)
     distinct = list(dict.fromkeys(comps[p] for p in tied))
-    if len(distinct) > 1 and math.isfinite(best):
+    if len(distinct) > 1 and (math.isfinite(best) or by_rdp):
         from dpledger.accounting.accountants import BestAccountant
         acc, dmin = BestAccountant(), min(deltas)
         eps = {c: acc.epsilon(c, dmin, adaptive) for c in distinct}
@@ -714,5 +727,5 @@ def _worst_among(ledger: "RewardLedger", pt: PieceTotals, key: np.ndarray, curre
                     round=round_of(p))
     value = exact_key[p]
     return WorstReward(reward=ref, composition=comps[p],
-                       key=value if currency == "pure" else value / 2.0
+                       key=value if currency == "pure" or math.isinf(value) else value / 2.0
                        if currency == "zcdp" else sqrt_up(value), currency=currency)
