@@ -61,7 +61,7 @@ def is_store(path: str | os.PathLike) -> bool:
     try:
         with open(path, "rb") as fh:
             return fh.read(16) == _SQLITE_MAGIC
-    except OSError:
+    except (OSError, ValueError, TypeError):     # missing, a folder, a NUL in the name
         return False
 
 
@@ -177,6 +177,7 @@ class LedgerStore:
         """A new, empty store at ``path`` (refuses to overwrite an existing file)."""
         if isinstance(budget, str):
             budget = Budget.parse(budget)
+        path = _check_path(path)
         if os.path.exists(path):
             raise DpledgerError(f"{os.fspath(path)} already exists; not overwriting it")
         conn = _connect(path, readonly=False)
@@ -194,6 +195,7 @@ class LedgerStore:
 
     @classmethod
     def open(cls, path: str | os.PathLike, readonly: bool = False) -> "LedgerStore":
+        path = _check_path(path)
         if not os.path.exists(path):
             raise DpledgerError(f"no ledger store at {os.fspath(path)}")
         if not is_store(path):
@@ -582,6 +584,13 @@ def _check_columns(out: list[np.ndarray]) -> list[np.ndarray]:
     if (out[1] >= 1 << 31).any() or (out[0] >= 1 << 31).any():
         raise DpledgerError("run and arm must be below 2^31")
     return out
+
+
+def _check_path(path) -> str:
+    path = os.fspath(path)
+    if not isinstance(path, str) or "\0" in path:
+        raise DpledgerError(f"a store path must be text without NUL bytes, got {path!r}")
+    return path
 
 
 def _connect(path, readonly: bool) -> sqlite3.Connection:

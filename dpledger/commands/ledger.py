@@ -21,27 +21,29 @@ from dpledger.errors import DpledgerError
 def register(sub) -> None:
     p = sub.add_parser("ledger", help="a persistent ledger store: init, record, status",
                        description=__doc__.split("\n\n")[0])
-    lsub = p.add_subparsers(dest="ledger_command", metavar="ACTION", parser_class=type(p))
+    lsub = p.add_subparsers(dest="ledger_command", metavar="ACTION", parser_class=type(p),
+                            help="init, record or status")
+    lsub.required = True          # `dpledger ledger` alone: one error line, exit 2
     pi = lsub.add_parser("init", help="create an empty store")
-    pi.add_argument("store")
+    pi.add_argument("store", help="the store file to create (SQLite)")
     pi.add_argument("--budget", default=None,
                     help="per-reward budget: eps=E (pure, summed), mu=M (GDP, Σμ² ≤ M²) or "
                          "eps=E,delta=D (enforced as zCDP ρ ≤ ρ*(E, D))")
     pi.set_defaults(func=run_init)
     pr = lsub.add_parser("record", help="append one record (one transaction)")
-    pr.add_argument("store")
-    pr.add_argument("--run", default="0")
-    pr.add_argument("--arm", required=True)
-    pr.add_argument("--start", required=True)
-    pr.add_argument("--stop", required=True)
-    pr.add_argument("releases", nargs="+", metavar="SPEC")
+    pr.add_argument("store", help="an existing store")
+    pr.add_argument("--run", default="0", help="run id (default 0)")
+    pr.add_argument("--arm", required=True, help="the arm whose observations were touched")
+    pr.add_argument("--start", required=True, help="first observation index touched (0-based)")
+    pr.add_argument("--stop", required=True, help="one past the last observation touched")
+    pr.add_argument("releases", nargs="+", metavar="SPEC",
+                    help="releases as in compose, e.g. laplace:eps=0.5,count=2")
     pr.set_defaults(func=run_record)
     ps = lsub.add_parser("status", help="records, streams, the worst reward and its privacy")
-    ps.add_argument("store")
-    ps.add_argument("--json", action="store_true")
+    ps.add_argument("store", help="an existing store")
+    ps.add_argument("--json", action="store_true", help="print the status as JSON")
     ps.add_argument("--delta", action="append", type=str, help="δ to report (repeatable)")
     ps.set_defaults(func=run_status)
-    p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
 
 
 def _int(name: str, text: str) -> int:
@@ -81,8 +83,8 @@ def run_record(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     from dpledger.accounting.schema import dumps
     from dpledger.accounting.store import LedgerStore
-    from dpledger.commands.compose import _float
-    deltas = [_float(d) for d in args.delta] if args.delta else None
+    from dpledger.inputs import parse_deltas
+    deltas = parse_deltas("--delta", args.delta) if args.delta else None
     with LedgerStore.open(args.store, readonly=True) as store:
         st = store.status(deltas)
     if args.json:
