@@ -264,8 +264,15 @@ def _single(release, count: int, h: float) -> _Pmf:
         elif isinstance(r, LaplaceRelease):
             return _laplace_connect_dots(r.epsilon, h)
         elif isinstance(r, DiscreteLaplaceRelease):
-            return _finite_connect_dots(*_discrete_laplace_loss(r.scale, int(r.sensitivity)),
-                                        0.0, h)
+            if int(r.sensitivity) + 1 <= _DG_MAX_SUPPORT:
+                return _finite_connect_dots(*_discrete_laplace_loss(r.scale, int(r.sensitivity)),
+                                            0.0, h)
+            # the exact-sampler lattice (Δ = 2^16 … 2^20 units) has Δ + 1 distinct losses: the
+            # term-by-term curve would cost (grid points × losses); dp-accounting's own
+            # pessimistic constructor is what every large discrete release used before
+            pld = P.from_discrete_laplace_mechanism(parameter=1.0 / r.scale,
+                                                    sensitivity=int(r.sensitivity),
+                                                    value_discretization_interval=h)
         elif isinstance(r, DiscreteGaussianRelease):
             loss = _discrete_gaussian_loss(r.sigma, int(r.sensitivity))
             if loss is not None:
