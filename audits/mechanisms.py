@@ -386,13 +386,8 @@ def audit_spec(specs, trials: int = 100_000, *, seed: int = 0,
         return AuditResult(score_audit=sa, certificate=cert, pair=pair, trials=trials,
                            mode="mechanism", extra=extra,
                            plot_data=plot_data_fixed(s0, s1, sa, trials, currency))
-    cval = cert.get("gdp_mu" if currency == "mu" else "pure_epsilon")
-    target = None
-    if until_ratio is not None:
-        until_ratio = check_positive("until_ratio", until_ratio)
-        target = None if cval is None else until_ratio * cval
-    mx = check_count("max_trials", max_trials if max_trials is not None else 100 * trials,
-                     minimum=trials)
+    from dpledger.audits.stats import sequential_target
+    target, mx = sequential_target(cert, currency, until_ratio, max_trials, trials)
     seq = sequential_audit(sample, first=trials, max_trials=mx, target=target,
                            confidence=confidence, selection_fraction=selection_fraction,
                            delta=delta, currency=currency)

@@ -39,7 +39,7 @@ from dpledger.audits.result import (AuditResult, certificate_summary, currency_o
                                     plot_data_fixed, plot_data_sequential)
 from dpledger.audits.stats import (DEFAULT_CONFIDENCE, DEFAULT_SELECTION_FRACTION, audit_scores,
                                    ceiling, check_options, split_sizes)
-from dpledger.errors import DpledgerError, check_count, check_positive
+from dpledger.errors import DpledgerError, check_count
 
 
 class _Missing(Exception):
@@ -463,13 +463,8 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     delta_audit = GDP_DELTA if currency == "mu" else 0.0
     if sequential:
         from dpledger.audits.stats import sequential_audit
-        cval = cert.get("gdp_mu" if currency == "mu" else "pure_epsilon")
-        target = None
-        if until_ratio is not None:
-            until_ratio = check_positive("until_ratio", until_ratio)
-            target = None if cval is None else until_ratio * cval
-        mx = check_count("max_trials", max_trials if max_trials is not None else 100 * trials,
-                         minimum=trials)
+        from dpledger.audits.stats import sequential_target
+        target, mx = sequential_target(cert, currency, until_ratio, max_trials, trials)
         total = 2 * mx
         if mode == "whitebox":
             sample = lambda side, start, n: draw(side, start, n)["released"]  # noqa: E731

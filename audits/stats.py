@@ -46,7 +46,7 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import beta
 
-from dpledger.errors import DpledgerError, check_count
+from dpledger.errors import DpledgerError, check_count, check_positive
 
 GRID_SIZE = 200
 DEFAULT_SELECTION_FRACTION = 0.1
@@ -391,6 +391,21 @@ class SequentialAudit:
                 "checkpoints": list(self.checkpoints), "alpha_per_checkpoint": self.alpha_per_checkpoint,
                 "stop_reason": self.stop_reason, "trials_drawn": self.trials,
                 "path": list(self.path)}
+
+
+def sequential_target(cert: dict, currency: str, until_ratio: float | None,
+                      max_trials: int | None, trials: int) -> tuple[float | None, int]:
+    """The sequential audit's stopping target (``until_ratio`` × the certificate in the audit's
+    currency, None without a ratio or a finite certificate) and its trial cap per side
+    (default 100 × the first batch, never below it)."""
+    cval = cert.get("gdp_mu" if currency == "mu" else "pure_epsilon")
+    target = None
+    if until_ratio is not None:
+        until_ratio = check_positive("until_ratio", until_ratio)
+        target = None if cval is None else until_ratio * cval
+    mx = check_count("max_trials", max_trials if max_trials is not None else 100 * trials,
+                     minimum=trials)
+    return target, mx
 
 
 def sequential_audit(sample, *, first: int, max_trials: int, target: float | None,

@@ -8,6 +8,7 @@ subprocesses to check the process's exit status and stderr as a user sees them.
 from __future__ import annotations
 
 import json
+import errno
 import os
 import stat
 import subprocess
@@ -60,9 +61,10 @@ def files(tmp_path_factory):
     return d
 
 
-def _readonly_dir(tmp_path) -> str | None:
+def _readonly_dir(tmp_path, monkeypatch) -> str:
     """A folder nobody may write in: a chmod 0555 folder for a normal user; for root (which
-    ignores permission bits) /sys, a read-only file system on Linux; None if neither holds."""
+    ignores permission bits) /sys, a read-only file system on Linux; where neither holds, a
+    folder whose write probe fails as a read-only mount's would (EROFS from mkstemp)."""
     if os.geteuid() != 0:
         ro = tmp_path / "ro"
         ro.mkdir()
@@ -75,7 +77,18 @@ def _readonly_dir(tmp_path) -> str | None:
             return "/sys"
         os.close(fd)
         os.unlink("/sys/.dpledger-probe")
-    return None
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    import tempfile
+    import dpledger.inputs as inputs_mod
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        if os.path.realpath(str(kwargs.get("dir", ""))) == os.path.realpath(str(ro)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return real(*args, **kwargs)
+    monkeypatch.setattr(inputs_mod.tempfile, "mkstemp", mkstemp)
+    return str(ro)
 
 
 # ---- the table ---------------------------------------------------------------------------------
@@ -282,9 +295,7 @@ def test_the_table_has_60_rows():
 @pytest.mark.parametrize("name,argv,fragment", BAD, ids=[b[0] for b in BAD])
 def test_bad_input(name, argv, fragment, files, tmp_path, capsys, monkeypatch):
     """Exit 2, one line on stderr naming the problem, no traceback, nothing written."""
-    ro = _readonly_dir(tmp_path) if any("{RO}" in a for a in argv) else ""
-    if ro is None:
-        pytest.skip("no read-only folder on this machine")
+    ro = _readonly_dir(tmp_path, monkeypatch) if any("{RO}" in a for a in argv) else ""
     out = tmp_path / "out"
     out.mkdir()
     monkeypatch.chdir(out)              # defaults such as run.json land here too
@@ -340,9 +351,7 @@ def test_unwritable_output_fails_before_the_simulation(where, files, tmp_path, m
     elif where == "under a file":
         bad = str(files / "plain.txt" / "x")
     else:
-        ro = _readonly_dir(tmp_path)
-        if ro is None:
-            pytest.skip("no read-only folder on this machine")
+        ro = _readonly_dir(tmp_path, monkeypatch)
         bad = os.path.join(ro, "x")
     listing = sorted(os.listdir(tmp_path))
     ok = str(tmp_path / "ok.json")
