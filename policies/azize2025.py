@@ -46,9 +46,9 @@ from dpledger.errors import DpledgerError
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.base import EPSILON, KernelPolicy, Param, fast_switch, push_segment
 from dpledger.policies.baselines import NonPrivatePolicy
-from dpledger.policies.environments import draw_reward, draw_sum
+from dpledger.policies.environments import draw_reward
 from dpledger.policies.rules import (argmax_random_tie, bernoulli_kl, clip01, d_epsilon,
-                                     dp_klucb_index, phase_target)
+                                     dp_klucb_index, phase_target, play_stretch)
 from dpledger.policies.sink import put_action
 
 ALPHA = Param("alpha", 1.5, "positive",
@@ -122,20 +122,8 @@ def _dp_phase_segments(rng, env, T, K, stop, params, actions, rows, capture, seg
         target = phase_target(n0, alpha)
         m = target - n0
         m_ep = min(m, stop - t)
-        if fast:
-            s = draw_sum(rng, env, a, t, m_ep)
-            if emit:
-                segs, n_segs = push_segment(segs, n_segs, last, a, t + 1, 1, m_ep)
-            else:
-                actions[t:t + m_ep] = a
-        else:
-            s = 0.0
-            for i in range(m_ep):
-                s += draw_reward(rng, env, a, t + i)
-                if emit:
-                    segs, n_segs = push_segment(segs, n_segs, last, a, t + i + 1, 1, 1)
-                else:
-                    actions[t + i] = a
+        s, segs, n_segs = play_stretch(rng, env, a, t, m_ep, fast, emit, segs, n_segs, last,
+                                       actions)
         true_sum[a] += s
         if m_ep == m:               # completed phase: its release
             if renoise:             # the whole cumulative sum, observations [0, target)

@@ -35,11 +35,10 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import (EPSILON, KernelPolicy, Param,
-                                    fast_switch, push_segment)
-from dpledger.policies.environments import draw_reward, draw_sum
+from dpledger.policies.base import EPSILON, KernelPolicy, Param, fast_switch
 from dpledger.mechanisms.noise import laplace_noise
-from dpledger.policies.rules import private_initial_pulls, argmax_random_tie, clip01, kl_ucb_newton
+from dpledger.policies.rules import (argmax_random_tie, clip01, kl_ucb_newton, play_stretch,
+                                     private_initial_pulls)
 
 ALPHA = Param("alpha", 3.1, "positive", "exploration parameter α (> 3 in the regret theorem)")
 HIDDEN = (fast_switch("one draw_sum per episode (False: reward by reward)"),)
@@ -84,20 +83,8 @@ def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
         a = argmax_random_tie(index, rng)
         n_ep = N[a]                         # the episode doubles the arm's count
         m_ep = min(n_ep, stop - t)
-        if fast:
-            s = draw_sum(rng, env, a, t, m_ep)
-            if emit:
-                segs, n_segs = push_segment(segs, n_segs, last, a, t + 1, 1, m_ep)
-            else:
-                actions[t:t + m_ep] = a
-        else:
-            s = 0.0
-            for i in range(m_ep):
-                s += draw_reward(rng, env, a, t + i)
-                if emit:
-                    segs, n_segs = push_segment(segs, n_segs, last, a, t + i + 1, 1, 1)
-                else:
-                    actions[t + i] = a
+        s, segs, n_segs = play_stretch(rng, env, a, t, m_ep, fast, emit, segs, n_segs, last,
+                                       actions)
         if m_ep == n_ep:                    # completed episode: release its private mean
             k = 0
             while (1 << k) < n_ep:

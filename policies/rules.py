@@ -6,9 +6,33 @@ from numba import njit
 
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.base import push_segment
-from dpledger.policies.environments import draw_reward
+from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.policies.sink import put_action
 
+
+
+@njit(cache=True, inline="always")
+def play_stretch(rng, env, a, t, m, fast, emit, segs, n_segs, last, actions):
+    """Play arm ``a`` for the ``m`` rounds t + 1 … t + m of an episode or phase whose arm is
+    fixed, and return (sum of its rewards, segs, n_segs).  Fast path: one ``draw_sum`` for the
+    stretch and one segment; reference path: reward by reward.  The rounds go to the segment
+    table (``emit``) or to ``actions``.  Shared by the episodic policies (AdaP-*, DP-KLUCB,
+    DP-IMED), so the draw order of a stretch is written once."""
+    if fast:
+        s = draw_sum(rng, env, a, t, m)
+        if emit:
+            segs, n_segs = push_segment(segs, n_segs, last, a, t + 1, 1, m)
+        else:
+            actions[t:t + m] = a
+    else:
+        s = 0.0
+        for i in range(m):
+            s += draw_reward(rng, env, a, t + i)
+            if emit:
+                segs, n_segs = push_segment(segs, n_segs, last, a, t + i + 1, 1, 1)
+            else:
+                actions[t + i] = a
+    return s, segs, n_segs
 
 @njit(cache=True, inline="always")
 def argmax_random_tie(values, rng):
