@@ -24,6 +24,7 @@ from dpledger.accounting.ledger import RowBuffer, RewardLedger
 from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLaplaceRelease,
                                           GaussianRelease, LaplaceRelease, Release, lattice_sigma)
 from dpledger.errors import DpledgerError, check_count
+from dpledger.mechanisms.staircase import S_MIN, staircase_draw
 
 
 @njit(cache=True, inline="always")
@@ -243,8 +244,18 @@ def _bexp_square(rng, f, m1, lim1, m2, lim2):
     return k % 2 == 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def discrete_gaussian_int(rng, s):
+    """Z on ℤ with P(Z = z) ∝ e^{−z²/(2s²)}, integer 1 ≤ s ≤ 2^50, exactly: the staircase
+    sampler (:mod:`dpledger.mechanisms.staircase`, three uniforms a draw) from s = 2^12 up,
+    CKS20 Algorithm 3 (:func:`discrete_gaussian_cks`) below."""
+    if s >= S_MIN:
+        return staircase_draw(rng, s)
+    return discrete_gaussian_cks(rng, s)
+
+
+@njit(cache=True)
+def discrete_gaussian_cks(rng, s):
     """Z on ℤ with P(Z = z) ∝ e^{−z²/(2s²)}, integer 1 ≤ s ≤ 2^50 — Canonne, Kamath, Steinke
     2020, Algorithm 3, in int64 on exact uniform integers.
 
