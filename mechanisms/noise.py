@@ -24,7 +24,7 @@ from dpledger.accounting.ledger import RowBuffer, RewardLedger
 from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLaplaceRelease,
                                           GaussianRelease, LaplaceRelease, Release, lattice_sigma)
 from dpledger.errors import DpledgerError, check_count
-from dpledger.mechanisms.staircase import S_MIN, staircase_draw
+from dpledger.mechanisms.staircase import S_MIN, fair_bit, staircase_draw, u53
 
 
 @njit(cache=True, inline="always")
@@ -169,8 +169,8 @@ def lattice_laplace(rng, scale, sensitivity, bits):
 # the output set does not depend on the rewards.  The release recorded is
 # ``DiscreteGaussianRelease(s, 2^b)``: exactly what is drawn, at least as noisy as σ.
 
-# Every Bernoulli below is exact and costs one 53-bit uniform K = ⌊2^53·random()⌋ (numpy: the
-# top 53 bits of one 64-bit draw) and no division: for a denominator den with m = ⌊2^53/den⌋,
+# Every Bernoulli below is exact and costs one 53-bit uniform K (``staircase.u53``: the top 53
+# bits of one 64-bit draw of the bit generator ``bg``, numpy's ⌊2^53·random()⌋) and no division: for a denominator den with m = ⌊2^53/den⌋,
 # K is accepted when K < m·den, and then ⌊K/m⌋ is uniform on [0, den), so
 # Bernoulli(num/den) = [⌊K/m⌋ < num] = [K < num·m].  A sample draws about 20 of them
 # (uniform_below's two int64 divisions per draw made it 10× slower).
@@ -179,83 +179,84 @@ _INV53 = np.array([0] + [(1 << 53) // k for k in range(1, 257)], dtype=np.int64)
 
 
 @njit(cache=True, inline="always")
-def _bern(rng, num, m, lim):
+def _bern(bg, num, m, lim):
     """Bernoulli(num/den) exactly, given m = ⌊2^53/den⌋, lim = m·den and 0 ≤ num ≤ den."""
     while True:
-        k = np.int64(rng.random() * 9007199254740992.0)
+        k = u53(bg)
         if k < lim:
             return k < num * m
 
 
 @njit(cache=True, inline="always")
-def _bern_inv(rng, k):
+def _bern_inv(bg, k):
     """Bernoulli(1/k) exactly, k ≥ 1."""
     m = _INV53[k] if k < _INV53.size else (np.int64(1) << 53) // k
-    return _bern(rng, 1, m, m * k)
+    return _bern(bg, 1, m, m * k)
 
 
 @njit(cache=True, inline="always")
-def _bexp_frac(rng, num, m, lim):
+def _bexp_frac(bg, num, m, lim):
     """Bernoulli(e^{−num/den}) for 0 ≤ num < den (m, lim as in :func:`_bern`) — CKS20
     Algorithm 1: K = 1, 2, … while A_K ~ Bernoulli(γ/K) = Bernoulli(γ)·Bernoulli(1/K)
     succeeds; success iff the final K is odd."""
     k = 1
     while True:
-        if not _bern(rng, num, m, lim):
+        if not _bern(bg, num, m, lim):
             break
-        if k > 1 and not _bern_inv(rng, k):
+        if k > 1 and not _bern_inv(bg, k):
             break
         k += 1
     return k % 2 == 1
 
 
 @njit(cache=True, inline="always")
-def _bexp_one(rng):
+def _bexp_one(bg):
     """Bernoulli(e^{−1}) — CKS20 Algorithm 1 with γ = 1 (A_1 = 1 needs no draw)."""
     k = 2
-    while _bern_inv(rng, k):
+    while _bern_inv(bg, k):
         k += 1
     return k % 2 == 1
 
 
 @njit(cache=True, inline="always")
-def _bexp_half(rng):
+def _bexp_half(bg):
     """Bernoulli(e^{−1/2}) — CKS20 Algorithm 1 with γ = 1/2: A_K ~ Bernoulli(1/(2K))."""
     k = 1
-    while _bern_inv(rng, 2 * k):
+    while _bern_inv(bg, 2 * k):
         k += 1
     return k % 2 == 1
 
 
 @njit(cache=True, inline="always")
-def _bexp_square(rng, f, m1, lim1, m2, lim2):
+def _bexp_square(bg, f, m1, lim1, m2, lim2):
     """Bernoulli(e^{−f²/(2s²)}) for 0 ≤ f < s (m1, lim1 for den s; m2, lim2 for den 2s):
     Algorithm 1 with each A_K ~ Bernoulli(f²/(2s²K)) drawn as Bernoulli(f/s)·Bernoulli(f/(2s))·
     Bernoulli(1/K), so no product of integers is formed."""
     k = 1
     while True:
-        if not _bern(rng, f, m1, lim1):
+        if not _bern(bg, f, m1, lim1):
             break
-        if not _bern(rng, f, m2, lim2):
+        if not _bern(bg, f, m2, lim2):
             break
-        if k > 1 and not _bern_inv(rng, k):
+        if k > 1 and not _bern_inv(bg, k):
             break
         k += 1
     return k % 2 == 1
 
 
 @njit(cache=True, inline="always")
-def discrete_gaussian_int(rng, s):
-    """Z on ℤ with P(Z = z) ∝ e^{−z²/(2s²)}, integer 1 ≤ s ≤ 2^50, exactly: the staircase
-    sampler (:mod:`dpledger.mechanisms.staircase`, three uniforms a draw) from s = 2^12 up,
-    CKS20 Algorithm 3 (:func:`discrete_gaussian_cks`) below."""
+def discrete_gaussian_int(bg, s):
+    """Z on ℤ with P(Z = z) ∝ e^{−z²/(2s²)}, integer 1 ≤ s ≤ 2^50, exactly, from the bit
+    generator ``bg`` of the run's Generator (``rng.bit_generator``; why not the Generator:
+    :mod:`dpledger.mechanisms.staircase`): the staircase sampler (two uniforms a draw) from
+    s = 2^12 up, CKS20 Algorithm 3 (:func:`discrete_gaussian_cks`) below."""
     if s >= S_MIN:
-        return staircase_draw(rng, s)
-    return discrete_gaussian_cks(rng, s)
+        return staircase_draw(bg, s)
+    return discrete_gaussian_cks(bg, s)
 
 
 @njit(cache=True)
-def discrete_gaussian_cks(rng, s):
+def discrete_gaussian_cks(bg, s):
     """Z on ℤ with P(Z = z) ∝ e^{−z²/(2s²)}, integer 1 ≤ s ≤ 2^50 — Canonne, Kamath, Steinke
     2020, Algorithm 3, in int64 on exact uniform integers.
 
@@ -274,19 +275,19 @@ def discrete_gaussian_cks(rng, s):
     while True:
         # -- Y ~ discrete Laplace(s)
         while True:
-            k = np.int64(rng.random() * 9007199254740992.0)
+            k = u53(bg)
             if k >= lim1:
                 continue
             u = k // m1                                  # uniform on [0, s)
-            if not _bexp_frac(rng, u, m1, lim1):
+            if not _bexp_frac(bg, u, m1, lim1):
                 continue
             v = 0
-            while _bexp_one(rng):
+            while _bexp_one(bg):
                 v += 1
             if v > ((np.int64(1) << 62) - u) // s:
                 raise OverflowError("discrete gaussian proposal beyond int64")
             y = u + s * v
-            if rng.random() < 0.5:
+            if fair_bit(bg):
                 if y == 0:
                     continue
                 y = -y
@@ -300,7 +301,7 @@ def discrete_gaussian_cks(rng, s):
         ok = True
         for _ in range(e):
             for _ in range(e):
-                if not _bexp_half(rng):
+                if not _bexp_half(bg):
                     ok = False
                     break
             if not ok:
@@ -308,12 +309,12 @@ def discrete_gaussian_cks(rng, s):
         if not ok:
             continue
         for _ in range(e):
-            if not _bexp_frac(rng, f, m1, lim1):
+            if not _bexp_frac(bg, f, m1, lim1):
                 ok = False
                 break
         if not ok:
             continue
-        if _bexp_square(rng, f, m1, lim1, m2, lim2):
+        if _bexp_square(bg, f, m1, lim1, m2, lim2):
             return y
 
 
@@ -327,11 +328,12 @@ def gaussian_lattice_sigma(ratio, bits):
 
 
 @njit(cache=True, inline="always")
-def lattice_gaussian(rng, units, s, denom):
-    """(units + Z)/denom with Z ~ N_ℤ(0, s²): ``units`` the statistic in lattice units (an
+def lattice_gaussian(bg, units, s, denom):
+    """(units + Z)/denom with Z ~ N_ℤ(0, s²) drawn from the bit generator ``bg``
+    (``rng.bit_generator``): ``units`` the statistic in lattice units (an
     integer-valued float below 2^53), ``denom`` = 2^b/Δ (exact); every value is computed from
     an integer and public numbers."""
-    return (units + discrete_gaussian_int(rng, s)) / denom
+    return (units + discrete_gaussian_int(bg, s)) / denom
 
 
 def lattice_release(release: Release, bits: int) -> Release:

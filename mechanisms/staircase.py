@@ -45,8 +45,8 @@ and (64h_T/2^42)·2^{−(g+1)}·(1/(32L))·C·2^g·ρ(m)/h_T = C·ρ(m)/(2^42·L
 the sign bit and U are independent of the piece bits; halving m = 0 and a fair sign give
 P(Z = z) ∝ ρ(z) on ℤ.  Acceptance ≈ 97 %; 2.03 uniforms an attempt.
 
-Cost (benchmarks/bench_exact_gaussian.py, CPU time): about 15 ns a draw against CKS20's 130 ns
-and a float normal's 3 ns.
+Cost (benchmarks/bench_exact_gaussian.py, CPU time): an exact TS-Gaussian run of 10^6 rounds
+× 5 arms takes 2.1× the float run's time (CKS20: 21×).
 
 The sampler's decisions are functions of integers and public numbers (s, tables); the output
 set is ℤ whatever the rewards (no float sample is ever formed).
@@ -60,6 +60,7 @@ from fractions import Fraction
 import numpy as np
 from numba import njit, objmode
 from numba.core.extending import overload
+from numba.np.random.generator_core import next_uint64 as _next_uint64
 
 S_MIN = 1 << 12              # smallest s this sampler takes (noise.py uses CKS20 below)
 S_MAX = 1 << 50              # largest s (the lattice sampler's documented range)
@@ -175,36 +176,62 @@ TAIL = N_BINS                 # piece index of the tail; N_BINS + 1 is the paddi
 
 # -- the sampler ---------------------------------------------------------------------------------
 
-@njit(cache=True, inline="always")
-def _u53(rng):
-    """A uniform integer on [0, 2^53): numpy's random() is k·2^−53, k the top 53 bits of one
-    64-bit draw, recovered exactly."""
-    return np.int64(rng.random() * _TWO53)
+# -- uniform bits ---------------------------------------------------------------------------------
+# The samplers take the Generator's *bit generator* (``rng.bit_generator``), not the Generator:
+# numba reference-counts a Generator (it holds a meminfo) at every inlined call that receives
+# it — an atomic increment and decrement per draw, 44 % of an exact TS-Gaussian run when
+# profiled — while a bit generator is a plain struct.  The bits are the same: numpy's
+# ``random()`` is (next 64-bit output >> 11)·2^−53, so a kernel mixing ``rng.random()`` and
+# these draws reads one stream, and the Python forms (kernels run as Python by the per-draw
+# tests) consume it identically through ``random_raw()``.
+
+def u53(bg):
+    """A uniform integer on [0, 2^53): the top 53 bits of the bit generator's next 64-bit
+    output (exactly the k of numpy's ``random()`` = k·2^−53)."""
+    return np.int64(bg.random_raw() >> 11)
 
 
-def _below(rng, n):
+@overload(u53, inline="always")
+def _u53_compiled(bg):
+    def impl(bg):
+        return np.int64(_next_uint64(bg) >> np.uint64(11))
+    return impl
+
+
+def fair_bit(bg):
+    """A fair bit: ``random() < 1/2``, i.e. k < 2^52."""
+    return u53(bg) < (np.int64(1) << 52)
+
+
+@overload(fair_bit, inline="always")
+def _fair_bit_compiled(bg):
+    def impl(bg):
+        return u53(bg) < (np.int64(1) << 52)
+    return impl
+
+
+def _below(bg, n):
     """Uniform on [0, n), 1 ≤ n < 2^53, from 53-bit uniforms k (Lemire 2019, multiply and
-    reject): k·n = q·2^53 + r; q is kept unless r < 2^53 mod n.  This Python form (used when
-    kernels run as Python, e.g. by the per-draw tests) works in Python integers; the compiled
-    form below draws the same uniforms and returns the same q."""
+    reject): k·n = q·2^53 + r; q is kept unless r < 2^53 mod n.  This Python form works in
+    Python integers; the compiled form below draws the same uniforms and returns the same q."""
     one = 1 << 53
     n = int(n)
     while True:
-        k = int(rng.random() * 9007199254740992.0)
+        k = int(u53(bg))
         q, r = divmod(k * n, one)
         if r >= n or r >= one % n:
             return np.int64(q)
 
 
 @overload(_below, inline="always")
-def _below_compiled(rng, n):
+def _below_compiled(bg, n):
     """k·n is split as q·2^53 + r with q from a float estimate (within ±1: k·n/2^53 < n <
     2^53 is formed with relative error 2^−53) corrected exactly in wrapping int64
     arithmetic (the true r lies in (−2^53, 2^54))."""
-    def impl(rng, n):
+    def impl(bg, n):
         one = np.int64(1) << 53
         while True:
-            k = _u53(rng)
+            k = u53(bg)
             q = np.int64(float(k) * float(n) * 1.1102230246251565e-16)
             r = k * n - (q << 53)
             if r < 0:
@@ -219,7 +246,7 @@ def _below_compiled(rng, n):
 
 
 @njit(cache=True)
-def _decide(rng, m, s, g, h, c, u52):
+def _decide(bg, m, s, g, h, c, u52):
     """The exact decision of U < c·2^g·ρ(m)/h given U's first 52 bits (rare: leaves nopython
     mode for :func:`decide_exactly`, drawing 53-bit words until it decides)."""
     words = np.zeros(32, np.int64)
@@ -232,12 +259,12 @@ def _decide(rng, m, s, g, h, c, u52):
             return r > 0
         if n_words == words.size:
             raise RuntimeError("discrete gaussian: 1700 bits of U did not decide")
-        words[n_words] = _u53(rng)
+        words[n_words] = u53(bg)
         n_words += 1
 
 
 @njit(cache=True)
-def _accept_slow(rng, m, s, g, h, t_scale, c, u, margin):
+def _accept_slow(bg, m, s, g, h, t_scale, c, u, margin):
     """Step 3's float screen and exact decision for U's 63-bit prefix u (off the fast path,
     so not inlined)."""
     x = float(m) / float(s)
@@ -248,26 +275,28 @@ def _accept_slow(rng, m, s, g, h, t_scale, c, u, margin):
             return True
         if float(u) >= t * (1.0 + margin):
             return False
-    return _decide(rng, m, s, g, h, c, u)
+    return _decide(bg, m, s, g, h, c, u)
 
 
 @njit(cache=True)
-def _tail_value(rng, L, n_bins):
+def _tail_value(bg, L, n_bins):
     """Step 2 in the tail: (m, g) with g ~ Geometric(1/2) and m uniform in sub-bin g."""
     g = 0
-    while rng.random() < 0.5:
+    while fair_bit(bg):
         g += 1
     base = n_bins + BINS_PER_SIGMA * g
     if g > 40 or (base + BINS_PER_SIGMA) > ((np.int64(1) << 62) // L):
         raise OverflowError("discrete gaussian tail beyond int64")
-    return base * L + _below(rng, BINS_PER_SIGMA * L), g
+    return base * L + _below(bg, BINS_PER_SIGMA * L), g
 
 
-@njit(cache=True, inline="always")
-def staircase_gaussian(rng, s, margin, fast_path, heights, cut, alias, fast, ratio, c, n_bins):
-    """Z ~ N_ℤ(0, s²) exactly, S_MIN ≤ s ≤ S_MAX (module docstring).  ``margin`` and
-    ``fast_path`` exist for the tests, which widen the screen and skip the fast accept to
-    drive draws through :func:`decide_exactly`; every setting gives the same law."""
+@njit(cache=True)
+def staircase_gaussian(bg, s, margin, fast_path, heights, cut, alias, fast, ratio, c, n_bins):
+    """:func:`staircase_draw` with its tables, screen margin and fast accept as arguments,
+    for the tests: they use 32-bin tables (a third of the draws from the tail), a margin of
+    1/64 and no fast accept (every draw through the screen, 3 % through
+    :func:`decide_exactly`).  Every setting gives the same law.  The two bodies are kept in
+    step (tests/test_staircase.py checks they draw identically with the production tables)."""
     if s < S_MIN or s > S_MAX:
         raise ValueError("staircase discrete gaussian: s outside [2^12, 2^50]")
     L = (s + BINS_PER_SIGMA - 1) // BINS_PER_SIGMA
@@ -275,40 +304,77 @@ def staircase_gaussian(rng, s, margin, fast_path, heights, cut, alias, fast, rat
     head_mask = (np.int64(1) << U_HEAD_BITS) - 1
     while True:
         # one uniform: slot (9 bits) | alias cut (33) | sign (1) | U's head (10)
-        k = _u53(rng)
+        k = u53(bg)
         slot = k >> (53 - SLOT_BITS)
         other = alias[slot]
         # branch-free select (the comparison is a coin flip the predictor cannot learn)
         piece = other + np.int64(((k >> 11) & cut_mask) < cut[slot]) * (slot - other)
         head = k & head_mask
         if piece < n_bins:
-            m = piece * L + _below(rng, L)
+            m = piece * L + _below(bg, L)
             f = fast[piece]
             # U < (head + 1)/2^10 ≤ A_j/2^63 decides from the head alone
             # (head + 1)·2^53 ≤ A_j, i.e. head < ⌊A_j/2^53⌋ (no shift that could overflow)
             if not (fast_path and head < (f >> 53)):
-                u = (head << 53) | _u53(rng)
+                u = (head << 53) | u53(bg)
                 if not (fast_path and u < f):          # u + 1 ≤ A_j; u + 1 may be 2^63
-                    if not _accept_slow(rng, m, s, 0, heights[piece], ratio[piece], c, u,
+                    if not _accept_slow(bg, m, s, 0, heights[piece], ratio[piece], c, u,
                                         margin):
                         continue
         elif piece == n_bins:
-            m, g = _tail_value(rng, L, n_bins)
-            u = (head << 53) | _u53(rng)
-            if not _accept_slow(rng, m, s, g, heights[n_bins], ratio[n_bins] * 2.0 ** g, c, u,
+            m, g = _tail_value(bg, L, n_bins)
+            u = (head << 53) | u53(bg)
+            if not _accept_slow(bg, m, s, g, heights[n_bins], ratio[n_bins] * 2.0 ** g, c, u,
                                 margin):
                 continue
         else:
             continue                                   # the padding piece: reject
         if m == 0:
-            if rng.random() < 0.5:
+            if fair_bit(bg):
                 continue
             return np.int64(0)
         return m - 2 * m * ((k >> 10) & 1)             # the sign bit
 
 
 @njit(cache=True, inline="always")
-def staircase_draw(rng, s):
-    """:func:`staircase_gaussian` with the production tables and screen."""
-    return staircase_gaussian(rng, s, MARGIN, True, HEIGHTS, ALIAS_CUT, ALIAS_INDEX,
-                              FAST_ACCEPT, RATIO, C_SCALE, N_BINS)
+def staircase_draw(bg, s):
+    """Z ~ N_ℤ(0, s²) exactly, S_MIN ≤ s ≤ S_MAX (module docstring), with the production
+    tables read as module constants: passed as array arguments (as to
+    :func:`staircase_gaussian`) each costs a reference-count call per draw."""
+    if s < S_MIN or s > S_MAX:
+        raise ValueError("staircase discrete gaussian: s outside [2^12, 2^50]")
+    L = (s + BINS_PER_SIGMA - 1) // BINS_PER_SIGMA
+    cut_mask = (np.int64(1) << CUT_BITS) - 1
+    head_mask = (np.int64(1) << U_HEAD_BITS) - 1
+    while True:
+        # one uniform: slot (9 bits) | alias cut (33) | sign (1) | U's head (10)
+        k = u53(bg)
+        slot = k >> (53 - SLOT_BITS)
+        other = ALIAS_INDEX[slot]
+        # branch-free select (the comparison is a coin flip the predictor cannot learn)
+        piece = other + np.int64(((k >> 11) & cut_mask) < ALIAS_CUT[slot]) * (slot - other)
+        head = k & head_mask
+        if piece < N_BINS:
+            m = piece * L + _below(bg, L)
+            f = FAST_ACCEPT[piece]
+            # U < (head + 1)/2^10 ≤ A_j/2^63 decides from the head alone
+            # (head + 1)·2^53 ≤ A_j, i.e. head < ⌊A_j/2^53⌋ (no shift that could overflow)
+            if not head < (f >> 53):
+                u = (head << 53) | u53(bg)
+                if not u < f:                          # u + 1 ≤ A_j; u + 1 may be 2^63
+                    if not _accept_slow(bg, m, s, 0, HEIGHTS[piece], RATIO[piece], C_SCALE,
+                                        u, MARGIN):
+                        continue
+        elif piece == N_BINS:
+            m, g = _tail_value(bg, L, N_BINS)
+            u = (head << 53) | u53(bg)
+            if not _accept_slow(bg, m, s, g, HEIGHTS[N_BINS], RATIO[N_BINS] * 2.0 ** g,
+                                C_SCALE, u, MARGIN):
+                continue
+        else:
+            continue                                   # the padding piece: reject
+        if m == 0:
+            if fair_bit(bg):
+                continue
+            return np.int64(0)
+        return m - 2 * m * ((k >> 10) & 1)             # the sign bit

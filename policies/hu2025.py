@@ -127,7 +127,7 @@ def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
             for j in range(K):
                 if h[j] >= 1:
                     if bits > 0:
-                        theta[j] = lattice_gaussian(rng, mu_hat[j] * n[j] * unit, slat[j],
+                        theta[j] = lattice_gaussian(rng.bit_generator, mu_hat[j] * n[j] * unit, slat[j],
                                                     n[j] * unit)
                         pending[j] += 1
                     else:

@@ -90,7 +90,7 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
             for j in range(K):
                 mean = S[j] * inv[j]
                 if bits > 0:
-                    v = lattice_gaussian(rng, S[j] * unit, slat[j], (k[j] + 1.0) * unit)
+                    v = lattice_gaussian(rng.bit_generator, S[j] * unit, slat[j], (k[j] + 1.0) * unit)
                 else:
                     v = mean + sig[j] * rng.standard_normal()
                 theta[j] = v

@@ -36,7 +36,7 @@ B = LATTICE_BITS
 def _draws(rng, s, n):
     out = np.empty(n, np.int64)
     for i in range(n):
-        out[i] = discrete_gaussian_int(rng, s)
+        out[i] = discrete_gaussian_int(rng.bit_generator, s)
     return out
 
 

@@ -79,7 +79,7 @@ def test_exp_neg_bounds_bracket():
 def _below_many(rng, n, size):
     out = np.empty(size, np.int64)
     for i in range(size):
-        out[i] = _below(rng, n)
+        out[i] = _below(rng.bit_generator, n)
     return out
 
 
@@ -90,7 +90,7 @@ def test_lemire_product_split_is_exact():
         r = np.random.default_rng(7)
         expect = []
         while len(expect) < 2000:
-            k = int(r.random() * 2.0 ** 53)
+            k = int(r.random() * 2.0 ** 53)       # the bits u53 reads: next 64-bit >> 11
             q, low = divmod(k * n, 1 << 53)
             if low >= n or low >= (1 << 53) % n:
                 expect.append(q)
@@ -145,7 +145,7 @@ def test_decide_exactly_against_mpmath():
 def _draws(rng, s, size, margin, fast_path, h, cut, alias, fast, ratio, c, n_bins):
     out = np.empty(size, np.int64)
     for i in range(size):
-        out[i] = staircase_gaussian(rng, s, margin, fast_path, h, cut, alias, fast, ratio, c,
+        out[i] = staircase_gaussian(rng.bit_generator, s, margin, fast_path, h, cut, alias, fast, ratio, c,
                                     n_bins)
     return out
 
@@ -222,10 +222,47 @@ def test_dispatch_and_range():
     refuses s outside [S_MIN, 2^50]."""
     tables = (st.HEIGHTS, st.ALIAS_CUT, st.ALIAS_INDEX, st.FAST_ACCEPT, st.RATIO, st.C_SCALE,
               st.N_BINS)
-    a = discrete_gaussian_int(np.random.default_rng(4), S_MIN)
+    a = discrete_gaussian_int(np.random.default_rng(4).bit_generator, S_MIN)
     b = _draws(np.random.default_rng(4), S_MIN, 1, st.MARGIN, True, *tables)[0]
     assert a == b
     with pytest.raises(ValueError):
         _draws(np.random.default_rng(4), S_MIN - 1, 1, st.MARGIN, True, *tables)
     with pytest.raises(ValueError):
         _draws(np.random.default_rng(4), (1 << 50) + 1, 1, st.MARGIN, True, *tables)
+
+
+@njit(cache=True)
+def _prod_draws(bg, s, size):
+    out = np.empty(size, np.int64)
+    for i in range(size):
+        out[i] = st.staircase_draw(bg, s)
+    return out
+
+
+def test_production_body_equals_the_parametrised_one():
+    """staircase_draw (tables as module constants) and staircase_gaussian given the production
+    tables draw the same integers from the same bits."""
+    tables = (st.HEIGHTS, st.ALIAS_CUT, st.ALIAS_INDEX, st.FAST_ACCEPT, st.RATIO, st.C_SCALE,
+              st.N_BINS)
+    for s in (S_MIN, 70001, 1 << 40):
+        a = _prod_draws(np.random.default_rng(s).bit_generator, s, 20000)
+        b = _draws(np.random.default_rng(s), s, 20000, st.MARGIN, True, *tables)
+        assert np.array_equal(a, b)
+
+
+@njit(cache=True)
+def _u53_many(bg, size):
+    out = np.empty(size, np.int64)
+    for i in range(size):
+        out[i] = st.u53(bg)
+    return out
+
+
+def test_bits_are_numpys_random_bits():
+    """u53 (compiled and Python) reads k = 2^53·random() of the same stream: a kernel mixing
+    rng.random() with the samplers' draws reads one sequence."""
+    ref = np.random.default_rng(8)
+    k = [int(ref.random() * 2.0 ** 53) for _ in range(1000)]
+    assert _u53_many(np.random.default_rng(8).bit_generator, 1000).tolist() == k
+    bg = np.random.default_rng(8).bit_generator
+    assert [int(st.u53(bg)) for _ in range(1000)] == k
