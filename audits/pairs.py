@@ -57,11 +57,14 @@ class NeighbourPair:
     description: str = ""
     stop_hint: int | None = None                   # last round a black-box score needs
     notes: tuple[str, ...] = ()
+    limit_reason: str = ""                         # why the actions reveal less than the
+                                                   # releases (black-box designs), with numbers
 
     @classmethod
     def from_tables(cls, table0, table1, lo: float = 0.0, hi: float = 1.0, *, arm: int | None = None,
                     description: str = "user-supplied pair", design: str = "custom",
-                    stop_hint: int | None = None, notes: tuple[str, ...] = ()) -> "NeighbourPair":
+                    stop_hint: int | None = None, notes: tuple[str, ...] = (),
+                    limit_reason: str = "") -> "NeighbourPair":
         from dpledger.policies.environments import table as make_table
         e0 = make_table(table0, lo, hi)          # validates shape, finiteness and range
         e1 = make_table(table1, lo, hi)
@@ -74,7 +77,7 @@ class NeighbourPair:
                                 f"{rows.size} rows" + (f" (first {[int(r) + 1 for r in rows[:5]]})"
                                                       if rows.size else ""))
         return cls(t0, t1, float(lo), float(hi), int(rows[0]) + 1, arm, design, description,
-                   stop_hint, tuple(notes))
+                   stop_hint, tuple(notes), str(limit_reason))
 
     @property
     def horizon(self) -> int:
@@ -92,12 +95,15 @@ class NeighbourPair:
         r0 = self.table0[self.round - 1]
         r1 = self.table1[self.round - 1]
         changed = np.flatnonzero(r0 != r1)
-        return {"round": self.round, "from": _row_value(r0), "to": _row_value(r1),
-                "arms_changed": [int(a) for a in changed],
-                "witness_arm": self.arm, "design": self.design, "description": self.description,
-                "horizon": self.horizon, "arms": self.n_arms,
-                "table_sha256": [_sha(self.table0), _sha(self.table1)],
-                "notes": list(self.notes)}
+        out = {"round": self.round, "from": _row_value(r0), "to": _row_value(r1),
+               "arms_changed": [int(a) for a in changed],
+               "witness_arm": self.arm, "design": self.design, "description": self.description,
+               "horizon": self.horizon, "arms": self.n_arms,
+               "table_sha256": [_sha(self.table0), _sha(self.table1)],
+               "notes": list(self.notes)}
+        if self.limit_reason:
+            out["limit_reason"] = self.limit_reason
+        return out
 
 
 def _row_value(row: np.ndarray):
@@ -151,6 +157,7 @@ class Design:
     notes: tuple[str, ...] = ()
     round: int | None = None       # overrides the witness round t* (the design says why)
     played_arm: bool = False       # the witness arm is whichever arm is played at t* (arm −1)
+    limit_reason: str = ""         # where the actions provably reveal less than the releases
 
 
 def generic_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
@@ -160,7 +167,39 @@ def generic_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design
                        "good: every reward at the high end")
 
 
-def dp_se_design(policy, T: int, K: int, t_star: int, arm: int, offset: float = 0.5, **_) -> Design:
+def laplace_difference_tail(u: float) -> float:
+    """P(L₀ − L₁ > u) for independent L₀, L₁ ~ Lap(1): e^{−u}(2 + u)/4 for u ≥ 0 (the density
+    of the difference is (1 + |z|)e^{−|z|}/4), 1 − e^{u}(2 − u)/4 for u < 0."""
+    if u >= 0:
+        return math.exp(-u) * (2.0 + u) / 4.0
+    return 1.0 - math.exp(u) * (2.0 - u) / 4.0
+
+
+# DP-SE's default straddle (offset): just under one range, so that a policy drawing no noise is
+# still caught (D never eliminates, D′ always does), as far from the threshold as that allows
+# (the black-box bound grows with the offset: notes below).  0.95 leaves 0.05 of slack for the
+# exact sampler's lattice rounding (≤ 2^-17 per reward, n₁ ≈ 1500 rewards: ≤ 0.012).
+DP_SE_OFFSET = 0.95
+
+
+def dp_se_design(policy, T: int, K: int, t_star: int, arm: int, offset: float = DP_SE_OFFSET,
+                 **_) -> Design:
+    """DP-SE (Sajed & Sheffet 2019), black-box: the elimination test of epoch 1.
+
+    Arm 0 (the witness arm) gets epoch-1 rewards whose clean sum is n₁·(2h₁ + 2c₁) − ``offset``
+    in D (one more in D′), every other arm 0.  With K = 2 the actions after epoch 1 reveal the
+    event E = {arm 1 eliminated} = {L₁ − L₀ < −offset} in D and {… < 1 − offset} in D′ (L the
+    two Lap(1/ε) epoch-sum noises; arm 0's own elimination is n₁·(4h₁ + 4c₁) away), so with
+    u = ε·offset, P_D(E) = P(Z > u) and P_D′(E) = P(Z > u − ε) for Z the difference of two
+    Lap(1) (:func:`laplace_difference_tail`); later epochs use fresh rewards and fresh noise and
+    carry no information about the witness.  ln P_D′(E)/P_D(E) = ε + ln((1 + u)/(2 + u)) for
+    u ≥ ε: it tends to ε only as u → ∞, where E becomes rare — the audit's bound is limited by
+    the trial count, not by the policy.  Offset 0.95 (default; a noise-free policy still acts
+    differently on D and D′): event log-ratio 0.586 at ε = 1, expected bound ≈ 0.57 at 1e5
+    trials per side; offset ≈ 4.3 gives ε_E = 0.85 and ≈ 0.75 at 1e5, ≈ 5.8 gives ≈ 0.82 at
+    1e6, but a policy drawing no noise then acts alike on D and D′.  Every reward lies in one
+    epoch sum released once with Lap(1/ε), so the witness attains the certificate (ε).  Needs
+    K·n₁ ≤ T (T = 3000 at ε = 1, β = 1/T, K = 2); the score reads the rounds up to K·n₁ + 2K."""
     from dpledger.policies.dp_se import epoch_length
     p = policy.resolved_params(T, K)
     eps, beta_ = float(p["epsilon"]), float(p["beta"])
@@ -171,20 +210,41 @@ def dp_se_design(policy, T: int, K: int, t_star: int, arm: int, offset: float = 
     if K * n1 > T:
         notes.append(f"epoch 1 needs K·n1 = {K * n1} rounds > T = {T}: DP-SE makes no release and "
                      "plays round-robin, so its actions do not depend on the rewards")
-    if not (0.0 < offset < 1.0):
-        raise DpledgerError(f"offset must lie in (0, 1), got {offset!r}")
+    if isinstance(offset, bool) or not isinstance(offset, (int, float)) or not (
+            0.0 < offset and math.isfinite(offset)):
+        raise DpledgerError(f"offset must be a positive number, got {offset!r}")
+    offset = float(offset)
     target = n1 * thr - offset           # arm 0's clean epoch-1 sum in D (D′: + 1)
     v = target / (n1 - 1)
     if not 0.0 <= v <= 1.0:
-        raise DpledgerError(f"dp-se adversarial table: per-reward value {v} outside [0, 1]")
+        raise DpledgerError(f"dp-se adversarial table: offset {offset!r} puts the per-reward "
+                            f"value {v} outside [0, 1]")
+    if offset >= 1.0:
+        notes.append(f"offset {offset:g} >= 1: without noise neither D nor D′ eliminates, so a "
+                     "policy that draws no noise acts alike on both (the default offset "
+                     f"{DP_SE_OFFSET} keeps that case visible)")
     tab = np.zeros((T, K))
     tab[:, arm] = v
     tab[t_star - 1, arm] = 0.0
     stop = min(T, K * n1 + 2 * K)
-    return Design(tab, f"arm {arm}: epoch-1 rewards {v:.6g} (clean sum n1·(2h1 + 2c1) − {offset} "
-                       f"in D, n1 = {n1}, threshold {thr:.6g}); other arms 0: the changed reward "
-                       "carries arm 0's lead across the elimination threshold",
-                  stop_hint=stop, notes=tuple(notes))
+    u = eps * offset
+    ratio = math.log(laplace_difference_tail(u - eps) / laplace_difference_tail(u))
+    return Design(tab, f"arm {arm}: epoch-1 rewards {v:.6g} (clean sum n1·(2h1 + 2c1) − {offset:g} "
+                       f"in D, {1 - offset:+g} in D′; n1 = {n1}, threshold {thr:.6g} per reward); "
+                       "other arms 0.  The actions reveal one event, arm 1's elimination after "
+                       f"epoch 1: P = {laplace_difference_tail(u):.4g} on D, "
+                       f"{laplace_difference_tail(u - eps):.4g} on D′ (difference of two "
+                       f"Lap(1/ε) noises), log-ratio {ratio:.4f}.  The witness (round {t_star}, "
+                       "arm 0) lies in arm 0's epoch-1 sum, released once with Lap(1/ε): it "
+                       "attains the certificate (ε)",
+                  stop_hint=stop, notes=tuple(notes),
+                  limit_reason=f"the actions reveal only the elimination event of epoch 1, a "
+                               f"threshold on the difference Z of two Lap(1/ε) noises: its "
+                               f"log-ratio ln P(Z > u − ε)/P(Z > u) is {ratio:.4f} at u = "
+                               f"ε·offset = {u:g} and ε + ln((1 + u)/(2 + u)) for u ≥ ε, "
+                               "reaching ε only where the event gets rare (offset ≈ 4.3 gives "
+                               "the best expected bound at 1e5 trials per side, ≈ 0.75·ε, but "
+                               "hides a policy that draws no noise)")
 
 
 def dp_ts_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
@@ -304,7 +364,8 @@ def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
         "-whitebox" if whitebox and name in WHITEBOX_DESIGNS else "")
     return NeighbourPair.from_tables(t0, t1, lo, hi, arm=arm, design=label,
                                      description=design.description, stop_hint=design.stop_hint,
-                                     notes=tuple(notes) + design.notes)
+                                     notes=tuple(notes) + design.notes,
+                                     limit_reason=design.limit_reason)
 
 
 __all__ = ["NeighbourPair", "default_pair", "witness", "worst_candidate", "DESIGNS",
