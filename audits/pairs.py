@@ -247,6 +247,108 @@ def dp_se_design(policy, T: int, K: int, t_star: int, arm: int, offset: float = 
                                "hides a policy that draws no noise)")
 
 
+# DP-TS-MT's default straddle of the gap test, in noise scales of the batch sum (Lap(2K/ε)):
+# the offset with the best expected bound at 1e5 trials per side, ≈ 0.61·ε/(2K), for the exit
+# event seen in 91 % of the exits (measured with random_pulls = 400; laplace_difference_tail,
+# one-sided Clopper–Pearson on 9e4 count trials).  At 1e6 the optimum is ≈ 3.5 scales (≈ 0.73).
+DP_TS_MT_OFFSET_SCALES = 2.1
+
+
+def private_ts_gap_design(policy, T: int, K: int, t_star: int, arm: int,
+                          offset: float | None = None, post: str = "favour",
+                          window: int | None = None, **_) -> Design:
+    """Private TS (Mishra & Thakurta 2015, Algorithm 2), black-box: the first gap-estimation
+    test.  Gap estimation pulls every arm m = ⌈192·K·ln T/ε⌉ times round-robin, releases each
+    arm's batch sum with Lap(2K/ε) (ε/(2K), the certificate's worst candidate) and exits when the
+    two largest private means differ by more than Δ̂ = ½; when the next batch (4m per arm) does
+    not fit in T, a run that does not exit plays round-robin to the end without another release.
+    After an exit the policy plays Thompson sampling on its trees (with ``random_pulls`` an
+    integer small enough to fit; the printed ⌈Γ/Δ̂²⌉ never fits below T ≈ 6e6, so with it every
+    round is round-robin whatever the rewards — the actions then carry no information at all).
+
+    Arm 0's gap rewards sum to m/2 − ``offset`` in D (one more in D′), the other arms' to 0, so
+    the exit event is {L₀ − L₁ > offset} in D and {… > offset − 1} in D′, L ~ Lap(2K/ε) (the
+    DP-SE event at a quarter of the scale, :func:`dp_se_design`); the witness is arm 0's last
+    gap reward (round K·m − K + 1), in the same batch release: it attains ε/(2K).  ``post``
+    ("favour": arm 0's later rewards at the high end, the others low, so that after an exit the
+    trees pull arm 0 more than round-robin's half; "flat": all low).  The score reads ``window``
+    rounds after the batch (default T − K·m: all of them)."""
+    p = policy.params
+    eps = float(p["epsilon"])
+    sch = policy.schedule(T, K)
+    notes, limit = [], ""
+    if not p.get("gap_estimation", True) or not sch["m"]:
+        why = ("gap estimation is off" if not p.get("gap_estimation", True) else
+               f"the first gap batch (K·m = {K * _mt_first_batch(eps, T, K)} rounds) does not fit "
+               f"in T = {T}")
+        d = generic_design(policy, T, K, t_star, arm)
+        P0 = sch["exits"][0]["P"]
+        if K * P0 > T:
+            limit = (f"{why}, and random_pulls = {p['random_pulls']!r} gives P = {P0} pulls per "
+                     f"arm, more than T: every round is round-robin, so the actions are the same "
+                     "fixed sequence on D and D′ (total variation 0, black-box bound 0 at any "
+                     "trial count)")
+        else:
+            limit = (f"{why}: the witness reaches the actions only through its tree's p-sums, "
+                     "each Lap(levels/ε0) of ε0/levels (composition-limited, as DP-UCB)")
+        return Design(d.table, d.description + f" ({why}: no gap release to steer)",
+                      notes=(f"{why}; the black-box design needs the gap test (K = 2, ε = 1: "
+                             "T ≥ 7000, e.g. --horizon 10000 --set random_pulls=400)",),
+                      limit_reason=limit)
+    m = int(sch["m"][0])
+    tau = K * m
+    if post not in ("favour", "flat"):
+        raise DpledgerError(f"post must be 'favour' or 'flat', got {post!r}")
+    b = 2.0 * K / eps
+    offset = DP_TS_MT_OFFSET_SCALES * b if offset is None else offset
+    if isinstance(offset, bool) or not isinstance(offset, (int, float)) or not (
+            offset > 0.0 and math.isfinite(offset)):
+        raise DpledgerError(f"offset must be a positive number, got {offset!r}")
+    v = (m / 2.0 - offset) / (m - 1)
+    if not 0.0 <= v <= 1.0:
+        raise DpledgerError(f"dp-ts-mt adversarial table: offset {offset!r} puts the per-reward "
+                            f"value {v} outside [0, 1]")
+    ex = [x for x in sch["exits"] if x["e"] == 1]
+    P = ex[0]["P"] if ex else T + 1
+    if K * P > T - tau:
+        limit = (f"random_pulls = {p['random_pulls']!r} gives P = {P} pulls per arm after an exit, "
+                 f"more than the {T - tau} rounds left: exit or not, every round is round-robin, "
+                 "so the actions are the same fixed sequence on D and D′ (total variation 0, "
+                 "black-box bound 0 at any trial count); the design needs --set random_pulls=0 "
+                 "(or any P with K·P well inside T − K·m)")
+    tab = np.zeros((T, K))
+    tab[:tau, arm] = v
+    if post == "favour":
+        tab[tau:, arm] = 1.0
+    ts = tau - K + 1
+    # the score reads the random pulls (round-robin either way) and ``window`` rounds of
+    # Thompson sampling after them
+    stop = min(T, tau + K * min(P, T) + (64 if window is None else max(1, int(window))))
+    u = offset / b
+    pe0, pe1 = laplace_difference_tail(u), laplace_difference_tail(u - 1.0 / b)
+    if offset >= 1.0:
+        notes.append(f"offset {offset:g} >= 1: without noise neither D nor D′ exits, so a policy "
+                     "that draws no noise acts alike on both")
+    desc = (f"gap batch of m = {m} pulls per arm (rounds 1 … {tau}): arm {arm}'s rewards {v:.6g} "
+            f"(clean sum m/2 − {offset:g} in D, one more in D′), the other arms 0; witness round "
+            f"{ts}, arm {arm}'s last gap reward, in its batch sum released once with Lap(2K/ε) "
+            f"(ε/(2K): the certificate's worst candidate).  Exit (the two private means more than "
+            f"½ apart) has P = {pe0:.4g} on D, {pe1:.4g} on D′ (log-ratio "
+            f"{math.log(pe1 / pe0):.4f}); without an exit every later round is round-robin, "
+            f"after one the trees' Thompson sampling plays ({'arm ' + str(arm) + ' high, others low' if post == 'favour' else 'all rewards low'})")
+    if not limit:
+        limit = (f"the actions reveal one event, the exit of the gap test, a threshold on the "
+                 f"difference of two Lap(2K/ε) noises (log-ratio {math.log(pe1 / pe0):.4f} of "
+                 f"ε/(2K) = {eps / (2 * K):g}, reaching it only where the event gets rare), and "
+                 "after an exit the first Thompson draws match round-robin with probability about "
+                 "1/K, diluting the event")
+    return Design(tab, desc, stop_hint=stop, notes=tuple(notes), round=ts, limit_reason=limit)
+
+
+def _mt_first_batch(eps: float, T: int, K: int) -> int:
+    return int(math.ceil(192.0 * K * math.log(T) / eps))
+
+
 def dp_ts_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
     """DP-TS, white-box: the certificate's worst candidates (ε in total) are the first reward
     of an epoch's buffer, whose round depends on the trajectory.  At round K + 1 every arm has
@@ -312,6 +414,7 @@ DESIGNS: dict[str, Callable[..., Design]] = {
     "adap-ucb": generic_design,
     "adap-klucb": lazy_epoch_design,
     "anytime-lazy-ucb": generic_design,
+    "dp-ts-mt": private_ts_gap_design,
 }
 
 
