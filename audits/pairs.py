@@ -282,8 +282,12 @@ def private_ts_gap_design(policy, T: int, K: int, t_star: int, arm: int,
                f"the first gap batch (K·m = {K * _mt_first_batch(eps, T, K)} rounds) does not fit "
                f"in T = {T}")
         d = generic_design(policy, T, K, t_star, arm)
-        P0 = sch["exits"][0]["P"]
-        if K * P0 > T:
+        P0 = sch["exits"][0]["P"] if sch["exits"] else None
+        if P0 is None:
+            limit = (f"{why}: the policy plays round-robin from round 1 to T without a release, "
+                     "so the actions are the same fixed sequence on D and D′ (total variation 0, "
+                     "black-box bound 0 at any trial count)")
+        elif K * P0 > T:
             limit = (f"{why}, and random_pulls = {p['random_pulls']!r} gives P = {P0} pulls per "
                      f"arm, more than T: every round is round-robin, so the actions are the same "
                      "fixed sequence on D and D′ (total variation 0, black-box bound 0 at any "
