@@ -403,6 +403,89 @@ def lazy_epoch_design(policy, T: int, K: int, t_star: int, arm: int, fraction: f
                   round=ts, played_arm=True)
 
 
+def dp_ts_clipping_bound(eps: float, T: int, K: int) -> tuple[float, int | None]:
+    """(B, O*) for DP-TS (Hu & Hegde 2022, Algorithm 1; algorithms.md A5) on any reward table
+    in its declared range: B bounds the probability that some arm's Beta mean
+    m = clip(μ̃ + υ(ε, O, t)) falls below 1 at some round of a run of T rounds; O* is the
+    smallest observation count whose shift υ(ε, O, O + K) is below 1 (None if none ≤ T − K + 1).
+
+    While every m is 1, every arm is sampled from Beta(O + 1, 1), whatever the rewards and the
+    noise, and the runs on D and D′ driven by one random stream make the same draws and the
+    same actions; so the total variation between the two action laws is at most 2B.
+
+    At O observations (2^k − 1 ≤ O < 2^{k+1} − 1) the arm's released sum O·μ̃ is its clean sum
+    (≥ 0) plus k logarithmic-mechanism blocks of Lap(2/ε) and popcount(O − 2^k + 1) epoch
+    p-sums of Lap(2k/ε); m < 1 needs that noise below −O·(υ − 1), and υ grows with t, while the
+    state O exists only at rounds t ≥ O + K.  Each (arm, O) term is the exact Laplace tail for
+    one noise, a Chernoff bound inf_λ e^{−λx}·Π(1 − λ²b_i²)^{−1} for a sum; B sums them (union
+    bound), rounded up."""
+    from scipy.optimize import minimize_scalar
+    from dpledger.policies.hu_hegde import dp_ts_shift
+    logs = []
+    o_star = None
+    for O in range(1, T - K + 2):
+        ups = float(dp_ts_shift(eps, float(O), float(O + K)))
+        if ups <= 1.0:
+            if o_star is None:
+                o_star = O
+            logs.append(0.0)                 # vacuous: the state may be unclipped
+            continue
+        x = O * (ups - 1.0)
+        k = (O + 1).bit_length() - 1
+        scales = [2.0 / eps] * k + [2.0 * k / eps] * bin(O - (1 << k) + 1).count("1")
+        if len(scales) == 1:
+            logs.append(math.log(0.5) - x / scales[0])
+            continue
+        bmax = max(scales)
+
+        def log_chernoff(lam):
+            return -lam * x - sum(math.log1p(-(lam * b) ** 2) for b in scales)
+        r = minimize_scalar(log_chernoff, bounds=(0.0, (1.0 - 1e-12) / bmax), method="bounded")
+        logs.append(min(0.0, float(r.fun)))
+    top = max(logs) if logs else -math.inf
+    if top == -math.inf:
+        return 0.0, o_star
+    total = K * math.exp(top) * sum(math.exp(v - top) for v in logs)
+    return min(1.0, math.nextafter(total * (1.0 + 1e-9), math.inf)), o_star
+
+
+def dp_ts_blackbox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
+    """DP-TS, black-box: the generic table (the witness arm bad, the others good), with the
+    reason its actions reveal (almost) nothing at moderate horizons (:func:`dp_ts_clipping_bound`):
+    the optimistic shift υ(ε, O, t) = 6√8·log2(O + 1)·log2(t)/(ε·O) exceeds 1 for every O below
+    O* = 2056 (ε = 1, K = 2), so m = clip(μ̃ + υ) = 1 and the Beta(O + 1, 1) draws ignore the released
+    means except when the noise alone is below −O(υ − 1) — a Laplace tail event of probability
+    ≈ 1.2e-6 per arm at O = 1 (the witness's own first block, Lap(2/ε), against υ(1, 3) − 1 =
+    25.9), far smaller beyond.  Hence the total variation between the action laws on D and D′
+    is below 2B (B ≈ 2.4e-6 at T = 1000, K = 2, ε = 1)."""
+    from dpledger.policies.hu_hegde import dp_ts_shift
+    d = generic_design(policy, T, K, t_star, arm)
+    eps = float(policy.params["epsilon"])
+    B, o_star = dp_ts_clipping_bound(eps, T, K)
+    o_any = next((o for o in range(1, 10 ** 7) if dp_ts_shift(eps, float(o), float(o + K)) <= 1.0),
+                 None)
+    n_tv = 2.0 * B
+    if o_star is None:
+        limit = (f"the shift υ(ε, O, t) = 6√8·log2(O+1)·log2(t)/(εO) exceeds 1 for every arm "
+                 f"state reachable within T = {T}, so m = clip(μ̃ + υ) = 1 and the Beta(O + 1, 1) "
+                 f"draws ignore the released means unless the noise alone is below −O(υ − 1): "
+                 f"probability ≤ B = {B:.3g} per run (Laplace tails, union over arms and "
+                 f"observation counts).  On the event that no m falls below 1 the runs on D and "
+                 f"D′ make the same draws and actions, so the action laws are within total "
+                 f"variation {n_tv:.3g}: with 1e5 trials per side any event's expected counts "
+                 f"differ by ≤ {1e5 * n_tv:.2g} trials, and a positive bound needs about a dozen "
+                 "more hits on one side than on the other — the black-box bound is 0.  An "
+                 f"unclipped state needs υ < 1, i.e. some arm with at least {o_any} observations")
+    else:
+        limit = (f"the shift υ(ε, O, t) exceeds 1 for every arm with fewer than O* = {o_star} "
+                 f"observations (m = 1: the Beta(O + 1, 1) draws ignore the released means); "
+                 f"beyond, the witness moves m by 1/O against Beta draws of spread "
+                 f"√(m(1−m)/O) and the sums' other noises, and reaches the actions only through "
+                 f"its epoch's p-sums (ε/(2(r+1)) each) and, after the epoch, its log block "
+                 f"(ε/2): not measured (runs of more than {2 * o_star} rounds per trial)")
+    return Design(d.table, d.description, limit_reason=limit)
+
+
 def tree_blackbox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
     """DP-UCB (Mishra & Thakurta 2015, Algorithm 1), black-box.  The witness, arm 0's first
     reward (round 1), is item 1 of arm 0's tree: it enters the p-sums [1, 1], [1, 2], [1, 4], …
@@ -463,7 +546,7 @@ WHITEBOX_DESIGNS: dict[str, Callable[..., Design]] = {
 DESIGNS: dict[str, Callable[..., Design]] = {
     "dp-se": dp_se_design,
     "lazy-dp-ts": lazy_epoch_design,
-    "dp-ts": generic_design,
+    "dp-ts": dp_ts_blackbox_design,
     "adap-ucb": generic_design,
     "adap-klucb": lazy_epoch_design,
     "anytime-lazy-ucb": generic_design,
