@@ -63,8 +63,13 @@ def test_dp_se_adversarial_table_straddles_the_threshold():
     assert r.score_audit.k0 != r.score_audit.k1
     # at T = 1000 epoch 1 cannot complete: the pair says so
     assert default_pair(p, 1000, 2).notes
-    with pytest.raises(DpledgerError):
-        dp_se_design(p, 3000, 2, 1, 0, offset=1.5)
+    # issue 14 §2: offsets of one range or more are allowed (a rarer, stronger event), with a
+    # note that a noise-free policy then acts alike on D and D′; non-positive offsets and
+    # offsets that push the per-reward value out of [0, 1] are refused
+    assert any("no noise" in n for n in dp_se_design(p, 3000, 2, 1, 0, offset=1.5).notes)
+    for bad in (0.0, -1.0, float("nan"), 1e6):
+        with pytest.raises(DpledgerError):
+            dp_se_design(p, 3000, 2, 1, 0, offset=bad)
 
 
 def test_custom_pair_validation():
