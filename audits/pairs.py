@@ -15,18 +15,26 @@ table**, chosen to make the changed reward matter:
 White-box designs (:data:`WHITEBOX_DESIGNS`): DP-TS at round K + 1, DP-UCB with a good
     witness arm; Lazy-DP-TS and AdaP-KLUCB keep the generic table (their captured release is
     round 1's).
-``generic`` (dp-ts, adap-ucb, adap-klucb, anytime-lazy-ucb, and any policy without
-    its own entry): the witness arm is bad (every reward at the low end), every other arm good
+``generic`` (adap-ucb, anytime-lazy-ucb, the white-box dp-ts-mt, and any policy without
+    its own entry; dp-ts's black-box design is this table plus its limit reason): the witness arm is bad (every reward at the low end), every other arm good
     (high end).  The changed reward is the witness arm's first observation; whether and when the
     witness arm is pulled again depends on its noisy released mean, and the arm stays rarely
     pulled, so that release keeps steering decisions for as long as possible.
 ``dp-se``: successive elimination (Sajed & Sheffet).  Epoch 1 pulls every arm n₁ = ⌈R₁⌉ times
     and eliminates arm a when μ̃₀ − μ̃_a > 2h₁ + 2c₁.  The witness arm 0 gets epoch-1 rewards
-    whose clean sum sits ``offset`` (default ½) below n₁·(2h₁ + 2c₁) in D, the other arms 0, so
-    the changed reward carries arm 0's clean lead across the elimination threshold: without
+    whose clean sum sits ``offset`` (default 0.95) below n₁·(2h₁ + 2c₁) in D, the other arms 0,
+    so the changed reward carries arm 0's clean lead across the elimination threshold: without
     noise D never eliminates and D′ always does, and with noise the elimination event is a
     one-shot decision on L₀ − L_a (notes §4.4).  Needs K·n₁ ≤ T for the epoch to complete
     (T = 3000 at ε = 1, β = 1/T, K = 2); the black-box score needs the rounds up to K·n₁ + 2K.
+``dp-ts-mt`` (black-box): the same straddle on the exit of private TS's first gap-estimation
+    test (:func:`private_ts_gap_design`; T = 1e4 and an integer ``random_pulls``).
+``dp-ucb`` (black-box): the witness arm good, the others bad (:func:`tree_blackbox_design`).
+
+Where a policy's actions provably reveal less than its releases, the design's
+``limit_reason`` (in the pair's JSON) says why, with numbers: DP-TS (the clipped Beta means,
+:func:`dp_ts_clipping_bound`), DP-UCB (one masked p-sum per decision), DP-TS-MT with the
+printed random pulls (round-robin throughout), DP-SE (one difference-of-Laplace event).
 
 Users can pass their own pair: two tables that differ in exactly one row
 (:meth:`NeighbourPair.from_tables`).
@@ -540,6 +548,7 @@ WHITEBOX_DESIGNS: dict[str, Callable[..., Design]] = {
     "adap-klucb": generic_design,
     "dp-ts": dp_ts_whitebox_design,
     "dp-ucb": tree_whitebox_design,
+    "dp-ts-mt": generic_design,        # the black-box gap straddle is not needed white-box
 }
 
 
@@ -609,4 +618,6 @@ def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
 
 
 __all__ = ["NeighbourPair", "default_pair", "witness", "worst_candidate", "DESIGNS",
-           "generic_design", "dp_se_design", "Design"]
+           "generic_design", "dp_se_design", "Design", "private_ts_gap_design",
+           "tree_blackbox_design", "dp_ts_blackbox_design", "dp_ts_clipping_bound",
+           "laplace_difference_tail"]
