@@ -326,8 +326,8 @@ def private_ts_gap_design(policy, T: int, K: int, t_star: int, arm: int,
         limit = (f"random_pulls = {p['random_pulls']!r} gives P = {P} pulls per arm after an exit, "
                  f"more than the {T - tau} rounds left: exit or not, every round is round-robin, "
                  "so the actions are the same fixed sequence on D and D′ (total variation 0, "
-                 "black-box bound 0 at any trial count); the design needs --set random_pulls=0 "
-                 "(or any P with K·P well inside T − K·m)")
+                 "black-box bound 0 at any trial count); the design needs an integer "
+                 "random_pulls with K·P well inside T − K·m (--set random_pulls=400 at T = 1e4)")
     tab = np.zeros((T, K))
     tab[:tau, arm] = v
     if post == "favour":
@@ -351,9 +351,11 @@ def private_ts_gap_design(policy, T: int, K: int, t_star: int, arm: int,
     if not limit:
         limit = (f"the actions reveal one event, the exit of the gap test, a threshold on the "
                  f"difference of two Lap(2K/ε) noises (log-ratio {math.log(pe1 / pe0):.4f} of "
-                 f"ε/(2K) = {eps / (2 * K):g}, reaching it only where the event gets rare), and "
-                 "after an exit the first Thompson draws match round-robin with probability about "
-                 "1/K, diluting the event")
+                 f"ε/(2K) = {eps / (2 * K):g}, reaching it only where the event gets rare); "
+                 "the rest of the run carries nothing about the witness (later rewards are "
+                 "fresh, the gap rewards enter only the pull counts), and an exit shows in the "
+                 "actions only when the trees' Thompson sampling leaves round-robin (≈ every "
+                 "exit with random_pulls = 400 and arm 0 favoured)")
     return Design(tab, desc, stop_hint=stop, notes=tuple(notes), round=ts, limit_reason=limit)
 
 
@@ -411,11 +413,27 @@ def lazy_epoch_design(policy, T: int, K: int, t_star: int, arm: int, fraction: f
                   round=ts, played_arm=True)
 
 
+def dp_ts_unclipped_from(eps: float, K: int, limit: int = 10 ** 8) -> int | None:
+    """O*: the smallest observation count O whose DP-TS shift υ(ε, O, O + K) is at most 1 (the
+    first state whose Beta mean can be unclipped by its clean sum alone), None if none ≤ limit."""
+    from dpledger.policies.hu_hegde import dp_ts_shift
+    lo = 1
+    while lo <= limit:
+        hi = min(limit, 2 * lo + 1024)
+        o = np.arange(lo, hi + 1, dtype=np.float64)
+        ok = np.flatnonzero(dp_ts_shift(float(eps), o, o + K) <= 1.0)
+        if ok.size:
+            return int(lo + ok[0])
+        lo = hi + 1
+    return None
+
+
 def dp_ts_clipping_bound(eps: float, T: int, K: int) -> tuple[float, int | None]:
     """(B, O*) for DP-TS (Hu & Hegde 2022, Algorithm 1; algorithms.md A5) on any reward table
     in its declared range: B bounds the probability that some arm's Beta mean
     m = clip(μ̃ + υ(ε, O, t)) falls below 1 at some round of a run of T rounds; O* is the
-    smallest observation count whose shift υ(ε, O, O + K) is below 1 (None if none ≤ T − K + 1).
+    smallest observation count whose shift υ(ε, O, O + K) is at most 1
+    (:func:`dp_ts_unclipped_from`; then B = 1, vacuous, when O* ≤ T − K + 1).
 
     While every m is 1, every arm is sampled from Beta(O + 1, 1), whatever the rewards and the
     noise, and the runs on D and D′ driven by one random stream make the same draws and the
@@ -425,36 +443,41 @@ def dp_ts_clipping_bound(eps: float, T: int, K: int) -> tuple[float, int | None]
     (≥ 0) plus k logarithmic-mechanism blocks of Lap(2/ε) and popcount(O − 2^k + 1) epoch
     p-sums of Lap(2k/ε); m < 1 needs that noise below −O·(υ − 1), and υ grows with t, while the
     state O exists only at rounds t ≥ O + K.  Each (arm, O) term is the exact Laplace tail for
-    one noise, a Chernoff bound inf_λ e^{−λx}·Π(1 − λ²b_i²)^{−1} for a sum; B sums them (union
-    bound), rounded up."""
-    from scipy.optimize import minimize_scalar
+    one noise, a Chernoff bound min_λ e^{−λx}·Π(1 − λ²b_i²)^{−1} over a grid of 255 values of λ
+    in (0, 1/max b) for a sum (any λ gives a bound); B sums them (union bound), rounded up."""
     from dpledger.policies.hu_hegde import dp_ts_shift
-    logs = []
-    o_star = None
-    for O in range(1, T - K + 2):
-        ups = float(dp_ts_shift(eps, float(O), float(O + K)))
-        if ups <= 1.0:
-            if o_star is None:
-                o_star = O
-            logs.append(0.0)                 # vacuous: the state may be unclipped
-            continue
-        x = O * (ups - 1.0)
-        k = (O + 1).bit_length() - 1
-        scales = [2.0 / eps] * k + [2.0 * k / eps] * bin(O - (1 << k) + 1).count("1")
-        if len(scales) == 1:
-            logs.append(math.log(0.5) - x / scales[0])
-            continue
-        bmax = max(scales)
-
-        def log_chernoff(lam):
-            return -lam * x - sum(math.log1p(-(lam * b) ** 2) for b in scales)
-        r = minimize_scalar(log_chernoff, bounds=(0.0, (1.0 - 1e-12) / bmax), method="bounded")
-        logs.append(min(0.0, float(r.fun)))
-    top = max(logs) if logs else -math.inf
-    if top == -math.inf:
-        return 0.0, o_star
-    total = K * math.exp(top) * sum(math.exp(v - top) for v in logs)
-    return min(1.0, math.nextafter(total * (1.0 + 1e-9), math.inf)), o_star
+    n_max = T - K + 1
+    o_star = dp_ts_unclipped_from(eps, K, limit=max(n_max, 1))
+    if o_star is not None:
+        return 1.0, o_star
+    if n_max < 1:
+        return 0.0, None
+    O = np.arange(1, n_max + 1, dtype=np.int64)
+    x = O * (dp_ts_shift(float(eps), O.astype(np.float64), (O + K).astype(np.float64)) - 1.0)
+    k = np.floor(np.log2(O + 1.0)).astype(np.int64)
+    k = np.where((1 << (k + 1)) <= O + 1, k + 1, k)          # exact floor(log2(O + 1))
+    k = np.where((1 << k) > O + 1, k - 1, k)
+    items = O - (1 << k) + 1
+    pc = np.zeros_like(items)
+    for bit in range(63):
+        pc += (items >> bit) & 1
+    b_log = 2.0 / eps
+    b_tree = np.where(pc > 0, 2.0 * k / eps, 0.0)          # no p-sum: no tree factor
+    bmax = np.maximum(b_log, b_tree)
+    rel = np.arange(1, 256) / 256.0
+    logs = np.empty(O.size)
+    for s0 in range(0, O.size, 4096):
+        sl = slice(s0, s0 + 4096)
+        lam = rel[None, :] / bmax[sl, None]
+        v = (-lam * x[sl, None] - k[sl, None] * np.log1p(-(lam * b_log) ** 2)
+             - pc[sl, None] * np.log1p(-(lam * b_tree[sl, None]) ** 2))
+        logs[sl] = v.min(axis=1)
+    single = (k == 1) & (pc == 0)                            # O = 1: one block, exact tail
+    logs[single] = math.log(0.5) - x[single] / b_log
+    logs = np.minimum(logs, 0.0)
+    top = float(logs.max())
+    total = K * math.exp(top) * float(np.exp(logs - top).sum())
+    return min(1.0, math.nextafter(total * (1.0 + 1e-9), math.inf)), None
 
 
 def dp_ts_blackbox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
@@ -466,12 +489,10 @@ def dp_ts_blackbox_design(policy, T: int, K: int, t_star: int, arm: int, **_) ->
     ≈ 1.2e-6 per arm at O = 1 (the witness's own first block, Lap(2/ε), against υ(1, 3) − 1 =
     25.9), far smaller beyond.  Hence the total variation between the action laws on D and D′
     is below 2B (B ≈ 2.4e-6 at T = 1000, K = 2, ε = 1)."""
-    from dpledger.policies.hu_hegde import dp_ts_shift
     d = generic_design(policy, T, K, t_star, arm)
     eps = float(policy.params["epsilon"])
     B, o_star = dp_ts_clipping_bound(eps, T, K)
-    o_any = next((o for o in range(1, 10 ** 7) if dp_ts_shift(eps, float(o), float(o + K)) <= 1.0),
-                 None)
+    o_any = dp_ts_unclipped_from(eps, K)
     n_tv = 2.0 * B
     if o_star is None:
         limit = (f"the shift υ(ε, O, t) = 6√8·log2(O+1)·log2(t)/(εO) exceeds 1 for every arm "
