@@ -511,7 +511,9 @@ def dp_ts_blackbox_design(policy, T: int, K: int, t_star: int, arm: int, **_) ->
                  f"beyond, the witness moves m by 1/O against Beta draws of spread "
                  f"√(m(1−m)/O) and the sums' other noises, and reaches the actions only through "
                  f"its epoch's p-sums (ε/(2(r+1)) each) and, after the epoch, its log block "
-                 f"(ε/2): not measured (runs of more than {2 * o_star} rounds per trial)")
+                 f"(ε/2), masked by the other blocks' noise.  Measured at ε = 1, K = 2, T = 1e4 "
+                 "(all rewards low, witness at round 7000, O ≈ 3500, m ≈ 0.7): 0.00 at 5e3 "
+                 "trials per side, event counts 3009 vs 3008")
     return Design(d.table, d.description, limit_reason=limit)
 
 
