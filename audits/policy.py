@@ -103,24 +103,37 @@ def _segment_features(segs, n_segs, played, edges, arm, tstar, stop, counts, i):
         arm = shift
     for j in range(n_segs):
         a, f, s, m = segs[0, j], segs[1, j], segs[2, j], segs[3, j]
-        if f + (m - 1) * s <= tstar:
+        r0 = f                           # the segment's rounds after t*, up to ``played``:
+        if r0 <= tstar:                  # f + k·s for k0 ≤ k ≤ k1
+            r0 = f + ((tstar - f) // s + 1) * s
+        r1 = f + (m - 1) * s
+        if r1 > played:
+            r1 = f + ((played - f) // s) * s
+        if r1 < r0:
             continue
         b = a - shift
         if b < 0:
             b += K
-        for w in range(W):
-            lo = edges[w]                # window (lo, hi] ∩ (t*, played]
-            hi = min(edges[w + 1], played)
-            if hi <= lo:
-                continue
-            k0 = max(np.int64(0), (lo - f) // s + 1)        # first k with f + k·s > lo
-            k1 = min(m - 1, (hi - f) // s)                  # last k with f + k·s ≤ hi
-            if k1 >= k0:
-                counts[i, w, b] += k1 - k0 + 1
-        if a == arm:
-            k0 = max(np.int64(0), (tstar - f) // s + 1)
-            if k0 < m and f + k0 * s <= played and f + k0 * s < nxt:
-                nxt = f + k0 * s
+        if a == arm and r0 < nxt:
+            nxt = r0
+        w = 0
+        while edges[w + 1] < r0:         # the first window holding r0
+            w += 1
+        if s == 1:                       # contiguous (most segments): no division
+            while True:
+                hi = min(edges[w + 1], r1)
+                counts[i, w, b] += hi - max(edges[w] + 1, r0) + 1
+                if hi == r1:
+                    break
+                w += 1
+        else:
+            while True:
+                hi = min(edges[w + 1], r1)   # terms in (max(lo, r0 − 1), hi]
+                lo = max(edges[w], r0 - 1)
+                counts[i, w, b] += (hi - r0) // s - (lo - r0) // s
+                if hi == r1:
+                    break
+                w += 1
     return nxt
 
 
