@@ -20,15 +20,23 @@
 Trials.  Side s (0 for D, 1 for D′) is cut into chunks of ``CHUNK`` trials; chunk c draws from
 the Generator ``PCG64(SeedSequence(seed, spawn_key=(s, c)))`` — one SeedSequence tree, so any
 worker count gives the same trials.  For a :class:`~dpledger.policies.base.KernelPolicy` whose
-``run_one`` is the base one, a compiled loop calls the policy's numba kernel once per trial
-(the same function ``run_one`` calls, with ``stop_at``) and reduces the actions to the features
-on the fly; any other :class:`~dpledger.policies.base.Policy` goes through ``run_one``.
+``run_one`` is the base one, one compiled call per chunk runs the policy's numba kernel once per
+trial (the same function ``run_one`` calls, with ``stop_at``) and keeps only what the score
+reads: the white-box score (the captured release, or the likelihood ratio of every release
+containing the witness) or the black-box features (per-window counts, next pull); an
+event-driven policy (``emits_segments``) runs its ``segment_kernel``, which jumps over each
+stretch, and the features are read off its segments.  The chunk loops release the GIL, so
+``workers`` > 1 runs chunks in threads over one compiled copy; any other
+:class:`~dpledger.policies.base.Policy` goes through ``run_one`` (in processes when
+``workers`` > 1).  A SeedSequence-seeded Generator per trial would cost tens of µs of Python
+per trial (46 µs measured on the loaded 2-core machine) — more than a white-box trial itself,
+≥ 46 s per 1e6 trials: the chunk streams keep that cost per chunk.
 """
 from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -60,6 +68,8 @@ def _features(actions, played, edges, arm, tstar, stop, counts, i):
     arm a* played at t* (whichever it is: the changed row holds the witness for every arm);
     arms are then relabelled (a − a*) mod K, so feature 0 is always a* 's."""
     nxt = stop + 1
+    if counts.shape[1] == 0:             # white-box: no black-box features wanted
+        return nxt
     w = 0
     K = counts.shape[2]
     shift = 0
@@ -70,13 +80,72 @@ def _features(actions, played, edges, arm, tstar, stop, counts, i):
         while t > edges[w + 1]:
             w += 1
         a = actions[t - 1]
-        counts[i, w, (a - shift) % K] += 1
+        b = a - shift                    # (a − a*) mod K without the division: |a − a*| < K
+        if b < 0:
+            b += K
+        counts[i, w, b] += 1
         if a == arm and nxt > stop:
             nxt = t
     return nxt
 
 
-@njit
+@njit(cache=True)
+def _segment_features(segs, n_segs, played, edges, arm, tstar, stop, counts, i):
+    """:func:`_features` from the play's segments (arm, first_round, stride, length) instead of
+    its actions — O(segments × windows), not O(rounds): the counts of a segment in a window are
+    the terms of its arithmetic run of rounds falling in the window.  Same result, bit for
+    bit (``test_audits_speed`` checks it against :func:`_features` on the materialised
+    actions)."""
+    nxt = stop + 1
+    W = counts.shape[1]
+    if W == 0:
+        return nxt
+    K = counts.shape[2]
+    shift = 0
+    if arm < 0:                          # the arm played at t*
+        for j in range(n_segs):
+            f, s, m = segs[1, j], segs[2, j], segs[3, j]
+            if f <= tstar <= f + (m - 1) * s and (tstar - f) % s == 0:
+                shift = segs[0, j]
+                break
+        arm = shift
+    for j in range(n_segs):
+        a, f, s, m = segs[0, j], segs[1, j], segs[2, j], segs[3, j]
+        r0 = f                           # the segment's rounds after t*, up to ``played``:
+        if r0 <= tstar:                  # f + k·s for k0 ≤ k ≤ k1
+            r0 = f + ((tstar - f) // s + 1) * s
+        r1 = f + (m - 1) * s
+        if r1 > played:
+            r1 = f + ((played - f) // s) * s
+        if r1 < r0:
+            continue
+        b = a - shift
+        if b < 0:
+            b += K
+        if a == arm and r0 < nxt:
+            nxt = r0
+        w = 0
+        while edges[w + 1] < r0:         # the first window holding r0
+            w += 1
+        if s == 1:                       # contiguous (most segments): no division
+            while True:
+                hi = min(edges[w + 1], r1)
+                counts[i, w, b] += hi - max(edges[w] + 1, r0) + 1
+                if hi == r1:
+                    break
+                w += 1
+        else:
+            while True:
+                hi = min(edges[w + 1], r1)   # terms in (max(lo, r0 − 1), hi]
+                lo = max(edges[w], r0 - 1)
+                counts[i, w, b] += (hi - r0) // s - (lo - r0) // s
+                if hi == r1:
+                    break
+                w += 1
+    return nxt
+
+
+@njit(nogil=True)
 def _batch(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar,
            counts, nxt, rel, cln):
     actions = np.zeros(stop, np.int64)
@@ -89,6 +158,27 @@ def _batch(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar
             rel[i] = cap[0, 0]
             cln[i] = cap[1, 0]
         nxt[i] = _features(actions, played, edges, arm, tstar, stop, counts, i)
+    return n
+
+
+@njit(nogil=True)
+def _batch_segments(kernel, rng, env, T, K, stop, params, n, rows, cap, segs, edges, arm,
+                    tstar, counts, nxt, rel, cln):
+    """:func:`_batch` for an event-driven policy: its ``segment_kernel`` describes each trial's
+    play by segments (O(events) per trial, no action array) and the features are read off them
+    (:func:`_segment_features`).  The segment kernel is the one ``kernel`` wraps, so the draws
+    — and every trial — are those of :func:`_batch`."""
+    no_actions = np.zeros(0, np.int64)
+    for i in range(n):
+        if cap.shape[1] > 0:
+            cap[0, 0] = np.nan
+            cap[1, 0] = np.nan
+        played, _, _, segs, n_segs = kernel(rng, env, T, K, stop, params, no_actions, rows, cap,
+                                            segs)
+        if cap.shape[1] > 0:
+            rel[i] = cap[0, 0]
+            cln[i] = cap[1, 0]
+        nxt[i] = _segment_features(segs, n_segs, played, edges, arm, tstar, stop, counts, i)
     return n
 
 
@@ -120,7 +210,7 @@ def gaussian_posterior_llr(actions, cap, K, t_star, stop, delta, c, side):
     return s
 
 
-@njit
+@njit(nogil=True)
 def _batch_gauss(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar,
                  counts, nxt, score, delta, c, side):
     actions = np.zeros(stop, np.int64)
@@ -174,7 +264,7 @@ def laplace_release_llr(actions, played, cap, t_star, delta, side):
     return s, m, last, cap[4, 0] != 0.0
 
 
-@njit
+@njit(nogil=True)
 def _batch_laplace(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar,
                    counts, nxt, score, nrel, lastr, delta, side):
     actions = np.zeros(stop, np.int64)
@@ -226,7 +316,8 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
                chunk: int, capture: bool, edges: np.ndarray, arm: int, t_star: int,
                lr: str | None = None, delta: float = 1.0) -> dict:
     rng = chunk_generator(seed, side, chunk)
-    W = edges.size - 1
+    # white-box scores read the captured releases only: no black-box features (W = 0)
+    W = 0 if capture else edges.size - 1
     counts = np.zeros((n, W, K), dtype=np.int32)
     nxt = np.zeros(n, dtype=np.int64)
     rel = np.full(n, np.nan)
@@ -247,6 +338,14 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
                               counts, nxt, rel, cln, last, float(delta), float(side))
         if over:
             raise DpledgerError(f"{over} trials overflowed the white-box capture buffer")
+    elif _uses_kernel(policy) and policy.emits_segments():
+        # event-driven: the segment kernel jumps over each stretch (O(events) per trial)
+        rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
+        segs = np.zeros((4, max(policy.segment_capacity(T, K), 1)), dtype=np.int64)
+        cap = np.zeros((2, 1)) if capture else np.zeros((2, 0))
+        _batch_segments(type(policy).segment_kernel, rng, env_tuple, T, K, stop,
+                        policy.kernel_params(T, K), n, rows, cap, segs, edges, arm, t_star,
+                        counts, nxt, rel, cln)
     elif _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         # one column: the witness release.  (Kernels that support full capture, e.g. the
@@ -292,6 +391,15 @@ def run_trials(policy, env, T: int, n: int, *, seed: int, side: int, stop: int, 
             parts.append(_run_chunk(*a))
             if progress is not None:
                 progress(a[5])
+    elif _uses_kernel(policy):
+        # the compiled chunk loops release the GIL (nogil): threads share one compiled copy —
+        # no pickling, no compile per process; a chunk's trials do not depend on its thread
+        with ThreadPoolExecutor(max_workers=min(workers, len(args))) as pool:
+            futs = [pool.submit(_run_chunk, *a) for a in args]
+            for a, f in zip(args, futs):
+                parts.append(f.result())
+                if progress is not None:
+                    progress(a[5])
     else:
         with ProcessPoolExecutor(max_workers=min(workers, len(args))) as pool:
             futs = [pool.submit(_run_chunk, *a) for a in args]
