@@ -302,6 +302,12 @@ def windows(t_star: int, stop: int) -> np.ndarray:
     return np.array(edges, dtype=np.int64)
 
 
+# DP-KLUCB / DP-IMED (policies/azize2025.py) capture every phase release, and in the
+# renoise-cumulative variant every re-noised cumulative sum (each contains all earlier rewards of
+# the arm): scored as the other Laplace-release captures (kept apart from the table above).
+LR_CAPTURE.update({"dp-klucb": "laplace-releases", "dp-imed": "laplace-releases"})
+
+
 def chunk_generator(seed: int, side: int, chunk: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(entropy=int(seed), spawn_key=(int(side), int(chunk)))))

@@ -27,6 +27,12 @@ cumulative sum is released with a fresh Lap(1/ε) (ledger row over [0, target)),
 mean is that release / N.  Each reward enters every later release of its arm, so its
 certificate is (number of phases)·ε — recorded honestly, and what this toolkit exists to show.
 
+White-box capture (issue 14): every release goes through
+:func:`~dpledger.policies.rules.capture_release` (value, clean sum, scale, arm, observation
+range), so the audit's likelihood-ratio score sees every release containing the witness — one
+for phase-sums, one per later phase end of the arm for renoise-cumulative; the two-row form
+keeps arm 0's initial release.
+
 Draw order: at a phase start the tie-break draw (only on a tie), then the phase's rewards, then
 its noise.  Fast path (default): one :func:`draw_sum` per phase and one segment per phase, so a
 run costs O(phases) ≈ K·(1/(α−1) + log_α T), not O(T).  ``fast = False`` draws reward by reward.
@@ -47,8 +53,8 @@ from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.base import EPSILON, KernelPolicy, Param, fast_switch, push_segment
 from dpledger.policies.baselines import NonPrivatePolicy
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.rules import (argmax_random_tie, bernoulli_kl, clip01, d_epsilon,
-                                     dp_klucb_index, phase_target, play_stretch)
+from dpledger.policies.rules import (argmax_random_tie, bernoulli_kl, capture_release, clip01,
+                                     d_epsilon, dp_klucb_index, phase_target, play_stretch)
 from dpledger.policies.sink import put_action
 
 ALPHA = Param("alpha", 1.5, "positive",
@@ -98,6 +104,7 @@ def _dp_phase_segments(rng, env, T, K, stop, params, actions, rows, capture, seg
         if capture.shape[1] > 0 and a == 0:
             capture[0, 0] = r + noise
             capture[1, 0] = r
+        capture_release(capture, r + noise, r, scale, a, 0, 1)
         priv[a] = r + noise
         true_sum[a] = r
         N[a] = 1
@@ -129,9 +136,11 @@ def _dp_phase_segments(rng, env, T, K, stop, params, actions, rows, capture, seg
             if renoise:             # the whole cumulative sum, observations [0, target)
                 noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, 0, target, 0)
                 priv[a] = true_sum[a] + noise
+                capture_release(capture, priv[a], true_sum[a], scale, a, 0, target)
             else:                   # this phase's sum only, observations [n0, target)
                 noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, n0, target, 0)
                 priv[a] += s + noise
+                capture_release(capture, s + noise, s, scale, a, n0, target)
             n_rows += 1
         N[a] += m_ep
         t += m_ep
