@@ -6,8 +6,8 @@ import os
 
 def register(sub) -> None:
     p = sub.add_parser("experiment", help="reproduce a paper's experiment")
-    p.add_argument("name", help="hu-hegde-2022, azize-basu-2022, ou-2024, hu-2025, "
-                               "mishra-thakurta-2015")
+    from dpledger.experiments import EXPERIMENTS     # the one list (azize-2025 was missing)
+    p.add_argument("name", help=", ".join(EXPERIMENTS))
     p.add_argument("--quick", action="store_true",
                    help="T ≤ 2e4, R ≤ 3, thinned grids (default: the full experiment)")
     p.add_argument("--out", default=None,
