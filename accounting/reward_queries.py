@@ -254,6 +254,83 @@ def _piece_totals(ledger: "RewardLedger", streams) -> PieceTotals:
                        counts=counts, mu2_inline=mu2, mu2_abs_err=abs_err)
 
 
+def piece_totals_of_rows(data: np.ndarray, n_releases: int) -> PieceTotals | None:
+    """Piece totals straight from plain ledger rows — an (N, 6) int64 array with the columns
+    (run, arm, start, stop, release_id, count) of ``accounting.ledger.ROW_FIELDS``, as a
+    ledger store holds them — without building a :class:`RewardLedger`: one sort of the 2N
+    range ends, no per-stream lengths, no compiled kernels (the store's status query, issue
+    15: 1e6 records in well under a second from a fresh process).
+
+    Pieces are the maximal ranges between consecutive distinct range ends of each stream that
+    some row covers (a stretch no row covers has the empty composition and is left out), in
+    (run, arm, start) order.  ``counts[i, p]`` are exact: integer counts summed in float64
+    are exact while every partial sum stays below 2^53, so this returns None (the caller
+    takes the general route) when Σ count ≥ 2^52.  ``mu2_inline`` is 0 (no inline rows).
+    The worst reward and every composition agree with :func:`piece_totals` of the same rows
+    in a ledger (``tests/test_store.py::test_fast_status_equals_ledger_route``): a piece
+    here is a union of that function's pieces with one count vector."""
+    data = np.asarray(data, dtype=np.int64)
+    n = data.shape[0]
+    empty = np.zeros(0, dtype=np.int64)
+    if n == 0:
+        return PieceTotals(empty, empty, empty, empty, np.zeros((n_releases, 0), np.int64),
+                           np.zeros(0))
+    run, arm, start, stop, rid, cnt = (data[:, j] for j in range(6))
+    if float(cnt.sum(dtype=np.float64)) >= 2.0 ** 52 or int(cnt.max()) >= 1 << 52:
+        return None
+    n_arms, span = int(arm.max()) + 1, int(stop.max()) + 1
+    bits = int(2 * n - 1).bit_length()
+    if (int(run.max()) + 1) * n_arms * span < 1 << (63 - bits):
+        # one sort of int64 words (stream, position, end number): a plain sort is 3-5x
+        # faster than an argsort, and the end number recovers the permutation
+        key = np.empty(2 * n, dtype=np.int64)
+        np.multiply(run * n_arms + arm, span, out=key[:n])
+        key[n:] = key[:n]
+        key[:n] += start
+        key[n:] += stop
+        key <<= bits
+        key |= np.arange(2 * n, dtype=np.int64)
+        key.sort()
+        order = key & ((1 << bits) - 1)
+        key >>= bits
+        new = np.empty(2 * n, dtype=bool)
+        new[0] = True
+        np.not_equal(key[1:], key[:-1], out=new[1:])
+        bp_key = key[new]
+        bp_pos, bp_stream = bp_key % span, bp_key // span
+        stream_run, stream_arm = bp_stream // n_arms, bp_stream % n_arms
+    else:       # huge runs, arms or indices: sort (stream, position) pairs
+        ends_pos = np.concatenate([start, stop])
+        ends_run, ends_arm = np.concatenate([run, run]), np.concatenate([arm, arm])
+        order = np.lexsort((ends_pos, ends_arm, ends_run))
+        sp, sr, sa = ends_pos[order], ends_run[order], ends_arm[order]
+        new = np.r_[True, (sp[1:] != sp[:-1]) | (sr[1:] != sr[:-1]) | (sa[1:] != sa[:-1])]
+        bp_pos, stream_run, stream_arm = sp[new], sr[new], sa[new]
+        bp_stream = stream_run * (1 << 31) + stream_arm        # run, arm < 2^31
+    m = bp_pos.size                  # distinct ends; piece j is [bp[j], bp[j+1]) in a stream
+    rank = np.empty(2 * n, dtype=np.int64)
+    rank[order] = np.cumsum(new) - 1          # each end's distinct-end number
+    slot = np.concatenate([rid, rid]) * m + rank
+    if int(cnt.min()) == int(cnt.max()) == 1:  # integer counts of ends, exact
+        diff = (np.bincount(slot[:n], minlength=n_releases * m)
+                - np.bincount(slot[n:], minlength=n_releases * m))
+        counts = np.cumsum(diff.reshape(n_releases, m), axis=1)
+    else:       # float sums of integers < 2^52: exact
+        w = np.concatenate([cnt, -cnt]).astype(np.float64)
+        diff = np.bincount(slot, weights=w, minlength=n_releases * m)
+        counts = np.cumsum(diff.reshape(n_releases, m), axis=1)
+    # a piece runs to the next end of its own stream (the last end of a stream opens none),
+    # and a stretch that no row covers holds nothing
+    keep = np.r_[bp_stream[1:] == bp_stream[:-1], False] & np.any(counts != 0, axis=0)
+    idx = np.flatnonzero(keep)
+    counts = counts.take(idx, axis=1)       # C order (counts[:, idx] is not)
+    if counts.dtype != np.int64:
+        counts = np.rint(counts).astype(np.int64)
+    return PieceTotals(run=stream_run[idx], arm=stream_arm[idx], start=bp_pos[idx],
+                       stop=bp_pos[idx + 1], counts=counts,
+                       mu2_inline=np.zeros(idx.size))
+
+
 def reads_of_pieces(ledger: "RewardLedger", pt: PieceTotals, q_first: np.ndarray,
                     queries: np.ndarray) -> np.ndarray:
     """Posterior-read μ² of rewards ``queries``, laid out piece by piece: piece p's (indices
@@ -645,6 +722,31 @@ def worst_reward(ledger: "RewardLedger", deltas: Sequence[float] = (1e-9,),
     else:
         pieces = np.flatnonzero(np.isin(pt.run, np.fromiter(runs, dtype=np.int64)))
     return _worst_among(ledger, pt, key, currency, pieces, deltas, adaptive)
+
+
+def worst_reward_of_rows(data: np.ndarray, releases: Sequence[Release],
+                         deltas: Sequence[float] = (1e-9,), adaptive: bool = True
+                         ) -> tuple[WorstReward | None, PieceTotals] | None:
+    """:func:`worst_reward` of plain rows (a ledger store's (N, 6) array over the interned
+    ``releases``) through :func:`piece_totals_of_rows`, and the piece totals used; None when
+    that function declines (counts too large to sum exactly in float64).  The ranking, the
+    exact recomputation and the tie rules are :func:`worst_reward`'s own; the ledger passed to
+    them holds the releases only (no rows: every query they make of it — currency, release
+    weights, rounds, inline μ² — depends on the releases alone when there are no inline
+    Gaussian rows, trees, posterior reads or segments)."""
+    from dpledger.accounting.ledger import RewardLedger
+    from dpledger.errors import DpledgerError
+    pt = piece_totals_of_rows(data, len(releases))
+    if pt is None:
+        return None
+    led = RewardLedger()
+    for r in releases:
+        led.intern(r)
+    if len(led.releases) != len(releases):
+        raise DpledgerError("two interned releases are equal")
+    key, currency = piece_keys(led, pt)
+    worst = _worst_among(led, pt, key, currency, np.arange(pt.start.size), deltas, adaptive)
+    return worst, pt
 
 
 def worst_rewards_by_run(ledger: "RewardLedger", runs: Iterable[int],

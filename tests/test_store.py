@@ -91,6 +91,81 @@ def test_store_matches_brute_force(tmp_path_factory, ops, batch):
     store.close()
 
 
+# -- the status query's fast route equals the ledger's own query ------------------------------
+WIDE_POOL = POOL + [LaplaceRelease.from_epsilon(0.5), GaussianRelease.from_mu(0.21)]
+wide_ops = st.lists(st.tuples(st.sampled_from([0, 1, 5]),
+                              st.sampled_from([0, 1, 2, (1 << 20) - 1]),
+                              st.sampled_from([0, 1, 3, 7, 10, 2 ** 40]),
+                              st.integers(1, 9), st.integers(0, len(WIDE_POOL) - 1),
+                              st.sampled_from([1, 1, 2, 3, 2 ** 52])),
+                    min_size=1, max_size=30)
+
+
+def _ledger_route(store, deltas):
+    """The worst reward, its privacy block and the largest spend by the general route:
+    the stored rows in a RewardLedger and the ledger's own queries."""
+    from dpledger.accounting.schema import privacy_block
+    from dpledger.accounting.store import max_spend
+    data = store.rows_array()
+    led = store.to_ledger(data)
+    w = led.worst_reward(deltas)
+    return (w.reward.run, w.reward.arm, w.reward.index), w.composition, \
+        privacy_block([w.composition], deltas, adaptive=True), \
+        (max_spend(store, data, led)[0] if store.budget else None)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=wide_ops, budget=st.sampled_from([None, "eps=1e9,delta=1e-6"]),
+       deltas=st.sampled_from([[1e-6], [1e-9, 1e-3]]))
+def test_fast_status_equals_ledger_route(tmp_path_factory, ops, budget, deltas):
+    """``status`` (one sort of the range ends, no ledger: ``reward_queries.
+    worst_reward_of_rows``) names the same worst reward with the same composition, privacy
+    block and budget spend as the RewardLedger route over the same rows — with ties, gaps,
+    several runs, the largest arm, indices near 2^40 (the two-key sort) and counts of 2^52
+    (the fast route declines: the general route answers)."""
+    path = tmp_path_factory.mktemp("f") / "f.db"
+    store = LedgerStore.create(path, budget)
+    store.append_many([(r, a, s, s + ln, WIDE_POOL[k], 1 if budget and c > 3 else c)
+                       for r, a, s, ln, k, c in ops])       # 2^52 releases overflow a budget
+    st_ = store.status(deltas)
+    where, comp, block, spent = _ledger_route(store, deltas)
+    w = st_["worst_reward"]
+    assert (w["run"], w["arm"], w["index"]) == where
+    assert Composition.from_json(w["composition"]) == comp
+    assert st_["privacy"] == block
+    assert st_.get("budget_spent") == spent
+    store.close()
+
+
+def test_fast_route_pieces_are_exact_counts():
+    """Every piece's counts equal a direct count of the rows covering its first reward, the
+    pieces tile exactly the covered rewards, and a count sum of 2^52 makes the route decline."""
+    from dpledger.accounting.reward_queries import piece_totals_of_rows
+    rng = np.random.default_rng(7)
+    n = 3000
+    data = np.stack([rng.integers(0, 2, n), rng.integers(0, 4, n), rng.integers(0, 500, n),
+                     np.zeros(n, np.int64), rng.integers(0, 3, n), rng.integers(1, 4, n)], 1)
+    data[:, 3] = data[:, 2] + rng.integers(1, 60, n)
+    far = data + np.array([0, (1 << 20) - 5, 1 << 45, 1 << 45, 0, 0])    # the two-key sort
+    for d in (data, far):
+        pt = piece_totals_of_rows(d, 3)
+        covered = set()
+        for p in range(pt.start.size):
+            r, a, s, e = int(pt.run[p]), int(pt.arm[p]), int(pt.start[p]), int(pt.stop[p])
+            m = (d[:, 0] == r) & (d[:, 1] == a)
+            for i in (s, e - 1):
+                hit = m & (d[:, 2] <= i) & (i < d[:, 3])
+                assert [int(d[hit & (d[:, 4] == k), 5].sum()) for k in range(3)] == \
+                    pt.counts[:, p].tolist()
+            covered |= {(r, a, i) for i in range(s, e)}
+        brute = {(int(r), int(a), i) for r, a, s, e, *_ in d.tolist() for i in range(s, e)}
+        assert covered == brute
+    big = data.copy()
+    big[0, 5] = 1 << 52
+    assert piece_totals_of_rows(big, 3) is None
+
+
 # -- budgets: atomic refusal, naming the reward -------------------------------------------------
 def test_refusal_is_atomic_and_names_reward(tmp_path):
     path = tmp_path / "b.db"
