@@ -79,3 +79,25 @@ def test_top_level_help_lists_commands(capsys):
     out = capsys.readouterr().out
     for name in PRESENT:
         assert name in out
+
+
+@pytest.mark.parametrize("command", [["compose"], ["ledger", "record"]])
+def test_release_kinds_listed_with_their_syntax(command, capsys):
+    """Every release kind the CLI parses (issue 15: rdp and zcdp too) is listed, with its
+    syntax, by the help of each command that takes release specs; each listed syntax, filled
+    with numbers, parses to its kind."""
+    from dpledger.accounting.releases import RELEASE_TYPES, parse_release_spec
+    from dpledger.commands.compose import RELEASE_SYNTAX
+    assert {k for k, _, _ in RELEASE_SYNTAX} == set(RELEASE_TYPES)
+    with pytest.raises(SystemExit) as exc:
+        main([*command, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    sample = {"E": "0.5", "B": "2", "D": "1", "M": "0.3", "S": "3", "T": "4", "R": "0.1",
+              "A1;A2;...": "2;4", "R1;R2;...": "0.1;0.3"}
+    for kind, syntax, _ in RELEASE_SYNTAX:
+        assert syntax in out, (command, kind)
+        for form in syntax.split(" | "):
+            spec = re.sub(r"A1;A2;\.\.\.|R1;R2;\.\.\.|\b[A-Z]\b", lambda m: sample[m.group(0)],
+                          form)
+            assert parse_release_spec(spec)[0].kind == kind, spec

@@ -10,14 +10,43 @@ from dpledger.accounting.schema import ACCOUNTANT_ORDER, dumps, parse_deltas, pr
 from dpledger.inputs import parse_deltas as parse_delta_options
 
 
+# Every release kind the CLI parses (``accounting.releases.RELEASE_TYPES``), its syntax and
+# what it means: the help of every command taking release specs prints this table
+# (tests/test_cli_help.py checks that no kind is missing).
+RELEASE_SYNTAX = (
+    ("laplace", "laplace:eps=E | laplace:scale=B,sensitivity=D",
+     "Laplace, ε = D/B"),
+    ("gaussian", "gaussian:mu=M | gaussian:sigma=S,sensitivity=D",
+     "Gaussian, μ = D/S"),
+    ("pure", "pure:eps=E", "generic ε-DP (as randomized response)"),
+    ("discrete_laplace", "discrete_laplace:scale=T,sensitivity=D",
+     "discrete Laplace, lattice units"),
+    ("discrete_gaussian", "discrete_gaussian:sigma=S,sensitivity=D",
+     "discrete Gaussian, lattice units"),
+    ("discrete_gaussian_total", "discrete_gaussian_total:rho=R",
+     "discrete Gaussians by total ρ"),
+    ("rdp", "rdp:orders=A1;A2;...,values=R1;R2;...",
+     "Rényi bound at listed orders"),
+    ("zcdp", "zcdp:rho=R", "ρ-zCDP: Rényi ρα, every α > 1"),
+    ("non_private", "non_private:", "read without noise"),
+)
+
+
+def release_kinds_help() -> str:
+    """The release kinds as help text: one line per kind, syntax and meaning."""
+    w = max(len(syntax) for _, syntax, _ in RELEASE_SYNTAX)
+    return ("release kinds (each also takes count=N, N releases of it):\n" + "\n".join(
+        f"  {syntax:<{w}s}  {meaning}" for _, syntax, meaning in RELEASE_SYNTAX))
+
+
 def register(sub) -> None:
     p = sub.add_parser("compose", help="compose releases and print their privacy",
-                       description="Compose releases such as laplace:eps=0.5, "
-                       "laplace:scale=2,sensitivity=1,count=10, gaussian:mu=0.3, "
-                       "gaussian:sigma=2,sensitivity=1,count=100, pure:eps=1, "
-                       "discrete_laplace:scale=4,sensitivity=1, discrete_gaussian:sigma=3.")
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Compose releases and print their privacy, e.g.\n"
+                       "  dpledger compose laplace:eps=0.5 gaussian:sigma=2,sensitivity=1,"
+                       "count=100\n\n" + release_kinds_help())
     p.add_argument("releases", nargs="+", metavar="RELEASE",
-                   help="a release KIND:k=v,... (see above); count=N repeats it N times")
+                   help="a release KIND:k=v,... (kinds above); count=N repeats it N times")
     p.add_argument("--delta", action="append", type=str, metavar="DELTA",
                    help="δ in (0, 1) at which ε(δ) is reported (repeatable or comma-separated; "
                         "default 1e-3, 1e-5, 1e-6, 1e-9)")

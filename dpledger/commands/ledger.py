@@ -30,14 +30,18 @@ def register(sub) -> None:
                     help="per-reward budget: eps=E (pure, summed), mu=M (GDP, Σμ² ≤ M²) or "
                          "eps=E,delta=D (enforced as zCDP ρ ≤ ρ*(E, D))")
     pi.set_defaults(func=run_init)
-    pr = lsub.add_parser("record", help="append one record (one transaction)")
+    from dpledger.commands.compose import release_kinds_help
+    pr = lsub.add_parser("record", help="append one record (one transaction)",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         description="Append one record: the releases SPEC touched observations "
+                                     "[START, STOP) of ARM.\n\n" + release_kinds_help())
     pr.add_argument("store", help="an existing store")
     pr.add_argument("--run", default="0", help="run id (default 0)")
     pr.add_argument("--arm", required=True, help="the arm whose observations were touched")
     pr.add_argument("--start", required=True, help="first observation index touched (0-based)")
     pr.add_argument("--stop", required=True, help="one past the last observation touched")
     pr.add_argument("releases", nargs="+", metavar="SPEC",
-                    help="releases as in compose, e.g. laplace:eps=0.5,count=2")
+                    help="releases as in compose (kinds above), e.g. laplace:eps=0.5,count=2")
     pr.set_defaults(func=run_record)
     ps = lsub.add_parser("status", help="records, streams, the worst reward and its privacy")
     ps.add_argument("store", help="an existing store")
