@@ -131,3 +131,49 @@ def plot_per_reward(rounds, values, streams, worst_round, worst_value, path: str
     ax.grid(alpha=0.3)
     _save(fig, path)
     plt.close(fig)
+
+
+def plot_store_rewards(run, arm, start, stop, values, worst: tuple[int, int, int],
+                       limit: float | None, path: str, ylabel: str, title: str,
+                       max_points: int = 20_000) -> None:
+    """A ledger store's per-reward privacy against the observation index: one step line per
+    (run, arm) stream — value ``values[p]`` on ``[start[p], stop[p])``, 0 where no record
+    touched a reward — with the worst reward marked and the budget as a line.  Beyond
+    ``max_points`` ranges an even sample is drawn (the worst stream's ranges all kept)."""
+    import numpy as np
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.8, 4.2))
+    stream = np.asarray(run, dtype=np.int64) * (1 << 31) + np.asarray(arm, dtype=np.int64)
+    keep = np.arange(stream.size)
+    if keep.size > max_points:
+        wkey = worst[0] * (1 << 31) + worst[1]
+        keep = np.unique(np.r_[np.linspace(0, stream.size - 1, max_points).astype(np.int64),
+                               np.flatnonzero(stream == wkey)[:max_points]])
+    # a range is followed by 0 where no record touched the next rewards (a gap, or the end
+    # of its stream); otherwise its value holds up to the next range drawn
+    gap = np.r_[(stream[1:] != stream[:-1]) | (np.asarray(start)[1:] > np.asarray(stop)[:-1]),
+                True]
+    cuts = np.flatnonzero(np.diff(stream[keep])) + 1
+    many = cuts.size + 1 > 12
+    for i, sel in enumerate(np.split(keep, cuts)):
+        g = sel[gap[sel]]
+        xs = np.r_[start[sel], stop[g]]
+        ys = np.r_[values[sel], np.zeros(g.size)]
+        o = np.argsort(xs, kind="stable")
+        xs, ys = xs[o], ys[o]
+        ax.step(xs, ys, where="post", lw=0.8 if many else 1.2, alpha=0.5 if many else 0.8,
+                color="tab:blue", label="rewards of one (run, arm) stream" if i == 0 else None)
+    p = np.flatnonzero((stream == worst[0] * (1 << 31) + worst[1]) & (start <= worst[2])
+                       & (worst[2] < stop))
+    if p.size:
+        ax.scatter([worst[2]], [values[p[0]]], color="red", s=40, marker="x", zorder=4,
+                   label=f"worst reward (run {worst[0]}, arm {worst[1]})")
+    if limit is not None:
+        ax.axhline(limit, color="black", ls="--", lw=1, label="budget")
+    ax.set_xlabel("observation index within its arm")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="best")
+    ax.grid(alpha=0.3)
+    _save(fig, path)
+    plt.close(fig)

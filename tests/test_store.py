@@ -407,3 +407,33 @@ def test_cli_round_trip(tmp_path):
         r = _cli(*bad)
         assert r.returncode == 2 and "Traceback" not in r.stderr, (bad, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_cli_show_plot(tmp_path):
+    """``show STORE --plot FILE`` writes a PNG (per-reward spend against the observation
+    index, budget line) and prints the per-range summary; a bad --plot path is one error
+    line and exit 2, before any work; an empty store writes nothing and says so."""
+    path = str(tmp_path / "p.db")
+    assert _cli("ledger", "init", path, "--budget", "mu=1").returncode == 0
+    assert _cli("ledger", "record", path, "--arm", "1", "--start", "0", "--stop", "4",
+                "gaussian:mu=0.5,count=2", "laplace:eps=0.1").returncode == 0
+    assert _cli("ledger", "record", path, "--arm", "0", "--start", "2", "--stop", "9",
+                "gaussian:mu=0.3").returncode == 0
+    out = tmp_path / "spend.png"
+    r = _cli("show", path, "--plot", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
+    # spends: arm 1 [0, 4): 2·0.25 + μ(ε=0.1)² ; arm 0 [2, 9): 0.09 — min and max printed
+    lap_mu2 = unit_cost("gdp", LaplaceRelease.from_epsilon(0.1))
+    assert "per-reward gdp spend μ²: min 0.09," in r.stdout
+    assert f"max {0.5 + lap_mu2:.4g} over 2 ranges" in r.stdout
+    for bad in (str(tmp_path), str(tmp_path / "x.nosuchformat"), path + "/x.png"):
+        r = _cli("show", path, "--plot", bad)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (bad, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "--plot" in r.stderr
+    empty = str(tmp_path / "e.db")
+    assert _cli("ledger", "init", empty).returncode == 0
+    r = _cli("show", empty, "--plot", str(tmp_path / "e.png"))
+    assert r.returncode == 0 and "not written" in r.stdout
+    assert not (tmp_path / "e.png").exists()

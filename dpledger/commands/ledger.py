@@ -148,16 +148,14 @@ def _verify(args) -> int:
 def _worst_composition(path: str):
     from dpledger.accounting.store import LedgerStore
     with LedgerStore.open(path, readonly=True) as store:
-        data = store.rows_array()
-        led = store.to_ledger(data)
-        return store.status(), led
+        return store.status()
 
 
 def _curve(args) -> int:
     from dpledger.commands.curve import DEFAULT_GRID, _grid, curves
     if getattr(args, "which", "both") not in ("both", "realized"):
         raise DpledgerError("a ledger store has no certificate: use --which realized")
-    st, _ = _worst_composition(args.file)
+    st = _worst_composition(args.file)
     if st["worst_reward"] is None:
         sys.stdout.write("no releases recorded\n")
         return 0
@@ -187,22 +185,77 @@ def _curve(args) -> int:
     return 0
 
 
+def store_per_reward(store, data=None):
+    """Per-piece privacy of a store's rewards, for ``show``: (pieces, values, name, limit).
+    A piece is a range of one (run, arm) stream whose rewards share one composition
+    (:func:`~dpledger.accounting.reward_queries.piece_totals_of_rows`).  With a budget the
+    value is each piece's spend in the budget's currency (float, for reading and drawing:
+    the status line and ``verify`` give the exact maximum) and ``limit`` the budget;
+    without, pure ε, GDP μ or zCDP ρ as the ledger ranks rewards (∞ where a release has none,
+    e.g. an rdp release), ``limit`` None."""
+    import numpy as np
+    from dpledger.accounting import reward_queries as rq
+    from dpledger.accounting.filters import CURRENCY_OF
+    from dpledger.accounting.ledger import RewardLedger
+    if data is None:
+        data = store.rows_array()
+    releases = store.releases
+    pt = rq.piece_totals_of_rows(data, len(releases))
+    if pt is None:
+        pt = rq.piece_totals(store.to_ledger(data))
+    if store.budget is not None:
+        unit = np.array([store.budget.unit_cost(r) for r in releases], dtype=np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            vals = rq._weighted(unit, pt.counts)
+        name = f"{store.budget.currency} spend {CURRENCY_OF[store.budget.currency]}"
+        return pt, vals, name, store.budget.limit
+    led = RewardLedger()
+    for r in releases:
+        led.intern(r)
+    key, currency = rq.piece_keys(led, pt)
+    with np.errstate(invalid="ignore"):
+        vals = key if currency == "pure" else key / 2.0 if currency == "zcdp" else np.sqrt(key)
+    return pt, vals, {"pure": "pure ε", "zcdp": "zCDP ρ"}.get(currency, "GDP μ"), None
+
+
 def _show(args) -> int:
     import numpy as np
-    from dpledger.commands.show import per_reward
+    from dpledger.accounting.store import LedgerStore
+    from dpledger.inputs import PLOT_EXTENSIONS, check_output_file
     if getattr(args, "ledger", None):
         raise DpledgerError("--ledger does not apply to a ledger store")
-    if args.plot:
-        raise DpledgerError("--plot is not available for a ledger store yet")
-    st, led = _worst_composition(args.file)
+    if args.plot is not None:
+        check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
+    with LedgerStore.open(args.file, readonly=True) as store:
+        store._conn.execute("BEGIN")            # one snapshot for the status and the pieces
+        data = store.rows_array()
+        st = store.status()
+        pt, values, name, limit = store_per_reward(store, data)
+        store._conn.execute("COMMIT")
     sys.stdout.write(format_status(st))
     if st["worst_reward"] is None:
+        if args.plot is not None:
+            sys.stdout.write(f"nothing to plot: {args.plot} not written\n")
         return 0
-    _, values, _, currency = per_reward(led)
-    finite = values[np.isfinite(values)]
-    if finite.size:
-        qs = np.quantile(finite, [0.0, 0.5, 0.9, 1.0])
-        name = "pure ε" if currency == "pure" else "GDP μ"
+    finite = np.isfinite(values)
+    if finite.any():
+        qs = np.quantile(values[finite], [0.0, 0.5, 0.9, 1.0])
         sys.stdout.write(f"per-reward {name}: min {qs[0]:.4g}, median {qs[1]:.4g}, "
-                         f"90% {qs[2]:.4g}, max {qs[3]:.4g}\n")
+                         f"90% {qs[2]:.4g}, max {qs[3]:.4g} over {pt.start.size} ranges of "
+                         "rewards sharing one composition (rewards no record touched left out)"
+                         + ("" if finite.all() else f"; {int((~finite).sum())} ranges have no "
+                            f"finite {name}") + "\n")
+    if args.plot is None:
+        return 0
+    if not finite.any():
+        sys.stdout.write(f"no reward has a finite {name} (nothing to plot: {args.plot} not "
+                         "written)\n")
+        return 0
+    from dpledger.plots import plot_store_rewards
+    w = st["worst_reward"]
+    plot_store_rewards(pt.run[finite], pt.arm[finite], pt.start[finite], pt.stop[finite],
+                       values[finite], (w["run"], w["arm"], w["index"]), limit, args.plot,
+                       f"per-reward {name}", f"{args.file}: per-reward privacy "
+                       f"({st['records']} records)")
+    sys.stdout.write(f"wrote {args.plot}\n")
     return 0

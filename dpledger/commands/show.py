@@ -23,13 +23,14 @@ MAX_POINTS = 20_000
 
 def register(sub) -> None:
     p = sub.add_parser("show", help="summary and per-reward privacy of a run")
-    p.add_argument("file", help="a run.json written by `dpledger run`")
+    p.add_argument("file", help="a run.json written by `dpledger run`, or a ledger store")
     p.add_argument("--ledger", default=None,
                    help="its ledger file (default <stem>.ledger.json next to the run.json; "
                         "without one the per-reward view is skipped)")
     p.add_argument("--plot", default=None,
                    help="also plot each reward's privacy against its round to this file (.png, "
-                        ".pdf, .svg, …; needs the ledger; default: no plot)")
+                        ".pdf, .svg, …; needs the ledger; for a ledger store: against the "
+                        "observation index, with the budget; default: no plot)")
     p.set_defaults(func=run)
 
 
