@@ -1,40 +1,55 @@
 """Per-reward privacy filters: budgets that stay valid under fully adaptive composition.
 
 A *filter* (Rogers, Roth, Ullman & Vadhan 2016, "Privacy odometers and filters: pay-as-you-go
-composition") is a stopping rule: a release is admitted only if, for every reward it touches,
-the reward's spend after it stays within the budget.  Each release's parameters may depend on
-everything released before it (fully adaptive composition), so a filter may only rely on
-theorems proven for that setting.  A budget is enforced in exactly one *currency*, in which
-spends add:
+composition", NeurIPS 2016, arXiv 1605.08294) is a stopping rule: a release is admitted only
+if, for every reward it touches, the reward's spend after it stays within the budget.  Each
+release's parameters may depend on everything released before it (fully adaptive
+composition), so a filter may only rely on theorems proven for that setting.  A budget is
+enforced in exactly one *currency*, in which spends add.
 
-``pure``  budget ``eps=E``: spend Σ ε_i ≤ E.  Basic composition holds as a filter with the
-          nonadaptive parameters (Rogers et al. 2016, Thm 3.6: the filter "Σ ε_i ≤ ε_g" is a
-          valid (ε_g, 0) filter; with all δ_i = 0 it is pure ε_g-DP).  Releases without a
-          finite pure ε (Gaussian, discrete Gaussian, non-private) are refused.
+Citations were checked against the papers' abstracts and introductions (the `search` corpora
+hold no full texts); theorem numbers that could not be confirmed there are marked so.
+
+``pure``  budget ``eps=E``: spend Σ ε_i ≤ E.  Rogers et al. 2016's basic-composition filter
+          (theorem number unverified): with adaptively chosen (ε_i, δ_i), halting before
+          Σ ε_i exceeds ε_g (and Σ δ_i exceeds δ_g) is a valid (ε_g, δ_g) filter; here every
+          δ_i = 0, so the stopped interaction is E-DP.  Releases without a finite pure ε
+          (Gaussian, discrete Gaussian, RDP/zCDP curves, non-private) are refused.
 ``gdp``   budget ``mu=M``: spend Σ μ_i² ≤ M².  Smith & Thakurta 2022 ("Fully adaptive
-          composition for Gaussian differential privacy", main theorem, Thm 1.1): adaptively
-          chosen μ_i-GDP mechanisms stopped by the filter Σ μ_i² ≤ M² are M-GDP.  A pure-ε
-          release counts with its randomized-response μ = −2Φ⁻¹(1/(1+e^ε)) (randomized
-          response dominates every ε-DP mechanism, Kairouz–Oh–Viswanath 2015, and is μ-GDP
-          for that μ, :func:`dpledger.accounting.gdp.mu_of_pure_epsilon`); the discrete Gaussian (no proven GDP) and non-private reads are refused.
+          composition for Gaussian differential privacy", arXiv 2210.17520; the paper's main
+          result, theorem number unverified): GDP composes under a fully adaptive analyst with
+          the nonadaptive parameters — the filter that sums the squared μ_i and compares them
+          with M² yields M-GDP.  A pure-ε release counts with its randomized-response
+          μ = −2Φ⁻¹(1/(1+e^ε)) (every ε-DP mechanism's trade-off curve lies above randomized
+          response's, Kairouz–Oh–Viswanath 2015, and that curve lies above G_μ for this μ,
+          Dong–Roth–Su; :func:`dpledger.accounting.gdp.mu_of_pure_epsilon`); the discrete
+          Gaussian (no proven GDP), RDP/zCDP curves and non-private reads are refused.
 ``zcdp``  budget ``eps=E,delta=D``: spend Σ ρ_i ≤ ρ*.  Feldman & Zrnic 2021 ("Individual
-          privacy accounting via a Rényi filter", Thm 3.1): at a fixed order α, individual
-          RDP losses ε_i(α) chosen adaptively and stopped at Σ ε_i(α) ≤ B give (α, B)-RDP for
-          that individual.  With ε_i(α) = α ρ_i and B = α ρ*, the stopping condition is the
-          same at every α, so the stopped composition is (α, αρ*)-RDP for all α > 1, i.e.
-          ρ*-zCDP (also Whitehouse, Ramdas, Rogers & Wu 2023, "Fully-adaptive composition in
-          differential privacy", Sect. 5, RDP filters).  ρ* is the largest ρ (found by
-          bisection, rounded down) whose improved RDP → (ε, δ) conversion (Balle et al. 2020
-          Thm 21; Canonne–Kamath–Steinke 2020 Prop. 12, :func:`dpledger.accounting.rdp.
-          rdp_to_epsilon`, itself an upper bound) is ≤ E at δ = D.
+          privacy accounting via a Rényi filter", NeurIPS 2021, arXiv 2008.11193; their
+          Rényi-filter composition theorem, theorem number unverified): at a *fixed* order α,
+          losses ε_i(α) chosen adaptively (each a function of the past outputs) and stopped
+          before Σ ε_i(α) exceeds B give (α, B)-RDP — individually, per data point.  A
+          ρ_i-zCDP release costs ε_i(α) ≤ αρ_i at every α; with B = αρ* the stopping rule
+          Σ ρ_i ≤ ρ* is the same event at every α, so the theorem applied at each α separately
+          makes the stopped interaction (α, αρ*)-RDP for all α > 1, i.e. ρ*-zCDP (Whitehouse,
+          Ramdas, Rogers & Wu 2023, "Fully-adaptive composition in differential privacy",
+          ICML 2023, arXiv 2203.05481, also derive a filter for approximate zCDP; section and
+          theorem number unverified).  ρ* is the largest ρ (bisection, rounded down) whose
+          RDP → (ε, δ) conversion (Balle et al. 2020, "Hypothesis testing interpretations and
+          Rényi DP", Thm 21 of arXiv 1905.09982; Canonne–Kamath–Steinke 2020, Prop. 12 of
+          arXiv 2004.00010 v4, the form dp-accounting implements;
+          :func:`dpledger.accounting.rdp.rdp_to_epsilon`, itself an upper bound) is ≤ E at
+          δ = D.  RDP curves known at listed orders only have no ρ and are refused.
 
 Why an (ε, δ) budget is enforced in zCDP, not in (ε, δ) itself and never with PLD: an (ε, δ)
 statement about a composition is a *conversion* taken after the fact (optimised over α, or read
 off a numerically composed privacy-loss distribution), and such optimisations are not valid
 when the parameters were chosen adaptively — the "natural" f-DP/PLD filter that composes
-curves and stops when the target curve is crossed is invalid in general.  zCDP is additive, has
-a filter theorem with no loss (above), and every release kind of the vocabulary but the
-non-private read has a ρ (Laplace and generic pure ε through their RDP curves), so a single
+curves and stops when the target curve is crossed is invalid in general (Tran, Koskela, Räisä
+& Honkela 2026, "f-Differential privacy filters: validity and approximate solutions", arXiv
+2602.06756, characterise when).  zCDP is additive, has a filter theorem with no loss (above),
+and every release kind of the vocabulary but the non-private read and the RDP curve known at
+listed orders only has a ρ (Laplace and generic pure ε through their RDP curves), so a single
 additive currency covers mixed Laplace/Gaussian ledgers; the conversion is fixed once, at
 budget time, and never re-optimised on the realized sequence.
 
