@@ -566,6 +566,8 @@ def verify_store(path: str | os.PathLike) -> list[str]:
                 problems.append("a row has count < 1")
             if (data[:, 0] < 0).any() or (data[:, 1] < 0).any():
                 problems.append("a row has a negative run or arm")
+            if (data[:, 1] >= _MAX_ARM).any() or (data[:, 0] >= 1 << 31).any():
+                problems.append("a row has an arm >= 2^20 or a run >= 2^31")
             if (data[:, 4] < 0).any() or (data[:, 4] >= len(store._releases)).any():
                 problems.append("a row names a release id not in the releases table")
         if store.budget is not None and data.size and not problems:

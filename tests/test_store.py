@@ -374,6 +374,31 @@ def test_verify_finds_tampering(tmp_path):
     assert r.returncode == 1 and "sha256" in r.stderr
 
 
+def test_arms_below_2_20(tmp_path):
+    """RewardLedger keys a stream run·2^20 + arm: a store arm of 2^20 in run 0 would be read
+    as arm 0 of run 1 (to_ledger, verify's spends).  Such records are refused, and verify
+    reports one written around the API; the fast status route keeps the streams apart."""
+    path = tmp_path / "a.db"
+    s = LedgerStore.create(path)
+    lap = LaplaceRelease.from_epsilon(1.0)
+    with pytest.raises(DpledgerError, match="arm must be below 2\\^20"):
+        s.append(arm=1 << 20, start=0, stop=2, release=lap)
+    s.append(arm=(1 << 20) - 1, start=0, stop=2, release=lap)
+    s.append(arm=0, start=1, stop=3, release=lap, run=1)
+    st_ = s.status([1e-6])
+    assert Composition.from_json(st_["worst_reward"]["composition"]) == Composition.of([lap])
+    s.close()
+    assert verify_store(path) == []
+    import hashlib
+    conn = sqlite3.connect(path)
+    blob = np.array([[0, 1 << 20, 0, 3, 0, 1]], dtype="<i8").tobytes()
+    conn.execute("INSERT INTO batches(n, data, sha256) VALUES (1, ?, ?)",
+                 (blob, hashlib.sha256(blob).hexdigest()))
+    conn.commit()
+    conn.close()
+    assert any("arm >= 2^20" in p for p in verify_store(path))
+
+
 # -- CLI -------------------------------------------------------------------------------------------
 def test_cli_round_trip(tmp_path):
     path = str(tmp_path / "c.db")
