@@ -30,7 +30,8 @@ from hypothesis import strategies as st
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.filters import Budget, BudgetExceeded, unit_cost, zcdp_epsilon
-from dpledger.accounting.releases import GaussianRelease, LaplaceRelease, PureEpsilonRelease
+from dpledger.accounting.releases import (GaussianRelease, LaplaceRelease, NonPrivateRelease,
+                                          PureEpsilonRelease, RdpRelease, ZcdpRelease)
 from dpledger.accounting.store import LedgerStore, is_store, verify_store
 from dpledger.errors import DpledgerError
 
@@ -116,7 +117,7 @@ def _ledger_route(store, deltas):
 
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=wide_ops, budget=st.sampled_from([None, "eps=1e9,delta=1e-6"]),
+@given(ops=wide_ops, budget=st.sampled_from([None, "eps=1e9,delta=1e-6", "curves"]),
        deltas=st.sampled_from([[1e-6], [1e-9, 1e-3]]))
 def test_fast_status_equals_ledger_route(tmp_path_factory, ops, budget, deltas):
     """``status`` (one sort of the range ends, no ledger: ``reward_queries.
@@ -125,8 +126,15 @@ def test_fast_status_equals_ledger_route(tmp_path_factory, ops, budget, deltas):
     several runs, the largest arm, indices near 2^40 (the two-key sort) and counts of 2^52
     (the fast route declines: the general route answers)."""
     path = tmp_path_factory.mktemp("f") / "f.db"
+    pool = WIDE_POOL
+    if budget == "curves":      # releases known by a curve or not at all: ranked by ε(δ)
+        budget, pool = None, [RdpRelease((2.0, 4.0), (0.1, 0.3)), ZcdpRelease(0.05),
+                              LaplaceRelease.from_epsilon(0.25), GaussianRelease.from_mu(0.3),
+                              RdpRelease((1.5, 8.0), (0.05, 0.6)), ZcdpRelease(0.02)]
+        if ops[0][4] == 0:
+            pool = pool[:5] + [NonPrivateRelease()]
     store = LedgerStore.create(path, budget)
-    store.append_many([(r, a, s, s + ln, WIDE_POOL[k], 1 if budget and c > 3 else c)
+    store.append_many([(r, a, s, s + ln, pool[k], 1 if budget and c > 3 else c)
                        for r, a, s, ln, k, c in ops])       # 2^52 releases overflow a budget
     st_ = store.status(deltas)
     where, comp, block, spent = _ledger_route(store, deltas)
