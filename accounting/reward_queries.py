@@ -310,19 +310,23 @@ def piece_totals_of_rows(data: np.ndarray, n_releases: int) -> PieceTotals | Non
     m = bp_pos.size                  # distinct ends; piece j is [bp[j], bp[j+1]) in a stream
     rank = np.empty(2 * n, dtype=np.int64)
     rank[order] = np.cumsum(new) - 1          # each end's distinct-end number
-    slot = np.concatenate([rid, rid]) * m + rank
-    if int(cnt.min()) == int(cnt.max()) == 1:  # integer counts of ends, exact
-        diff = (np.bincount(slot[:n], minlength=n_releases * m)
-                - np.bincount(slot[n:], minlength=n_releases * m))
-        counts = np.cumsum(diff.reshape(n_releases, m), axis=1)
-    else:       # float sums of integers < 2^52: exact
-        w = np.concatenate([cnt, -cnt]).astype(np.float64)
-        diff = np.bincount(slot, weights=w, minlength=n_releases * m)
-        counts = np.cumsum(diff.reshape(n_releases, m), axis=1)
     # a piece runs to the next end of its own stream (the last end of a stream opens none),
-    # and a stretch that no row covers holds nothing
-    keep = np.r_[bp_stream[1:] == bp_stream[:-1], False] & np.any(counts != 0, axis=0)
+    # and a stretch that no row covers holds nothing: the number of rows covering piece j is
+    # the running sum of +1 (starts) / −1 (stops) over the ends sorted up to end j
+    depth = np.cumsum(np.where(order < n, 1, -1))[np.r_[np.flatnonzero(new)[1:] - 1, 2 * n - 1]]
+    keep = np.r_[bp_stream[1:] == bp_stream[:-1], False] & (depth > 0)
     idx = np.flatnonzero(keep)
+    slot = np.concatenate([rid, rid]) * m + rank
+    # the difference arrays are summed in place: at 1e6 rows every (ids × ends) temporary is
+    # tens of MB, and fresh pages cost as much as the arithmetic on a first call
+    if int(cnt.min()) == int(cnt.max()) == 1:  # integer counts of ends, exact
+        counts = np.bincount(slot[:n], minlength=n_releases * m)
+        counts -= np.bincount(slot[n:], minlength=n_releases * m)
+    else:       # float sums of integers < 2^52: exact
+        counts = np.bincount(slot, weights=np.concatenate([cnt, -cnt]).astype(np.float64),
+                             minlength=n_releases * m)
+    counts = counts.reshape(n_releases, m)
+    np.cumsum(counts, axis=1, out=counts)
     counts = counts.take(idx, axis=1)       # C order (counts[:, idx] is not)
     if counts.dtype != np.int64:
         counts = np.rint(counts).astype(np.int64)
