@@ -610,14 +610,84 @@ def dp_klucb_phase_design(policy, T: int, K: int, t_star: int, arm: int, fractio
                   round=ts, played_arm=True)
 
 
+def gaussian_ts_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
+    """TS-Gaussian / M-TS-Gaussian, white-box: the certificate's worst candidate is one reward
+    read by every later sample of its arm at the smallest k (k = 1 for b = 0, k = b for b ≥ 1),
+    which the trajectory attains only while that arm is not pulled again.
+
+    b ≥ 1: the witness is arm 0's round-1 pre-pull reward.  Arm 0's other pre-pull rewards are
+    at the low end and every other arm's rewards at the high end, so in D′ the witness arm's
+    samples N(1/(b+1), c/(b+1)) face K − 1 arms at N(b/(b+1), c/(b+1)) or better: for b ≥ 2
+    and small c (e.g. b = 4, c = 0.2, K = 4: a gap of 2.1 standard deviations per other arm)
+    the witness arm is almost never the argmax, and every read is at k = b.
+
+    b = 0: round 1 samples every arm at k = 0 and plays a random arm a*, whose reward is the
+    witness (the changed row holds it for every arm; arm −1 = the arm played at t*).  Every
+    other reward is at the high end, so the arms pulled later have means k/(k+1) ≥ ½ while a*
+    reads N(S/2, ½) with S ∈ {0, 1}; many arms (K = T = 19 at μ = 3: a horizon holds at least
+    K rounds) keep a* from the argmax most of the time, so its reads stay at k = 1 (the
+    certificate's count); 1e6 trials per side then certify 0.97·μ."""
+    b = int(getattr(policy, "b", 0))
+    tab = np.ones((T, K))
+    if b >= 1:
+        tab[:, 0] = 0.0
+        return Design(tab, f"arm 0's round-1 pre-pull reward is the witness (read at k = b = {b} "
+                           "by every later sample while arm 0 is not pulled again); arm 0's "
+                           "other rewards at the low end, every other arm's at the high end, "
+                           "so arm 0 is almost never the argmax and every read of the witness "
+                           "is at k = b, as the certificate counts", round=1)
+    return Design(tab, "round 1 (every arm at k = 0: a random arm a* is played and its reward "
+                       "is the witness, read at k = 1 by every later sample while a* is not "
+                       "pulled again); every other reward at the high end, so the K − 1 other "
+                       "arms' samples keep a* from the argmax and its reads stay at k = 1, as "
+                       "the certificate counts", round=1, played_arm=True)
+
+
+def dp_ts_ucb_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
+    """DP-TS-UCB, white-box: the witness is arm 0's round-1 reward, its epoch-0 model (n = 1),
+    sampled afresh every round from K + 1 while its budget φ lasts and until arm 0's buffer
+    holds 2 new rewards; the certificate counts min(φ, T − K) such samples.  Arm 0's other
+    rewards are at the low end and every other arm's at the high end: in D′ arm 0's model has
+    the others' epoch-0 mean, so it is pulled about 1/K of the rounds and, with many arms, hardly
+    ever twice within its budget (e.g. K = 64, 9 reads: under 1 %)."""
+    tab = np.ones((T, K))
+    tab[:, 0] = 0.0
+    return Design(tab, "arm 0's round-1 reward is the witness: its epoch-0 model (n = 1) is "
+                       "sampled every round from K + 1 while its budget lasts (the certificate's "
+                       "min(φ, T − K) samples) unless arm 0 is pulled twice first; arm 0's other "
+                       "rewards at the low end, every other arm's at the high end", round=1)
+
+
+def dp_ts_mt_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
+    """Private TS (Mishra & Thakurta), white-box.  With gap estimation the worst candidate is a
+    gap-batch reward (one release of ε/(2K)): round 1 is arm 0's first gap pull (the generic
+    table).  Without it and with ``random_pulls`` P ≥ 1, round 1 is arm 0's first random pull,
+    part of arm 0's first tree item (the batch total, sensitivity 1), which lies in one p-sum
+    per level as arm 0's tree reaches 1, 2, 4, … items: arm 0 is made good (every reward at the
+    high end) and the others bad, so that arm 0 is pulled on nearly every Thompson round and its
+    tree reaches every level the certificate counts within T."""
+    p = policy.params
+    if p.get("gap_estimation", True) or p.get("random_pulls") in (0, "printed"):
+        return generic_design(policy, T, K, t_star, arm)
+    tab = np.zeros((T, K))
+    tab[:, 0] = 1.0
+    return Design(tab, "round 1 = arm 0's first random pull, inside arm 0's first tree item "
+                       "(the certificate's witness: the first item of a tree, in one p-sum per "
+                       "level it reaches); arm 0 good (every reward at the high end), the other "
+                       "arms bad, so arm 0's tree reaches every level within T", round=1)
+
+
 WHITEBOX_DESIGNS: dict[str, Callable[..., Design]] = {
     "lazy-dp-ts": generic_design,      # the single captured release is arm 0's round-1 release
     "adap-klucb": generic_design,
     "dp-ts": dp_ts_whitebox_design,
     "dp-ucb": tree_whitebox_design,
-    "dp-ts-mt": generic_design,        # the black-box gap straddle is not needed white-box
     "dp-klucb": azize_whitebox_design,
     "dp-imed": azize_whitebox_design,
+    "ts-gaussian": gaussian_ts_whitebox_design,
+    "mts-gaussian": gaussian_ts_whitebox_design,
+    "dp-ts-ucb": dp_ts_ucb_whitebox_design,
+    "dp-ts-mt": dp_ts_mt_whitebox_design,
 }
 
 
@@ -671,7 +741,8 @@ def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
     design = design_fn(policy, T, K, t_star, arm, **design_options)
     if design.round is not None:
         t_star = design.round
-        notes = tuple(n for n in notes if "trajectory-dependent" not in n) + (
+        notes = tuple(n for n in notes if "trajectory-dependent" not in n
+                      and "no candidate names its round" not in n) + (
             f"design: witness round {t_star} (see the description)",)
     if design.played_arm:
         arm = -1

@@ -283,11 +283,61 @@ def _batch_laplace(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, ar
     return over
 
 
+@njit(cache=True)
+def gaussian_release_llr(actions, played, cap, t_star, delta, side):
+    """(LLR, releases, overflow) of the Gaussian releases that contain the witness reward, from a
+    full (6, M) capture whose columns are releases of a *mean*: row 0 the released value y, 1
+    the clean mean, 2 its σ, 3 the arm, 4 and 5 the observations [start, stop) it averages
+    (DP-TS-UCB's fresh samples, :mod:`dpledger.policies.hu2025`).
+
+    The witness is observation w of the arm a* played at t* (w = pulls of a* before t*); a
+    release contains it when start ≤ w < stop, and its clean mean then differs by
+    d = Δ/(stop − start) between D and D′ given the same history, so its conditional LLR is
+    ((y − m_D)·d − d²/2)/σ² with m_D the captured mean on side 0 and the captured mean − d on
+    side 1.  The sum is the Neyman–Pearson statistic of the whole transcript (Dong–Roth–Su 2022:
+    a weighted sum of Gaussian releases, composed μ² = Σ d²/σ²)."""
+    a = actions[t_star - 1]
+    w = 0
+    for t in range(t_star - 1):
+        if actions[t] == a:
+            w += 1
+    n = np.int64(cap[5, 0])
+    s = 0.0
+    m = 0
+    for c in range(1, n + 1):
+        if np.int64(cap[3, c]) == a and cap[4, c] <= w and w < cap[5, c]:
+            var = cap[2, c] * cap[2, c]
+            d = delta / (cap[5, c] - cap[4, c])
+            m_d = cap[1, c] - side * d
+            s += ((cap[0, c] - m_d) * d - 0.5 * d * d) / var
+            m += 1
+    return s, m, cap[4, 0] != 0.0
+
+
+@njit
+def _batch_gauss_releases(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar,
+                          counts, nxt, score, nrel, delta, side):
+    actions = np.zeros(stop, np.int64)
+    over = 0
+    for i in range(n):
+        cap[5, 0] = 0.0
+        cap[4, 0] = 0.0
+        played, _, _ = kernel(rng, env, T, K, stop, params, actions, rows, cap)
+        s, m, o = gaussian_release_llr(actions, played, cap, tstar, delta, side)
+        score[i] = s
+        nrel[i] = m
+        if o:
+            over += 1
+        nxt[i] = _features(actions, played, edges, arm, tstar, stop, counts, i)
+    return over
+
+
 # White-box likelihood-ratio captures: policies whose kernels capture every release that touches
 # the witness reward, and the score of the whole vector.  Policies not listed are scored by the
 # single captured witness release (``released``).
 LR_CAPTURE = {"ts-gaussian": "gaussian-posterior", "mts-gaussian": "gaussian-posterior",
-              "dp-ts": "laplace-releases", "dp-ucb": "laplace-releases"}
+              "dp-ts": "laplace-releases", "dp-ucb": "laplace-releases",
+              "dp-ts-mt": "laplace-releases", "dp-ts-ucb": "gaussian-releases"}
 
 
 def windows(t_star: int, stop: int) -> np.ndarray:
@@ -342,6 +392,15 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
         over = _batch_laplace(type(policy).kernel, rng, env_tuple, T, K, stop,
                               policy.kernel_params(T, K), n, rows, cap, edges, arm, t_star,
                               counts, nxt, rel, cln, last, float(delta), float(side))
+        if over:
+            raise DpledgerError(f"{over} trials overflowed the white-box capture buffer")
+    elif lr == "gaussian-releases" and _uses_kernel(policy):
+        rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
+        # every fresh sample of every arm: at most K per round
+        cap = np.zeros((6, K * stop + 8))
+        over = _batch_gauss_releases(type(policy).kernel, rng, env_tuple, T, K, stop,
+                                     policy.kernel_params(T, K), n, rows, cap, edges, arm,
+                                     t_star, counts, nxt, rel, cln, float(delta), float(side))
         if over:
             raise DpledgerError(f"{over} trials overflowed the white-box capture buffer")
     elif _uses_kernel(policy) and policy.emits_segments():
@@ -555,6 +614,14 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                 raise DpledgerError(f"stop_at must lie in [{t_star + 1}, {T}], got {stop}")
         elif lr == "laplace-releases":
             stop = _lr_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, delta_pair)
+        elif lr == "gaussian-releases":
+            # the witness model's reads end by the policy's stated last round (DP-TS-UCB: its
+            # budget φ after round K), else T
+            last = getattr(policy, "witness_last_round", None)
+            stop = int(stop_at) if stop_at is not None else (
+                int(last(T, K)) if last is not None else T)
+            if not t_star < stop <= T:
+                raise DpledgerError(f"stop_at must lie in [{t_star + 1}, {T}], got {stop}")
         else:
             stop = _whitebox_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, workers)
     else:
@@ -642,11 +709,22 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
         info["ceiling"] = ceiling(trials, confidence=confidence,
                                   selection_fraction=selection_fraction, currency=currency,
                                   delta=delta_audit)
+        if lr:
+            bp = _best_possible(policy, T, K, trials, confidence, selection_fraction, cert,
+                                currency)
+            if bp is not None:
+                info["best_possible"] = bp
     elapsed = time.perf_counter() - t0
     if lr == "laplace-releases":
         info["whitebox_capture"] = ("every Laplace release containing the witness reward (log-"
                                     "mechanism blocks and binary-mechanism p-sums), scored by the "
                                     "sum of their log-likelihood ratios")
+        if not sequential:
+            info["witness_releases_mean"] = [float(np.mean(f0["clean"])), float(np.mean(f1["clean"]))]
+    elif lr == "gaussian-releases":
+        info["whitebox_capture"] = ("every fresh Gaussian sample of a model containing the "
+                                    "witness reward (sensitivity 1/n on an epoch mean of n), "
+                                    "scored by the sum of their log-likelihood ratios")
         if not sequential:
             info["witness_releases_mean"] = [float(np.mean(f0["clean"])), float(np.mean(f1["clean"]))]
     elif lr == "gaussian-posterior":
@@ -669,6 +747,25 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                       else plot_data_fixed(s0, s1, sa, trials, currency))
     res.elapsed = elapsed            # not written to JSON (reproducible bytes)
     return res
+
+
+def _best_possible(policy, T, K, trials, confidence, selection_fraction, cert, currency):
+    """The best bound a likelihood-ratio threshold test could reach on ``trials`` per side for
+    the certificate's worst candidate (:func:`dpledger.audits.optimal.best_possible`), with its
+    ratio to the certificate: tells a composition-limited ratio from a policy-limited one."""
+    from dpledger.audits.optimal import best_possible
+    from dpledger.audits.pairs import worst_candidate
+    cand = worst_candidate(policy.certificate(T, K))
+    if cand is None:
+        return None
+    bp = best_possible(cand.composition, trials, confidence=confidence,
+                       selection_fraction=selection_fraction)
+    if bp is None or bp["currency"] != currency:
+        return None
+    certified = cert.get("pure_epsilon") if currency == "epsilon" else cert.get("gdp_mu")
+    if certified:
+        bp["ratio"] = bp["value"] / float(certified)
+    return bp
 
 
 def _lr_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, delta) -> int:
@@ -733,4 +830,4 @@ def _jsonable(params: dict) -> dict:
 
 
 __all__ = ["audit_policy", "run_trials", "windows", "blackbox_scores", "fisher_weights",
-           "SCORES", "CHUNK"]
+           "gaussian_release_llr", "SCORES", "CHUNK"]

@@ -34,7 +34,7 @@ from dpledger.policies.base import KernelPolicy, Param
 from dpledger.mechanisms.noise import gaussian_lattice_sigma, lattice_gaussian
 from dpledger.policies.environments import draw_reward, lattice_bits
 from dpledger.policies.sink import put_action
-from dpledger.policies.rules import argmax_random_tie
+from dpledger.policies.rules import argmax_random_tie, capture_release
 
 
 def sampling_budget(T: int, alpha: float, c0: float) -> int:
@@ -83,6 +83,14 @@ def _flush(rows, n, pending, arm, start, size, rid):
 @njit(cache=True, nogil=True)
 def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ln(T)^α, φ (integer budget).
+
+    Capture: the two-row form receives arm 0's first fresh sample (θ, clean mean); a (6, M)
+    array receives every fresh sample of every arm (:func:`~dpledger.policies.rules.
+    capture_release`: θ, the clean epoch mean μ̂, σ = √(ln(T)^α/n), arm, observations
+    [start, start + n)) — a Gaussian release of sensitivity 1/n on the mean, so the auditor
+    scores its log-likelihood ratio with d = Δ/n (:func:`dpledger.audits.policy.
+    gaussian_release_llr`).  Samples reused from the running maximum draw no noise and are
+    not captured (post-processing).
 
     Exact sampler (a lattice environment, rewards on 2^-b): a fresh sample is
     θ = (n·μ̂·2^b + Z)/(n·2^b), Z ~ N_ℤ(0, s²) drawn exactly, s = lattice_sigma(σ·n, b) for the
@@ -141,6 +149,10 @@ def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
                         capture[0, 0] = theta[j]
                         capture[1, 0] = mu_hat[j]
                         witness = False
+                    # full capture (a (6, M) array): every fresh sample, its clean epoch mean,
+                    # σ and the observations [start, start + n) the mean averages
+                    capture_release(capture, theta[j], mu_hat[j], sig[j], j, start[j],
+                                    start[j] + n[j])
                 else:
                     theta[j] = mx[j]
             a = argmax_random_tie(theta, rng)
@@ -185,6 +197,12 @@ class DPTSUCB(KernelPolicy):
 
     def phi(self, T: int) -> int:
         return sampling_budget(T, self.params["alpha"], self.params["c0"])
+
+    def witness_last_round(self, T: int, K: int) -> int:
+        """The last round whose fresh samples can read an arm's first reward (the certificate's
+        witness): that epoch-0 model is sampled once per round from round K + 1 while its
+        budget φ lasts, so by round K + φ at the latest (the white-box audit stops there)."""
+        return min(T, K + self.phi(T))
 
     def kernel_params(self, T, K):
         return np.array([variance_scale(T, self.params["alpha"]), float(self.phi(T))])

@@ -273,7 +273,12 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε, gap estimation (0/1), n_mode tree (0/1), J, m_0 … m_{J−1}, then for each exit
     e = 0 … J: P_e, release id of the tree, tree bound L_e = T − τ_e; then the noise scale of
     every release id (``noise_scales``: id 0 the gap batches' Lap(2K/ε) on the batch sum, id
-    r ≥ 1 a tree's p-sums, Lap(levels/ε0))."""
+    r ≥ 1 a tree's p-sums, Lap(levels/ε0)).
+
+    Capture: the two-row form receives arm 0's first gap-batch release; a (6, M) array every
+    release (:func:`~dpledger.policies.rules.capture_release`): the gap batches' sums and every
+    tree p-sum, with the arm's observations it sums — the random-pull item counts as its P
+    observations, so a p-sum containing item 1 starts at the batch's first observation."""
     gap = params[1] != 0.0
     tree_mode = params[2] != 0.0
     J = np.int64(params[3])
@@ -309,6 +314,8 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
                     # the witness in the release's own units: the batch sum + Lap(2K/ε)
                     capture[0, 0] = bsum[a] + noise
                     capture[1, 0] = bsum[a]
+                capture_release(capture, bsum[a] + noise, bsum[a], gap_scale, a, obs[a] - m,
+                                obs[a])
                 mu[a] = (bsum[a] + noise) / m
             delta = delta / 2.0
             j += 1
@@ -353,6 +360,9 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
             code, value, s0, s1 = binary_push(bfs[a], bis[a], bsum[a])
             noise = tree_noise(rng, env, scale, rows, slot[a], a, bis[a, 2], bis[a, 0], levels, rid)
             draws += 1
+            # item 1 (tree index off = obs − 1) is the batch total of observations
+            # [obs − P, obs): its p-sum starts at the batch's first observation
+            capture_release(capture, value + noise, value, scale, a, s0 - (P - 1), s1)
             binary_commit(bfs[a], bis[a], code, value + noise)
             rsum[a] = binary_output(bfs[a], bis[a])
             n_tree[a] += P
@@ -370,6 +380,9 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
         code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
         noise = tree_noise(rng, env, scale, rows, slot[a], a, bis[a, 2], bis[a, 0], levels, rid)
         draws += 1
+        # a p-sum reaching item 1 also covers the random-pull batch's first P − 1 observations
+        capture_release(capture, value + noise, value, scale, a,
+                        s0 - (P - 1) if (P > 0 and s0 == bis[a, 2]) else s0, s1)
         binary_commit(bfs[a], bis[a], code, value + noise)
         rsum[a] = binary_output(bfs[a], bis[a])
         put_action(actions, t + 1, a)
