@@ -14,9 +14,12 @@ table**, chosen to make the changed reward matter:
     unclipped epoch of whichever arm is played there (:func:`lazy_epoch_design`).
 White-box designs (:data:`WHITEBOX_DESIGNS`): DP-TS at round K + 1, DP-UCB with a good
     witness arm; Lazy-DP-TS and AdaP-KLUCB keep the generic table (their captured release is
-    round 1's).
-``generic`` (adap-ucb, anytime-lazy-ucb, the white-box dp-ts-mt, and any policy without
-    its own entry; dp-ts's black-box design is this table plus its limit reason): the witness arm is bad (every reward at the low end), every other arm good
+    round 1's); TS-Gaussian / M-TS-Gaussian, DP-TS-UCB and private TS keep the witness arm from
+    the argmax (or, private TS without gap estimation, make it good) so that the trajectory
+    attains the certificate's worst candidate (see each design's docstring).
+``generic`` (adap-ucb, anytime-lazy-ucb, the white-box dp-ts-mt with gap estimation, and any
+    policy without its own entry; dp-ts's black-box design is this table plus its limit reason):
+    the witness arm is bad (every reward at the low end), every other arm good
     (high end).  The changed reward is the witness arm's first observation; whether and when the
     witness arm is pulled again depends on its noisy released mean, and the arm stays rarely
     pulled, so that release keeps steering decisions for as long as possible.

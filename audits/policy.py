@@ -1,9 +1,11 @@
 """Audits of whole policies on a neighbouring pair (SPEC §6; notes §7.3–§7.4).
 
-* **White-box** (``mode="whitebox"``): the auditor sees the witness release — the noisy statistic
-  the policy captured through ``capture=True`` (its first release of the witness arm, with the
-  clean value beside it).  The score is the released value; it should come close to the
-  certificate's witness candidate.
+* **White-box** (``mode="whitebox"``): for the policies in :data:`LR_CAPTURE` the auditor sees
+  every release containing the witness reward (full capture) and scores the sum of their
+  log-likelihood ratios; for the others, the witness release — the noisy statistic the policy
+  captured through ``capture=True`` (its first release of the witness arm, with the clean value
+  beside it), scored by the released value.  LR audits also report ``best_possible``
+  (:mod:`dpledger.audits.optimal`).
 * **Black-box** (``mode="blackbox"``): the auditor sees only the action sequence, reduced to a
   score.  Candidate scores (all computed from rounds t* + 1 … stop, where t* is the changed row):
 
