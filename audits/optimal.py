@@ -129,7 +129,8 @@ def best_possible(composition, trials: int, *, confidence: float = DEFAULT_CONFI
                 "releases": [[float(e), int(c)] for e, c in groups],
                 "basis": "largest one-sided Clopper-Pearson bound (alpha/2 per rate, count split) "
                          "of a likelihood-ratio threshold event at its expected counts, with every "
-                         "release of the worst candidate attained (audits/optimal.py)"}
+                         "release of the worst candidate attained; a single audit's bound scatters "
+                         "around it by its binomial noise (audits/optimal.py)"}
     if all(isinstance(r, GaussianRelease) for r, _ in items):
         mu2 = float(sum(c * float(r.mu2) for r, c in items))
         mu = math.sqrt(mu2)
@@ -143,7 +144,8 @@ def best_possible(composition, trials: int, *, confidence: float = DEFAULT_CONFI
                 "threshold_loss": float(tau[i]), "gdp_mu": mu,
                 "basis": "largest one-sided Clopper-Pearson bound (alpha/2 per rate, count split) "
                          "of a likelihood-ratio threshold event at its expected counts, "
-                         "L ~ N(-mu^2/2, mu^2) vs N(mu^2/2, mu^2) (audits/optimal.py)"}
+                         "L ~ N(-mu^2/2, mu^2) vs N(mu^2/2, mu^2); a single audit's bound scatters "
+                         "around it by its binomial noise (audits/optimal.py)"}
     return None
 
 
