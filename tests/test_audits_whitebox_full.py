@@ -252,3 +252,21 @@ def test_whitebox_full_capture_reaches_floor(name, params, T, K, trials, floor):
     assert j["best_possible"]["value"] <= r.certified
     if "witness_releases_mean" in j:
         assert min(j["witness_releases_mean"]) >= 1.0
+
+
+def test_cli_whitebox_reports_best_possible(tmp_path):
+    """`dpledger audit dp-ucb --mode whitebox --horizon 3`: exit 0, audit.json carries
+    best_possible (≤ the certificate, its ratio beside it) and the summary line names it."""
+    import json
+    import subprocess
+    import sys
+    out = tmp_path / "a.json"
+    r = subprocess.run([sys.executable, "-m", "dpledger", "audit", "dp-ucb", "--mode", "whitebox",
+                        "--horizon", "3", "--trials", "20000", "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(out.read_text())
+    bp = j["best_possible"]
+    assert bp["currency"] == "epsilon" and 0 < bp["value"] <= j["certificate"]["pure_epsilon"]
+    assert bp["ratio"] == pytest.approx(bp["value"] / j["certificate"]["pure_epsilon"])
+    assert "best possible at this n" in r.stdout

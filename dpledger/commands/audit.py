@@ -183,6 +183,13 @@ def run(args: argparse.Namespace) -> int:
                    if cur == "mu" else "")
                 + f"  [{time.monotonic() - t0:.1f}s]\n")
         sys.stdout.write(line)
+        bp = out.get("best_possible")
+        if bp is not None:
+            # the composition's limit at this n (audits/optimal.py): tells a composition-limited
+            # ratio from a policy-limited one
+            sys.stdout.write(f"best possible at this n: {bp['value']:.4g}"
+                             + (f" (ratio {bp['ratio']:.3f})" if "ratio" in bp else "")
+                             + f"; ceiling {out['ceiling']:.4g}\n")
         if res.lower == 0:
             sys.stdout.write("note: a lower bound of 0 means this audit found no evidence of "
                              "leakage at its power: neither a pass nor a failure. More --trials "
