@@ -694,6 +694,22 @@ WHITEBOX_DESIGNS: dict[str, Callable[..., Design]] = {
 }
 
 
+# White-box configurations at which the trajectory attains the certificate's worst candidate
+# almost surely and the certificate is within the 1e6 ceiling (issue 14 §1 goal: pure ε ≤ 2,
+# μ ≤ 3): policy → (parameters, T, K, why).  ``dpledger audit NAME --mode whitebox --horizon T
+# --arms K --set k=v …`` reproduces each; benchmarks and tests read them from here.
+WHITEBOX_CONFIGS: dict[str, tuple[dict, int, int, str]] = {
+    "ts-gaussian": ({}, 19, 19, "μ = √((T − 1)/2) = 3; K = T arms keep a* from the argmax"),
+    "mts-gaussian": ({"b": 4, "c": 0.2}, 25, 4, "μ = √((T − bK)/(c(b+1))) = 3; reads at k = b, "
+                                                "the witness arm 2.1 σ below every other arm"),
+    "dp-ts-ucb": ({"alpha": 0.0}, 41, 32, "μ = √(min(φ, T − K)/ln(T)^α) = 3 (9 reads of σ = 1); "
+                                          "32 arms: arm 0 hardly ever pulled twice in 9 rounds"),
+    "dp-ucb": ({}, 3, 2, "ε = 2 p-sums of ε0/levels = 0.25 (the first item's 2 levels at T = 3)"),
+    "dp-ts-mt": ({"gap_estimation": False, "random_pulls": 31, "epsilon": 14.0}, 64, 2,
+                 "ε = 2 p-sums of ε/(2K·levels) = 0.5 (item 1 = the 31 random pulls' total)"),
+}
+
+
 DESIGNS: dict[str, Callable[..., Design]] = {
     "dp-se": dp_se_design,
     "lazy-dp-ts": lazy_epoch_design,
@@ -767,6 +783,7 @@ def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
 
 
 __all__ = ["NeighbourPair", "default_pair", "witness", "worst_candidate", "DESIGNS",
+           "WHITEBOX_DESIGNS", "WHITEBOX_CONFIGS",
            "generic_design", "dp_se_design", "Design", "private_ts_gap_design",
            "tree_blackbox_design", "dp_ts_blackbox_design", "dp_ts_clipping_bound",
            "laplace_difference_tail", "dp_klucb_phase_design", "azize_whitebox_design"]
