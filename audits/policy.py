@@ -316,7 +316,7 @@ def gaussian_release_llr(actions, played, cap, t_star, delta, side):
     return s, m, cap[4, 0] != 0.0
 
 
-@njit
+@njit(nogil=True)
 def _batch_gauss_releases(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar,
                           counts, nxt, score, nrel, delta, side):
     actions = np.zeros(stop, np.int64)
