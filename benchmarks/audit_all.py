@@ -1,93 +1,261 @@
-"""The full audit of every private policy (issue #6, item 4): white-box and black-box lower
-bounds next to each certificate, with audit / certificate ratios.
+"""Audit every private policy, white- and black-box, and write the table of audit / certificate
+with the statistical ceiling beside each entry (issue 14, "what must be shown").
 
-    python benchmarks/audit_all.py [--trials 100000] [--trials-blackbox 100000] [--workers 2]
-                                   [--policies a,b,...] [--out audit_all.json]
-                                   [--sizes 100000,1000000] [--modes whitebox,blackbox]
+    python benchmarks/audit_all.py --sizes 100000,1000000 --markdown audit_table.md
+    python benchmarks/audit_all.py --sizes 100000 --policies dp-ts,lazy-dp-ts --merge
+    python benchmarks/audit_all.py --table-only --markdown audit_table.md     # from the JSON
 
-With ``--sizes`` (issue 14's table) every policy is audited at each size, white- and black-box,
-and the table gives the ceiling (the largest bound that many trials can certify, zero errors)
-beside each ratio, so a reader sees whether a ratio is limited by the policy or by n.
-Horizons: T = 1000, except DP-SE (T = 3000, its first epoch must complete) and private TS
-(dp-ts-mt, T = 10000: its first gap batch needs K·m₀ = 2·⌈192·2·ln T⌉ rounds).
+Every row of :data:`POLICY_CONFIGS` (the thirteen private policies, plus extra rows such as
+TS-Gaussian at T = 19) is audited in each mode at each size (trials per side) with
+``dpledger.audits.policy.audit_policy``: its default pair (SPEC §6) or the row's pair options,
+K = 2, seed 0, 95 % confidence, selection fraction 0.1.  Laplace-family certificates are
+audited in ε (δ = 0), Gaussian ones in μ.  A private policy in the registry that has no row is
+audited with the defaults (and named on stderr), so no policy is left out silently.
 
-Defaults (SPEC §6): the default pair of each policy (witness row t* from 0 to 1 for every arm,
-the policy's adversarial table), K = 2, T = 1000 (DP-SE: T = 3000, the smallest round count at
-which its first epoch completes with β = 1/T, so that it releases anything), seed 0, 95 %
-confidence, selection fraction 0.1.  Laplace-family certificates are audited in ε (δ = 0),
-Gaussian ones in μ.  Writes one JSON object {policy: {whitebox: audit.json, blackbox: audit.json}}
-(atomically) and prints a table; a ratio above 1 is a bug found (exit 1).
+Output: a JSON object ``{row: {"policy", "T", "K", "params", "entries": {"whitebox@100000":
+{"audit": audit.json, "seconds": s}, …}}}`` written atomically after every audit (``--merge``
+keeps the entries already in ``--out`` and replaces only those re-run, so a table can be built
+size by size), and a markdown table — one line per row, one column per (mode, size), each
+entry ``ratio (≤ c)``: audit / certificate and, beside it, c = ceiling / certificate, the
+largest ratio that many trials can show with zero errors (``audits.stats.ceiling``), so a reader
+sees whether a ratio is limited by the policy or by n.  A ratio above 1 is a bug found: it is
+marked **VIOLATION** and the exit status is 1.
+
+``--budget S`` skips (and labels so) an audit whose time, extrapolated from two small pilot
+audits of the same configuration, exceeds S seconds.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
 import sys
 import time
+
+# ---- per-policy configuration: one row per table line ------------------------------------------
+# Key: the row label (a policy name, or any label with "policy": name).  Every field is optional:
+#   policy    registered policy name (default: the label)
+#   T, K      horizon and arms (default 1000, 2)
+#   params    make_policy keyword arguments (default: the policy's defaults, ε = 1)
+#   whitebox, blackbox   audit_policy keyword overrides for that mode only: design_options (pair
+#             options passed to audits.pairs.default_pair), score, stop_at, whitebox_score, T, K
+#   note      one line for the table's note column
+# Helpers adding a design or a capture for a policy extend its row here (and nothing else).
+POLICY_CONFIGS: dict[str, dict] = {
+    "ts-gaussian (T = 19)": {"policy": "ts-gaussian", "T": 19,
+                             "note": "μ = 3: the certificate within the ceiling"},
+    "ts-gaussian": {},
+    "mts-gaussian (T = 19)": {"policy": "mts-gaussian", "T": 19},
+    "mts-gaussian": {},
+    "dp-ts-ucb": {},
+    "dp-ucb": {},
+    "dp-ts-mt": {"T": 10_000, "note": "T = 10⁴: the first gap batch needs K·m₀ = "
+                                      "2·⌈192·2·ln T⌉ rounds"},
+    "dp-ts": {},
+    "lazy-dp-ts": {},
+    "adap-ucb": {},
+    "adap-klucb": {},
+    "dp-se": {"T": 3000, "note": "T = 3000: the smallest T at which epoch 1 completes "
+                                 "(β = 1/T), so that it releases anything"},
+    "anytime-lazy-ucb": {},
+    "dp-klucb": {},
+    "dp-imed": {},
+}
+DEFAULT_T = 1000
+DEFAULT_K = 2
+MODES = ("whitebox", "blackbox")
+PILOT = (1000, 4000)
+
+
+def rows_to_run(selected: list[str] | None) -> dict[str, dict]:
+    """The rows of POLICY_CONFIGS (plus default rows for registered private policies without
+    one), restricted to ``selected`` labels or policy names."""
+    from dpledger.policies.registry import available, policy_class
+    rows = {label: dict(cfg, policy=cfg.get("policy", label)) for label, cfg in POLICY_CONFIGS.items()}
+    covered = {r["policy"] for r in rows.values()}
+    for name in available():
+        if policy_class(name).private and name not in covered:
+            sys.stderr.write(f"audit_all: {name} has no row in POLICY_CONFIGS; audited with "
+                             "the defaults\n")
+            rows[name] = {"policy": name}
+    if selected:
+        unknown = [s for s in selected if s not in rows and
+                   s not in {r["policy"] for r in rows.values()}]
+        if unknown:
+            raise SystemExit(f"audit_all: unknown row or policy {', '.join(unknown)}")
+        rows = {k: v for k, v in rows.items() if k in selected or v["policy"] in selected}
+    return rows
+
+
+def audit_kwargs(row: dict, mode: str) -> dict:
+    """audit_policy keyword arguments of a row in one mode (mode overrides win)."""
+    kw = {"T": row.get("T", DEFAULT_T), "K": row.get("K", DEFAULT_K)}
+    kw.update(row.get(mode, {}))
+    return kw
+
+
+def _run(row, mode, trials, seed, workers):
+    from dpledger.audits.policy import audit_policy
+    from dpledger.policies.registry import make_policy
+    pol = make_policy(row["policy"], **row.get("params", {}))
+    t = time.perf_counter()
+    r = audit_policy(pol, trials=trials, mode=mode, seed=seed, workers=workers,
+                     **audit_kwargs(row, mode))
+    return r, time.perf_counter() - t
+
+
+def estimate_seconds(row, mode, trials, seed, workers) -> float:
+    """Seconds an audit of ``trials`` per side should take: the slope between two pilot audits
+    (PILOT trials per side; the first also pays the kernel's compilation) times ``trials``."""
+    _run(row, mode, PILOT[0], seed, workers)
+    _, t0 = _run(row, mode, PILOT[0], seed, workers)
+    _, t1 = _run(row, mode, PILOT[1], seed, workers)
+    slope = max(t1 - t0, 0.0) / (PILOT[1] - PILOT[0])
+    return max(slope * trials, t1 * trials / PILOT[1] * 0.5)
+
+
+def entry_key(mode: str, trials: int) -> str:
+    return f"{mode}@{trials}"
+
+
+def _fmt_size(n: int) -> str:
+    e = int(round(math.log10(n))) if n > 0 else 0
+    return f"1e{e}" if 10 ** e == n else f"{n:g}"
+
+
+def _fmt(v: float) -> str:
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def cell(entry: dict | None) -> str:
+    """``ratio (≤ ceiling/cert)``, "–" when not run, the reason when skipped."""
+    if entry is None:
+        return "–"
+    if "skipped" in entry:
+        return f"skipped ({entry['skipped']})"
+    j = entry["audit"]
+    cert = j["certificate"].get("gdp_mu" if j["ratio_currency"] == "mu" else "pure_epsilon")
+    ceil = j.get("ceiling")
+    if j.get("ratio") is None or cert is None:
+        return "n/a"
+    c = f" (≤ {_fmt(ceil / cert)})" if ceil is not None and cert else ""
+    flag = " **VIOLATION**" if j.get("violation") else ""
+    return f"{j['ratio']:.2f}{c}{flag}"
+
+
+def markdown(results: dict, seed: int = 0) -> str:
+    """The table: one line per row, one column per (mode, size) present in ``results``."""
+    keys = sorted({k for v in results.values() for k in v.get("entries", {})},
+                  key=lambda k: (int(k.split("@")[1]), MODES.index(k.split("@")[0])))
+    head = ["row", "T", "certificate"] + [
+        f"{'WB' if k.startswith('white') else 'BB'} {_fmt_size(int(k.split('@')[1]))}" for k in keys]
+    lines = ["| " + " | ".join(head + ["note"]) + " |", "|" + "---|" * (len(head) + 1)]
+    for label, v in results.items():
+        cert = "–"
+        for e in v.get("entries", {}).values():
+            if "audit" in e:
+                j = e["audit"]
+                cur = j["ratio_currency"]
+                val = j["certificate"].get("gdp_mu" if cur == "mu" else "pure_epsilon")
+                cert = "unbounded" if val is None else f"{'μ' if cur == 'mu' else 'ε'} {val:.3g}"
+                break
+        cells = [cell(v.get("entries", {}).get(k)) for k in keys]
+        lines.append("| " + " | ".join([label, str(v.get("T", "")), cert] + cells +
+                                       [v.get("note", "")]) + " |")
+    sizes = sorted({int(k.split("@")[1]) for k in keys})
+    from dpledger.audits.stats import ceiling
+    ce = ", ".join(f"{_fmt_size(n)}: ε {ceiling(n):.2f}, μ {ceiling(n, currency='mu', delta=1e-5):.2f}"
+                   for n in sizes)
+    lines.append("")
+    lines.append(f"Entries: audit / certificate, and in parentheses the ceiling / certificate (the "
+                 f"largest ratio the trials can show, zero errors). Ceilings per side: {ce}. "
+                 f"K = 2, seed {seed}, 95 %, selection fraction 0.1; WB = white-box, BB = "
+                 "black-box; – = not run.")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trials", type=int, default=100_000, help="white-box trials per side")
-    ap.add_argument("--trials-blackbox", type=int, default=100_000)
+    ap.add_argument("--sizes", default="100000",
+                    help="comma-separated trials per side (default 100000)")
+    ap.add_argument("--modes", default="whitebox,blackbox")
+    ap.add_argument("--policies", default=None,
+                    help="comma-separated row labels or policy names (default: every row)")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--policies", default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="audit_all.json")
-    ap.add_argument("--sizes", default=None, help="comma-separated trials per side (overrides "
-                                                   "--trials and --trials-blackbox)")
-    ap.add_argument("--modes", default="whitebox,blackbox")
-    ap.add_argument("--horizon", type=int, default=None,
-                    help="T for every listed policy (e.g. 19: TS-Gaussian's μ = 3)")
+    ap.add_argument("--markdown", default=None, help="write the markdown table here too")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the entries already in --out; replace only those re-run")
+    ap.add_argument("--table-only", action="store_true",
+                    help="run nothing: print (and write) the table of the entries in --out")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="skip an audit whose extrapolated time exceeds this many seconds")
+    ap.add_argument("--horizon", type=int, default=None, help="T for every selected row")
     args = ap.parse_args(argv)
 
     from dpledger.accounting.schema import write_json_atomic
-    from dpledger.audits.policy import audit_policy
     from dpledger.errors import DpledgerError
-    from dpledger.policies.registry import available, make_policy, policy_class
 
-    names = args.policies.split(",") if args.policies else [
-        n for n in available() if policy_class(n).private]
-    results, rows, bad = {}, [], False
-    modes = [m for m in args.modes.split(",") if m]
-    if args.sizes:
+    results: dict = {}
+    if (args.merge or args.table_only) and os.path.exists(args.out):
+        with open(args.out) as fh:
+            results = json.load(fh)
+    bad = False
+    if not args.table_only:
         sizes = [int(float(x)) for x in args.sizes.split(",") if x]
-        plan = [(m, n) for n in sizes for m in modes]
+        modes = [m for m in args.modes.split(",") if m]
+        for m in modes:
+            if m not in MODES:
+                raise SystemExit(f"audit_all: unknown mode {m!r}")
+        rows = rows_to_run(args.policies.split(",") if args.policies else None)
+        for label, row in rows.items():
+            if args.horizon:
+                row = dict(row, T=args.horizon)
+            slot = results.setdefault(label, {})
+            slot.update({"policy": row["policy"], "T": row.get("T", DEFAULT_T),
+                         "K": row.get("K", DEFAULT_K), "params": row.get("params", {}),
+                         "note": row.get("note", "")})
+            entries = slot.setdefault("entries", {})
+            for n in sizes:
+                for mode in modes:
+                    key = entry_key(mode, n)
+                    try:
+                        if args.budget is not None:
+                            est = estimate_seconds(row, mode, n, args.seed, args.workers)
+                            if est > args.budget:
+                                entries[key] = {"skipped": f"estimated {est:.0f} s > budget "
+                                                           f"{args.budget:.0f} s"}
+                                sys.stderr.write(f"{label:24s} {mode:9s} {n:>8d} skipped: "
+                                                 f"estimated {est:.0f} s\n")
+                                write_json_atomic(args.out, results)
+                                continue
+                        r, dt = _run(row, mode, n, args.seed, args.workers)
+                    except DpledgerError as exc:
+                        entries[key] = {"skipped": str(exc)[:120]}
+                        sys.stderr.write(f"{label:24s} {mode:9s} {n:>8d} skipped: {exc}\n")
+                        write_json_atomic(args.out, results)
+                        continue
+                    j = r.to_json()
+                    entries[key] = {"audit": j, "seconds": round(dt, 2)}
+                    bad |= bool(r.violation)
+                    sys.stderr.write(f"{label:24s} {mode:9s} {n:>8d} {r.currency:7s} lower "
+                                     f"{r.lower:.4f} cert {r.certified} ratio {r.ratio} "
+                                     f"ceiling {j.get('ceiling')} [{dt:.0f}s]\n")
+                    write_json_atomic(args.out, results)
     else:
-        plan = [(m, n) for m, n in (("whitebox", args.trials), ("blackbox", args.trials_blackbox))
-                if m in modes]
-    for name in names:
-        T = args.horizon or {"dp-se": 3000, "dp-ts-mt": 10000}.get(name, 1000)
-        results[name] = {}
-        for mode, trials in plan:
-            t = time.perf_counter()
-            try:
-                r = audit_policy(make_policy(name), trials=trials, mode=mode, T=T, seed=args.seed,
-                                 workers=args.workers)
-            except DpledgerError as exc:
-                results[name][mode] = {"status": f"skipped:{exc}"}
-                rows.append((name, mode, T, trials, None, None, None, None, str(exc)[:60]))
-                sys.stderr.write(f"{name:18s} {mode:9s} skipped: {exc}\n")
-                continue
-            j = r.to_json()
-            results[name][f"{mode}@{trials}" if args.sizes else mode] = j
-            dt = time.perf_counter() - t
-            bad |= bool(r.violation)
-            rows.append((name, mode, T, trials, r.currency, r.lower, r.certified, r.ratio,
-                         j.get("ceiling"),
-                         f"{j['score']}/{j['counts']['score']} {j['counts']['direction']} "
-                         f"{j['counts']['threshold']:.4g}; {dt:.0f}s"))
-            sys.stderr.write(f"{name:18s} {mode:9s} {r.currency:7s} lower {r.lower:.4f} "
-                             f"cert {r.certified} ratio {r.ratio} [{dt:.0f}s]\n")
-            write_json_atomic(args.out, results)
-    print(f"| {'policy':16s} | {'mode':8s} | {'T':>5s} | {'trials':>7s} | {'cur':3s} | "
-          f"{'lower':>7s} | {'cert':>7s} | {'ratio':>6s} | {'ceiling':>7s} | score, event; time |")
-    print("|" + "|".join(["---"] * 10) + "|")
-    for name, mode, T, trials, cur, low, cert, ratio, ceil, note in rows:
-        f = (lambda v: "-" if v is None else f"{v:.4f}")
-        cur = {"epsilon": "ε", "mu": "μ"}.get(cur, "-")
-        print(f"| {name:16s} | {mode:8s} | {T:5d} | {trials:7d} | {cur:3s} | {f(low):>7s} | "
-              f"{f(cert):>7s} | {f(ratio):>6s} | {f(ceil):>7s} | {note} |")
-    write_json_atomic(args.out, results)
+        bad = any(e.get("audit", {}).get("violation") for v in results.values()
+                  for e in v.get("entries", {}).values())
+    table = markdown(results, args.seed)
+    print(table)
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(table)
     return 1 if bad else 0
 
 
