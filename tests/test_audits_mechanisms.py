@@ -46,6 +46,7 @@ def test_laplace_small_epsilon_stays_below():
         assert 0.5 * eps < r.epsilon_lower <= eps
 
 
+@pytest.mark.audit_violations_expected(reason="an under-noised Laplace mechanism")
 def test_under_noised_laplace_flagged():
     # noise scale 1/2 while the certificate claims ε = 1: true ε = 2
     r = audit_laplace(1.0, 10_000, scale=0.5, claimed=1.0, seed=2)
@@ -58,6 +59,7 @@ def test_mironov_replay_self_check():
     assert chk["ok"], chk     # a failure means numpy's log/arithmetic differs on this platform
 
 
+@pytest.mark.audit_violations_expected(reason="the floating-point attack on the float sampler")
 def test_float_sampler_flagged_exact_sampler_not():
     n = 10_000
     flo = audit_laplace(1.0, n, sampler="float", attack=True, seed=3)

@@ -50,6 +50,7 @@ def test_default_pair_changes_witness_row_for_every_arm():
     assert j["arms_changed"] == [0, 1, 2]
 
 
+@pytest.mark.audit_violations_expected(reason="the planted noiseless DP-SE")
 @needs("dp-se")
 def test_dp_se_adversarial_table_straddles_the_threshold():
     from dpledger.audits.pairs import dp_se_design
@@ -110,6 +111,7 @@ def test_blackbox_dp_se_power():
     assert r.violation is False
 
 
+@pytest.mark.audit_violations_expected(reason="the planted noiseless policies")
 @pytest.mark.parametrize("name,T", [("dp-se", 3000), ("adap-ucb", 1000)])
 def test_blackbox_noise_off_is_flagged(name, T):
     """Item 3b: the same policy with its noise switched off (the test-only planted subclass
@@ -122,6 +124,7 @@ def test_blackbox_noise_off_is_flagged(name, T):
     assert r.violation is True and r.epsilon_lower > 3.0
 
 
+@pytest.mark.audit_violations_expected(reason="the planted half-noise defect, white-box")
 @needs("lazy-dp-ts")
 def test_whitebox_half_noise_flagged():
     """Item 3c: a white-box audit of a policy whose noise scale is half what its certificate
@@ -219,6 +222,7 @@ def test_cli_audit_writes_audit_json(tmp_path, capsys):
     assert j["counts"]["n0"] + 300 == 3000
 
 
+@pytest.mark.audit_violations_expected(reason="the planted noiseless DP-SE through the CLI")
 @needs("dp-se")
 def test_cli_audit_violation_exits_1(tmp_path, capsys, monkeypatch):
     """The CLI's violation path (exit 1).  No public parameter builds a violating policy any

@@ -586,6 +586,7 @@ def test_planted_defect_is_not_reachable_publicly(tmp_path):
     assert cli.returncode == 2 and "unknown policy" in cli.stderr and "Traceback" not in cli.stderr
 
 
+@pytest.mark.audit_violations_expected(reason="the planted half-noise defect, white-box")
 def test_planted_half_noise_caught_by_whitebox_audit():
     """White-box audit (default pair, K = 2, T = 1000, seed 11, 20 000 trials per side,
     confidence 0.95): the planted policy (declares ε = 0.5, draws Lap(1/(2·0.5)), true ε = 1)
