@@ -44,20 +44,21 @@ import time
 # Helpers adding a design or a capture for a policy extend its row here (and nothing else).
 POLICY_CONFIGS: dict[str, dict] = {
     "ts-gaussian (T = 19)": {"policy": "ts-gaussian", "T": 19,
-                             "note": "μ = 3: the certificate within the ceiling"},
-    "ts-gaussian": {},
-    "mts-gaussian (T = 19)": {"policy": "mts-gaussian", "T": 19},
-    "mts-gaussian": {},
-    "dp-ts-ucb": {},
-    "dp-ucb": {},
-    "dp-ts-mt": {"T": 10_000, "note": "T = 10⁴: the first gap batch needs K·m₀ = "
-                                      "2·⌈192·2·ln T⌉ rounds"},
-    "dp-ts": {},
-    "lazy-dp-ts": {},
+                             "note": "T = 19: μ = 3, the certificate within the ceiling; every "
+                                     "read LR"},
+    "ts-gaussian": {"note": "certificate above the 1e5/1e6 ceilings"},
+    "mts-gaussian (T = 19)": {"policy": "mts-gaussian", "T": 19, "note": "as ts-gaussian (b = 0)"},
+    "mts-gaussian": {"note": "as ts-gaussian (b = 0)"},
+    "dp-ts-ucb": {"note": "WB: single capture"},
+    "dp-ucb": {"note": "WB: 10 p-sums of ε/20, composition-limited; BB: no design yet"},
+    "dp-ts-mt": {"T": 10_000, "note": "T = 10⁴ (first gap batch needs K·m₀ = 2·⌈192·2·ln T⌉ "
+                                      "rounds); WB: single capture; BB: no design yet"},
+    "dp-ts": {"note": "BB: shift υ ≥ 1.7 clips m to 1 for all O ≤ T = 1000"},
+    "lazy-dp-ts": {"note": "BB: late-epoch design"},
     "adap-ucb": {},
-    "adap-klucb": {},
+    "adap-klucb": {"note": "BB: late-epoch design"},
     "dp-se": {"T": 3000, "note": "T = 3000: the smallest T at which epoch 1 completes "
-                                 "(β = 1/T), so that it releases anything"},
+                                 "(β = 1/T); BB: threshold-straddling design"},
     "anytime-lazy-ucb": {},
     "dp-klucb": {},
     "dp-imed": {},
@@ -65,7 +66,7 @@ POLICY_CONFIGS: dict[str, dict] = {
 DEFAULT_T = 1000
 DEFAULT_K = 2
 MODES = ("whitebox", "blackbox")
-PILOT = (1000, 4000)
+PILOT = (2000, 10_000)
 
 
 def rows_to_run(selected: list[str] | None) -> dict[str, dict]:
@@ -111,8 +112,10 @@ def estimate_seconds(row, mode, trials, seed, workers) -> float:
     _run(row, mode, PILOT[0], seed, workers)
     _, t0 = _run(row, mode, PILOT[0], seed, workers)
     _, t1 = _run(row, mode, PILOT[1], seed, workers)
-    slope = max(t1 - t0, 0.0) / (PILOT[1] - PILOT[0])
-    return max(slope * trials, t1 * trials / PILOT[1] * 0.5)
+    slope = (t1 - t0) / (PILOT[1] - PILOT[0])
+    # a non-positive slope is timing noise (a loaded machine): fall back to the pessimistic
+    # proportional estimate, which also charges the fixed costs per trial
+    return slope * trials if slope > 0 else t1 * trials / PILOT[1]
 
 
 def entry_key(mode: str, trials: int) -> str:
@@ -137,7 +140,8 @@ def cell(entry: dict | None) -> str:
     if entry is None:
         return "–"
     if "skipped" in entry:
-        return f"skipped ({entry['skipped']})"
+        est = entry.get("estimated_seconds")
+        return f"– (~{est:.0f} s)" if est is not None else f"skipped ({entry['skipped']})"
     j = entry["audit"]
     cert = j["certificate"].get("gdp_mu" if j["ratio_currency"] == "mu" else "pure_epsilon")
     ceil = j.get("ceiling")
@@ -175,7 +179,7 @@ def markdown(results: dict, seed: int = 0) -> str:
     lines.append(f"Entries: audit / certificate, and in parentheses the ceiling / certificate (the "
                  f"largest ratio the trials can show, zero errors). Ceilings per side: {ce}. "
                  f"K = 2, seed {seed}, 95 %, selection fraction 0.1; WB = white-box, BB = "
-                 "black-box; – = not run.")
+                 "black-box; – = not run (~s: the time estimated from pilots when it was skipped).")
     return "\n".join(lines) + "\n"
 
 
@@ -230,7 +234,8 @@ def main(argv=None) -> int:
                             est = estimate_seconds(row, mode, n, args.seed, args.workers)
                             if est > args.budget:
                                 entries[key] = {"skipped": f"estimated {est:.0f} s > budget "
-                                                           f"{args.budget:.0f} s"}
+                                                           f"{args.budget:.0f} s",
+                                                "estimated_seconds": round(est)}
                                 sys.stderr.write(f"{label:24s} {mode:9s} {n:>8d} skipped: "
                                                  f"estimated {est:.0f} s\n")
                                 write_json_atomic(args.out, results)
