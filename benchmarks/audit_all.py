@@ -84,7 +84,7 @@ def rows_to_run(selected: list[str] | None) -> dict[str, dict]:
         unknown = [s for s in selected if s not in rows and
                    s not in {r["policy"] for r in rows.values()}]
         if unknown:
-            raise SystemExit(f"audit_all: unknown row or policy {', '.join(unknown)}")
+            raise ValueError(f"unknown row or policy {', '.join(unknown)}")
         rows = {k: v for k, v in rows.items() if k in selected or v["policy"] in selected}
     return rows
 
@@ -212,12 +212,20 @@ def main(argv=None) -> int:
             results = json.load(fh)
     bad = False
     if not args.table_only:
-        sizes = [int(float(x)) for x in args.sizes.split(",") if x]
+        try:
+            sizes = [int(float(x)) for x in args.sizes.split(",") if x]
+        except ValueError:
+            ap.error(f"--sizes must be comma-separated trial counts, got {args.sizes!r}")
+        if not sizes or min(sizes) < 2:
+            ap.error("--sizes needs trial counts of at least 2")
         modes = [m for m in args.modes.split(",") if m]
         for m in modes:
             if m not in MODES:
-                raise SystemExit(f"audit_all: unknown mode {m!r}")
-        rows = rows_to_run(args.policies.split(",") if args.policies else None)
+                ap.error(f"unknown mode {m!r}; known: {', '.join(MODES)}")
+        try:
+            rows = rows_to_run(args.policies.split(",") if args.policies else None)
+        except ValueError as exc:
+            ap.error(str(exc))
         for label, row in rows.items():
             if args.horizon:
                 row = dict(row, T=args.horizon)
@@ -230,7 +238,7 @@ def main(argv=None) -> int:
                 for mode in modes:
                     key = entry_key(mode, n)
                     try:
-                        if args.budget is not None:
+                        if args.budget is not None and n > PILOT[1]:
                             est = estimate_seconds(row, mode, n, args.seed, args.workers)
                             if est > args.budget:
                                 entries[key] = {"skipped": f"estimated {est:.0f} s > budget "
