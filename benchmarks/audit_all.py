@@ -38,8 +38,9 @@ import time
 #   policy    registered policy name (default: the label)
 #   T, K      horizon and arms (default 1000, 2)
 #   params    make_policy keyword arguments (default: the policy's defaults, ε = 1)
-#   whitebox, blackbox   audit_policy keyword overrides for that mode only: design_options (pair
-#             options passed to audits.pairs.default_pair), score, stop_at, whitebox_score, T, K
+#   whitebox, blackbox   overrides for that mode only: audit_policy keywords (design_options:
+#             pair options passed to audits.pairs.default_pair; score, stop_at, whitebox_score,
+#             T, K) and "params" (merged over the row's params)
 #   note      one line for the table's note column
 # Helpers adding a design or a capture for a policy extend its row here (and nothing else).
 POLICY_CONFIGS: dict[str, dict] = {
@@ -50,10 +51,15 @@ POLICY_CONFIGS: dict[str, dict] = {
     "mts-gaussian (T = 19)": {"policy": "mts-gaussian", "T": 19, "note": "as ts-gaussian (b = 0)"},
     "mts-gaussian": {"note": "as ts-gaussian (b = 0)"},
     "dp-ts-ucb": {"note": "WB: single capture"},
-    "dp-ucb": {"note": "WB: 10 p-sums of ε/20, composition-limited; BB: no design yet"},
-    "dp-ts-mt": {"T": 10_000, "note": "T = 10⁴ (first gap batch needs K·m₀ = 2·⌈192·2·ln T⌉ "
-                                      "rounds); WB: single capture; BB: no design yet"},
-    "dp-ts": {"note": "BB: shift υ ≥ 1.7 clips m to 1 for all O ≤ T = 1000"},
+    "dp-ucb": {"note": "WB: 10 p-sums of ε/20, composition-limited; BB: limit_reason (one "
+                       "p-sum per decision, masked)"},
+    "dp-ucb (T = 4)": {"policy": "dp-ucb", "T": 4, "params": {"per_tree_budget": "full"},
+                       "note": "BB limit 0.4925 × certificate (exact integral, pairs.py)"},
+    "dp-ts-mt": {"T": 10_000, "blackbox": {"params": {"random_pulls": 400}},
+                 "note": "T = 10⁴ (first gap batch needs K·m₀ = 2·⌈192·2·ln T⌉ rounds); WB: "
+                         "single capture; BB: gap-exit straddle, random_pulls = 400 (the "
+                         "printed value plays round-robin throughout: TV 0)"},
+    "dp-ts": {"note": "BB: limit_reason, the shift clips every Beta mean to 1 (TV ≤ 4.8e-6)"},
     "lazy-dp-ts": {"note": "BB: late-epoch design"},
     "adap-ucb": {},
     "adap-klucb": {"note": "BB: late-epoch design"},
@@ -92,14 +98,19 @@ def rows_to_run(selected: list[str] | None) -> dict[str, dict]:
 def audit_kwargs(row: dict, mode: str) -> dict:
     """audit_policy keyword arguments of a row in one mode (mode overrides win)."""
     kw = {"T": row.get("T", DEFAULT_T), "K": row.get("K", DEFAULT_K)}
-    kw.update(row.get(mode, {}))
+    kw.update({k: v for k, v in row.get(mode, {}).items() if k != "params"})
     return kw
+
+
+def policy_params(row: dict, mode: str) -> dict:
+    """make_policy keyword arguments of a row in one mode (mode "params" win)."""
+    return {**row.get("params", {}), **row.get(mode, {}).get("params", {})}
 
 
 def _run(row, mode, trials, seed, workers):
     from dpledger.audits.policy import audit_policy
     from dpledger.policies.registry import make_policy
-    pol = make_policy(row["policy"], **row.get("params", {}))
+    pol = make_policy(row["policy"], **policy_params(row, mode))
     t = time.perf_counter()
     r = audit_policy(pol, trials=trials, mode=mode, seed=seed, workers=workers,
                      **audit_kwargs(row, mode))
