@@ -41,14 +41,14 @@ import time
 #   whitebox, blackbox   overrides for that mode only: audit_policy keywords (design_options:
 #             pair options passed to audits.pairs.default_pair; score, stop_at, whitebox_score,
 #             T, K) and "params" (merged over the row's params)
+#   modes     the modes this row is audited in (default both)
 #   note      one line for the table's note column
 # Helpers adding a design or a capture for a policy extend its row here (and nothing else).
+# The white-box configurations of ``audits.pairs.WHITEBOX_CONFIGS`` (those at which the
+# trajectory attains the worst candidate within the ceiling) are added as white-box-only rows
+# by :func:`whitebox_config_rows`: one source for them.
 POLICY_CONFIGS: dict[str, dict] = {
-    "ts-gaussian (T = 19)": {"policy": "ts-gaussian", "T": 19,
-                             "note": "T = 19: μ = 3, the certificate within the ceiling; every "
-                                     "read LR"},
     "ts-gaussian": {"note": "certificate above the 1e5/1e6 ceilings"},
-    "mts-gaussian (T = 19)": {"policy": "mts-gaussian", "T": 19, "note": "as ts-gaussian (b = 0)"},
     "mts-gaussian": {"note": "as ts-gaussian (b = 0)"},
     "dp-ts-ucb": {"note": "WB: single capture"},
     "dp-ucb": {"note": "WB: 10 p-sums of ε/20, composition-limited; BB: limit_reason (one "
@@ -75,11 +75,23 @@ MODES = ("whitebox", "blackbox")
 PILOT = (2000, 10_000)
 
 
+def whitebox_config_rows() -> dict[str, dict]:
+    """One white-box row per entry of ``audits.pairs.WHITEBOX_CONFIGS`` (params, T, K, why)."""
+    try:
+        from dpledger.audits.pairs import WHITEBOX_CONFIGS
+    except ImportError:
+        return {}
+    return {f"{name} (WB: T = {T}; K = {K})": {"policy": name, "params": dict(params), "T": T,
+                                               "K": K, "modes": ["whitebox"], "note": why}
+            for name, (params, T, K, why) in WHITEBOX_CONFIGS.items()}
+
+
 def rows_to_run(selected: list[str] | None) -> dict[str, dict]:
     """The rows of POLICY_CONFIGS (plus default rows for registered private policies without
     one), restricted to ``selected`` labels or policy names."""
     from dpledger.policies.registry import available, policy_class
     rows = {label: dict(cfg, policy=cfg.get("policy", label)) for label, cfg in POLICY_CONFIGS.items()}
+    rows.update(whitebox_config_rows())
     covered = {r["policy"] for r in rows.values()}
     for name in available():
         if policy_class(name).private and name not in covered:
@@ -160,7 +172,8 @@ def cell(entry: dict | None) -> str:
         return "n/a"
     c = f" (≤ {_fmt(ceil / cert)})" if ceil is not None and cert else ""
     flag = " **VIOLATION**" if j.get("violation") else ""
-    return f"{j['ratio']:.2f}{c}{flag}"
+    # truncated, not rounded: 0.9985 shows as 0.99, so "1.00" appears only at a real excess
+    return f"{math.floor(j['ratio'] * 100) / 100:.2f}{c}{flag}"
 
 
 def markdown(results: dict, seed: int = 0) -> str:
@@ -170,7 +183,13 @@ def markdown(results: dict, seed: int = 0) -> str:
     head = ["row", "T", "certificate"] + [
         f"{'WB' if k.startswith('white') else 'BB'} {_fmt_size(int(k.split('@')[1]))}" for k in keys]
     lines = ["| " + " | ".join(head + ["note"]) + " |", "|" + "---|" * (len(head) + 1)]
-    for label, v in results.items():
+    first: dict = {}
+    for i, (label, v) in enumerate(results.items()):
+        first.setdefault(v.get("policy", label), i)
+    order = sorted(results, key=lambda lab: (first[results[lab].get("policy", lab)],
+                                             list(results).index(lab)))
+    for label in order:                      # a policy's rows together
+        v = results[label]
         cert = "–"
         for e in v.get("entries", {}).values():
             if "audit" in e:
@@ -189,7 +208,7 @@ def markdown(results: dict, seed: int = 0) -> str:
     lines.append("")
     lines.append(f"Entries: audit / certificate, and in parentheses the ceiling / certificate (the "
                  f"largest ratio the trials can show, zero errors). Ceilings per side: {ce}. "
-                 f"K = 2, seed {seed}, 95 %, selection fraction 0.1; WB = white-box, BB = "
+                 f"K = 2 unless the row says, seed {seed}, 95 %, selection fraction 0.1; WB = white-box, BB = "
                  "black-box; – = not run (~s: the time estimated from pilots when it was skipped).")
     return "\n".join(lines) + "\n"
 
@@ -247,6 +266,8 @@ def main(argv=None) -> int:
             entries = slot.setdefault("entries", {})
             for n in sizes:
                 for mode in modes:
+                    if mode not in row.get("modes", MODES):
+                        continue
                     key = entry_key(mode, n)
                     try:
                         if args.budget is not None and n > PILOT[1]:
