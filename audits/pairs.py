@@ -704,9 +704,9 @@ WHITEBOX_CONFIGS: dict[str, tuple[dict, int, int, str]] = {
                                                 "the witness arm 2.1 σ below every other arm"),
     "dp-ts-ucb": ({"alpha": 0.0}, 41, 32, "μ = √(min(φ, T − K)/ln(T)^α) = 3 (9 reads of σ = 1); "
                                           "32 arms: arm 0 hardly ever pulled twice in 9 rounds"),
-    "dp-ucb": ({}, 3, 2, "ε = 2 p-sums of ε0/levels = 0.25 (the first item's 2 levels at T = 3)"),
+    "dp-ucb": ({}, 3, 2, "ε = 0.5: 2 p-sums of ε0/levels = 0.25 each (the first item's 2 levels at T = 3)"),
     "dp-ts-mt": ({"gap_estimation": False, "random_pulls": 31, "epsilon": 14.0}, 64, 2,
-                 "ε = 2 p-sums of ε/(2K·levels) = 0.5 (item 1 = the 31 random pulls' total)"),
+                 "ε = 1: 2 p-sums of ε/(2K·levels) = 0.5 each (item 1 = the 31 random pulls' total)"),
 }
 
 
