@@ -290,13 +290,15 @@ def _tail_value(bg, L, n_bins):
     return base * L + _below(bg, BINS_PER_SIGMA * L), g
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def staircase_gaussian(bg, s, margin, fast_path, heights, cut, alias, fast, ratio, c, n_bins):
-    """:func:`staircase_draw` with its tables, screen margin and fast accept as arguments,
-    for the tests: they use 32-bin tables (a third of the draws from the tail), a margin of
-    1/64 and no fast accept (every draw through the screen, 3 % through
-    :func:`decide_exactly`).  Every setting gives the same law.  The two bodies are kept in
-    step (tests/test_staircase.py checks they draw identically with the production tables)."""
+    """Z ~ N_ℤ(0, s²) exactly, S_MIN ≤ s ≤ S_MAX (module docstring), for the given tables,
+    screen margin and fast accept.  :func:`staircase_draw` is the production setting; the tests
+    also use 32-bin tables (a third of the draws from the tail), a margin of 1/64 and no fast
+    accept (every draw through the screen, 3 % through :func:`decide_exactly`).  Every setting
+    gives the same law.  The tables are frozen module constants where production calls it, so
+    passing them costs no reference counting (the bit generator ``bg`` is why not the
+    Generator: see *uniform bits*)."""
     if s < S_MIN or s > S_MAX:
         raise ValueError("staircase discrete gaussian: s outside [2^12, 2^50]")
     L = (s + BINS_PER_SIGMA - 1) // BINS_PER_SIGMA
@@ -339,42 +341,6 @@ def staircase_gaussian(bg, s, margin, fast_path, heights, cut, alias, fast, rati
 @njit(cache=True, inline="always")
 def staircase_draw(bg, s):
     """Z ~ N_ℤ(0, s²) exactly, S_MIN ≤ s ≤ S_MAX (module docstring), with the production
-    tables read as module constants: passed as array arguments (as to
-    :func:`staircase_gaussian`) each costs a reference-count call per draw."""
-    if s < S_MIN or s > S_MAX:
-        raise ValueError("staircase discrete gaussian: s outside [2^12, 2^50]")
-    L = (s + BINS_PER_SIGMA - 1) // BINS_PER_SIGMA
-    cut_mask = (np.int64(1) << CUT_BITS) - 1
-    head_mask = (np.int64(1) << U_HEAD_BITS) - 1
-    while True:
-        # one uniform: slot (9 bits) | alias cut (33) | sign (1) | U's head (10)
-        k = u53(bg)
-        slot = k >> (53 - SLOT_BITS)
-        other = ALIAS_INDEX[slot]
-        # branch-free select (the comparison is a coin flip the predictor cannot learn)
-        piece = other + np.int64(((k >> 11) & cut_mask) < ALIAS_CUT[slot]) * (slot - other)
-        head = k & head_mask
-        if piece < N_BINS:
-            m = piece * L + _below(bg, L)
-            f = FAST_ACCEPT[piece]
-            # U < (head + 1)/2^10 ≤ A_j/2^63 decides from the head alone
-            # (head + 1)·2^53 ≤ A_j, i.e. head < ⌊A_j/2^53⌋ (no shift that could overflow)
-            if not head < (f >> 53):
-                u = (head << 53) | u53(bg)
-                if not u < f:                          # u + 1 ≤ A_j; u + 1 may be 2^63
-                    if not _accept_slow(bg, m, s, 0, HEIGHTS[piece], RATIO[piece], C_SCALE,
-                                        u, MARGIN):
-                        continue
-        elif piece == N_BINS:
-            m, g = _tail_value(bg, L, N_BINS)
-            u = (head << 53) | u53(bg)
-            if not _accept_slow(bg, m, s, g, HEIGHTS[N_BINS], RATIO[N_BINS] * 2.0 ** g,
-                                C_SCALE, u, MARGIN):
-                continue
-        else:
-            continue                                   # the padding piece: reject
-        if m == 0:
-            if fair_bit(bg):
-                continue
-            return np.int64(0)
-        return m - 2 * m * ((k >> 10) & 1)             # the sign bit
+    tables and screen."""
+    return staircase_gaussian(bg, s, MARGIN, True, HEIGHTS, ALIAS_CUT, ALIAS_INDEX, FAST_ACCEPT,
+                              RATIO, C_SCALE, N_BINS)
