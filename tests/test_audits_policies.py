@@ -28,13 +28,8 @@ def _private(name: str) -> bool:
     return policy_class(name).private
 
 
-def needs(name: str):
-    return pytest.mark.skipif(name not in AVAILABLE, reason=f"policy {name!r} not implemented yet")
-
-
 # ---- pairs -----------------------------------------------------------------------------------
 
-@needs("adap-ucb")
 def test_default_pair_changes_witness_row_for_every_arm():
     # the generic adversarial table (Lazy-DP-TS has its own black-box design since issue 14:
     # tests/test_audits_lr.py::test_lazy_dp_ts_blackbox_design)
@@ -51,7 +46,6 @@ def test_default_pair_changes_witness_row_for_every_arm():
 
 
 @pytest.mark.audit_violations_expected(reason="the planted noiseless DP-SE")
-@needs("dp-se")
 def test_dp_se_adversarial_table_straddles_the_threshold():
     from dpledger.audits.pairs import dp_se_design
     p = make_policy("dp-se")
@@ -100,7 +94,6 @@ def test_windows_are_dyadic():
 # ---- power: a passing audit means something ----------------------------------------------------
 
 @pytest.mark.slow
-@needs("dp-se")
 def test_blackbox_dp_se_power():
     """Item 3a: black-box DP-SE, K = 2, adversarial table, ε = 1, T = 3000 (the smallest round
     count at which epoch 1 completes with the default β = 1/T): ε_lower ≥ 0.3·ε.  Full size 1e5
@@ -125,7 +118,6 @@ def test_blackbox_noise_off_is_flagged(name, T):
 
 
 @pytest.mark.audit_violations_expected(reason="the planted half-noise defect, white-box")
-@needs("lazy-dp-ts")
 def test_whitebox_half_noise_flagged():
     """Item 3c: a white-box audit of a policy whose noise scale is half what its certificate
     assumes (the planted defect :class:`planted.PlantedHalfNoiseLazyDPTS`: declares Lap(1/ε),
@@ -170,7 +162,6 @@ def test_blackbox_below_certificate(name):
 
 # ---- reproducibility and JSON ------------------------------------------------------------------
 
-@needs("lazy-dp-ts")
 def test_same_seed_same_bytes_any_worker_count():
     p = make_policy("lazy-dp-ts")
     a = audit_policy(p, trials=4500, mode="whitebox", seed=9, workers=1)
@@ -180,7 +171,6 @@ def test_same_seed_same_bytes_any_worker_count():
     assert dumps(a.to_json()) != dumps(c.to_json())
 
 
-@needs("ucb1")
 def test_non_private_policy_reports_unbounded_certificate():
     r = audit_policy(make_policy("ucb1"), trials=500, T=200, seed=0)
     j = r.to_json()
@@ -204,7 +194,6 @@ def test_policy_audit_bad_input(kw):
 KEYS = ["epsilon_lower", "mu_lower", "confidence", "trials", "counts", "certificate", "ratio", "pair"]
 
 
-@needs("lazy-dp-ts")
 def test_cli_audit_writes_audit_json(tmp_path, capsys):
     from dpledger.cli import main
     out = tmp_path / "audit.json"
@@ -223,7 +212,6 @@ def test_cli_audit_writes_audit_json(tmp_path, capsys):
 
 
 @pytest.mark.audit_violations_expected(reason="the planted noiseless DP-SE through the CLI")
-@needs("dp-se")
 def test_cli_audit_violation_exits_1(tmp_path, capsys, monkeypatch):
     """The CLI's violation path (exit 1).  No public parameter builds a violating policy any
     more (``--set noise=0`` did), so the test hands the command the planted noiseless DP-SE by
@@ -255,7 +243,6 @@ def test_cli_audit_bad_input_exits_2(argv, tmp_path, capsys):
     assert len(err) == 1 and "error" in err[0]
 
 
-@needs("lazy-dp-ts")
 def test_cli_custom_pair(tmp_path):
     from dpledger.cli import main
     t0 = np.zeros((100, 2))
@@ -272,7 +259,6 @@ def test_cli_custom_pair(tmp_path):
     assert j["pair"]["design"] == "custom" and j["horizon"] == 100 and j["pair"]["round"] == 1
 
 
-@needs("ts-gaussian")
 def test_whitebox_late_witness_release_reruns_all_trials():
     """TS-Gaussian (b = 0) plays a random arm at round 1, so arm 0's first reward-reading sample
     (its witness release) can come late: every trial is rerun with more rounds, none dropped."""
