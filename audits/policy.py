@@ -342,6 +342,23 @@ LR_CAPTURE = {"ts-gaussian": "gaussian-posterior", "mts-gaussian": "gaussian-pos
               "dp-ts-mt": "laplace-releases", "dp-ts-ucb": "gaussian-releases"}
 
 
+# What a white-box audit captured (audit.json's ``whitebox_capture``), per LR_CAPTURE score.
+WHITEBOX_CAPTURE = {
+    "laplace-releases": ("every Laplace release containing the witness reward (DP-TS: log-"
+                         "mechanism blocks and binary-mechanism p-sums; DP-UCB, private TS: "
+                         "p-sums and gap batches; DP-KLUCB, DP-IMED: phase sums), scored by the "
+                         "sum of their log-likelihood ratios"),
+    "gaussian-releases": ("every fresh Gaussian sample of a model containing the witness reward "
+                          "(sensitivity 1/n on an epoch mean of n), scored by the sum of their "
+                          "log-likelihood ratios"),
+    "gaussian-posterior": ("every posterior read of the arm played at t* after t* (all reads "
+                           "that contain the witness reward), scored by the sum of their "
+                           "log-likelihood ratios"),
+    "single": ("the witness arm's first release only (this policy's kernel does not capture "
+               "every release touching the witness)"),
+}
+
+
 def windows(t_star: int, stop: int) -> np.ndarray:
     """Dyadic window edges after t*: t*, t*+1, t*+3, t*+7, …, stop (window w = (e_w, e_{w+1}])."""
     edges = [t_star]
@@ -717,25 +734,10 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
             if bp is not None:
                 info["best_possible"] = bp
     elapsed = time.perf_counter() - t0
-    if lr == "laplace-releases":
-        info["whitebox_capture"] = ("every Laplace release containing the witness reward (log-"
-                                    "mechanism blocks and binary-mechanism p-sums), scored by the "
-                                    "sum of their log-likelihood ratios")
-        if not sequential:
+    if mode == "whitebox":
+        info["whitebox_capture"] = WHITEBOX_CAPTURE[lr or "single"]
+        if lr in ("laplace-releases", "gaussian-releases") and not sequential:
             info["witness_releases_mean"] = [float(np.mean(f0["clean"])), float(np.mean(f1["clean"]))]
-    elif lr == "gaussian-releases":
-        info["whitebox_capture"] = ("every fresh Gaussian sample of a model containing the "
-                                    "witness reward (sensitivity 1/n on an epoch mean of n), "
-                                    "scored by the sum of their log-likelihood ratios")
-        if not sequential:
-            info["witness_releases_mean"] = [float(np.mean(f0["clean"])), float(np.mean(f1["clean"]))]
-    elif lr == "gaussian-posterior":
-        info["whitebox_capture"] = ("every posterior read of the arm played at t* after t* "
-                                    "(all reads that contain the witness reward), scored by the "
-                                    "sum of their log-likelihood ratios")
-    elif mode == "whitebox":
-        info["whitebox_capture"] = ("the witness arm's first release only (this policy's kernel "
-                                    "does not capture every release touching the witness)")
     extra = {"policy": {"name": getattr(policy, "name", type(policy).__name__),
                         "params": _jsonable(policy.params)},
              "horizon": int(T), "arms": int(K), "stop_at": int(stop), "seed": int(seed),
