@@ -299,6 +299,7 @@ def test_kill9_writer_loses_nothing_acknowledged(tmp_path):
         os.kill(proc.pid, signal.SIGKILL)
         out = first + proc.stdout.read()
         proc.wait()
+        proc.stdout.close()                     # no unclosed-pipe ResourceWarning
         acked = max([acked] + [int(x) for x in out.split()])
         assert verify_store(path) == []
         with LedgerStore.open(path, readonly=True) as s:
