@@ -25,6 +25,25 @@ from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLapla
                                           GaussianRelease, LaplaceRelease, Release, lattice_sigma)
 from dpledger.errors import DpledgerError, check_count
 from dpledger.mechanisms.staircase import S_MIN, fair_bit, staircase_draw, u53
+from numba.np.random.generator_core import next_double as _next_double
+
+
+@njit(cache=True, inline="always")
+def laplace_bits(bg, scale):
+    """Lap(scale) from a bit generator, bit for bit what ``Generator.laplace(0, scale)`` returns
+    (numpy's ``random_laplace``: U = next_double, retried while U ≤ 0; then −b·log(2 − U − U)
+    for U ≥ ½ and b·log(U + U) below).  The two branches become one log of a selected
+    argument: the sign of a Laplace draw is a coin flip, so the branch was mispredicted half the
+    time (≈ 5 ns a draw), and the Generator is not passed in (numba reference-counts it at
+    every inlined call).  The same IEEE operations on the same operands give the same double
+    (``tests/test_noise.py`` holds it to ``Generator.laplace`` draw for draw)."""
+    u = _next_double(bg)
+    while u <= 0.0:
+        u = _next_double(bg)
+    upper = u >= 0.5
+    arg = (2.0 - u - u) if upper else (u + u)
+    b = -scale if upper else scale
+    return 0.0 + b * np.log(arg)
 
 
 @njit(cache=True, inline="always")
@@ -45,7 +64,7 @@ def laplace_row(rng, scale, cols, n, run, arm, start, stop, release_id):
     """Lap(scale) for a statistic over observations [start, stop) of ``arm``; writes row ``n``
     first (so a full buffer fails before any noise exists)."""
     write_row(cols, n, run, arm, start, stop, release_id, 1)
-    return rng.laplace(0.0, scale)
+    return laplace_bits(rng.bit_generator, scale)
 
 
 @njit(cache=True, inline="always")
@@ -370,7 +389,7 @@ def _laplace_draw_compiled(rng, env, scale, sensitivity):
             return lattice_laplace(rng, scale, sensitivity, env.bits)
     else:
         def impl(rng, env, scale, sensitivity):
-            return rng.laplace(0.0, scale)
+            return laplace_bits(rng.bit_generator, scale)
     return impl
 
 

@@ -33,7 +33,7 @@ from dpledger.policies.base import (EPSILON, KernelPolicy, fast_switch,
                                     push_segment)
 from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
-from dpledger.policies.rules import private_initial_pulls, argmax_random_tie
+from dpledger.policies.rules import private_initial_pulls, argmax_first, tie_break
 
 HIDDEN = (fast_switch("jump to the next event (False: per round)"),)
 
@@ -97,7 +97,9 @@ def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capt
     while s <= stop:
         for j in range(K):
             index[j] = ucb_index(mu[j], O[j], eps, s)
-        a = argmax_random_tie(index, rng)
+        a, tie = argmax_first(index)
+        if tie:
+            a = tie_break(index, a, rng)
         need = size[a] - blen[a]
         if fast:
             end = min(stop, s + need - 1)   # the stretch's last round if nothing overtakes

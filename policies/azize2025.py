@@ -53,8 +53,9 @@ from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.base import EPSILON, KernelPolicy, Param, fast_switch, push_segment
 from dpledger.policies.baselines import NonPrivatePolicy
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.rules import (argmax_random_tie, bernoulli_kl, capture_release, clip01,
-                                     d_epsilon, dp_klucb_index, phase_target, play_stretch)
+from dpledger.policies.rules import (argmax_first, bernoulli_kl, capture_release, clip01,
+                                     d_epsilon, dp_klucb_index, phase_target, play_stretch,
+                                     tie_break)
 from dpledger.policies.sink import put_action
 
 ALPHA = Param("alpha", 1.5, "positive",
@@ -124,7 +125,9 @@ def _dp_phase_segments(rng, env, T, K, stop, params, actions, rows, capture, seg
             lt = np.log(t + 1.0)    # ln t_ℓ, t_ℓ = t + 1 the phase's first round
             for j in range(K):
                 val[j] = dp_klucb_index(clip01(priv[j] / N[j]), lt / N[j], eps)
-        a = argmax_random_tie(val, rng)
+        a, tie = argmax_first(val)
+        if tie:
+            a = tie_break(val, a, rng)
         n0 = N[a]
         target = phase_target(n0, alpha)
         m = target - n0
@@ -254,7 +257,9 @@ def _imed(rng, env, T, K, stop, params, actions, rows, capture):
             for j in range(K):
                 d = bernoulli_kl(p[j], q) if p[j] < best else 0.0
                 val[j] = -(n[j] * d + np.log(n[j]))
-            a = argmax_random_tie(val, rng)
+            a, tie = argmax_first(val)
+            if tie:
+                a = tie_break(val, a, rng)
         r = draw_reward(rng, env, a, t - 1)
         sums[a] += r
         n[a] += 1.0

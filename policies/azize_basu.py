@@ -37,7 +37,7 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import EPSILON, KernelPolicy, Param, fast_switch
 from dpledger.mechanisms.noise import laplace_noise
-from dpledger.policies.rules import (argmax_random_tie, clip01, kl_ucb_newton, play_stretch,
+from dpledger.policies.rules import (argmax_first, tie_break, clip01, kl_ucb_newton, play_stretch,
                                      private_initial_pulls)
 
 ALPHA = Param("alpha", 3.1, "positive", "exploration parameter α (> 3 in the regret theorem)")
@@ -80,7 +80,9 @@ def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
                 index[j] = kl_ucb_newton(m, alpha * lt / n)
             else:
                 index[j] = mu[j] + np.sqrt(alpha * lt / (2.0 * n)) + alpha * lt / (eps * n)
-        a = argmax_random_tie(index, rng)
+        a, tie = argmax_first(index)
+        if tie:
+            a = tie_break(index, a, rng)
         n_ep = N[a]                         # the episode doubles the arm's count
         m_ep = min(n_ep, stop - t)
         s, segs, n_segs = play_stretch(rng, env, a, t, m_ep, fast, emit, segs, n_segs, last,

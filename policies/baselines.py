@@ -15,7 +15,8 @@ from dpledger.accounting.releases import NonPrivateRelease
 from dpledger.policies.base import KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
-from dpledger.policies.rules import argmax_random_tie, argmax_step, bernoulli_kl, kl_ucb_newton
+from dpledger.policies.rules import (argmax_first, argmax_random_tie, argmax_step, bernoulli_kl,
+                                     kl_ucb_newton, tie_break)
 
 
 class NonPrivatePolicy(KernelPolicy):
@@ -138,11 +139,15 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
                         index[j] = kl_ucb_newton(p[j], lt / n[j])
                     else:
                         index[j] = -1.0
-                a = argmax_random_tie(index, rng)
+                a, tie = argmax_first(index)
+                if tie:
+                    a = tie_break(index, a, rng)
             else:
                 for j in range(K):
                     index[j] = kl_ucb_newton(p[j], lt / n[j])
-                a = argmax_random_tie(index, rng)
+                a, tie = argmax_first(index)
+                if tie:
+                    a = tie_break(index, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         sums[a] += x
         n[a] += 1.0
@@ -183,7 +188,9 @@ def _beta_ts(rng, env, T, K, stop, params, actions, rows, capture):
     for t in range(1, stop + 1):
         for j in range(K):
             theta[j] = rng.beta(s[j] + 1.0, f[j] + 1.0)
-        a = argmax_random_tie(theta, rng)
+        a, tie = argmax_first(theta)
+        if tie:
+            a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         if x == 1.0:
             s[a] += 1.0

@@ -34,7 +34,7 @@ from dpledger.policies.base import KernelPolicy, Param
 from dpledger.mechanisms.noise import gaussian_lattice_sigma, lattice_gaussian
 from dpledger.policies.environments import draw_reward, lattice_bits
 from dpledger.policies.sink import put_action
-from dpledger.policies.rules import argmax_random_tie, capture_release
+from dpledger.policies.rules import argmax_first, tie_break, capture_release
 
 
 def sampling_budget(T: int, alpha: float, c0: float) -> int:
@@ -155,7 +155,9 @@ def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
                                     start[j] + n[j])
                 else:
                     theta[j] = mx[j]
-            a = argmax_random_tie(theta, rng)
+            a, tie = argmax_first(theta)
+            if tie:
+                a = tie_break(theta, a, rng)
             x = draw_reward(rng, env, a, t - 1)
             obs[a] += 1
             buf_sum[a] += x

@@ -31,7 +31,7 @@ from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_p
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
-from dpledger.policies.rules import (argmax_random_tie, capture_release, clip01,
+from dpledger.policies.rules import (argmax_first, tie_break, capture_release, clip01,
                                      private_initial_pulls)
 
 
@@ -58,7 +58,9 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         for j in range(K):
             m = clip01(mu_tilde[j] + shift / O[j])
             theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-        a = argmax_random_tie(theta, rng)
+        a, tie = argmax_first(theta)
+        if tie:
+            a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         buf_sum[a] += x
         buf_len[a] += 1
@@ -151,7 +153,9 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             for j in range(K):
                 m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
                 theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-            a = argmax_random_tie(theta, rng)
+            a, tie = argmax_first(theta)
+            if tie:
+                a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         O[a] += 1.0
         code, value, start, stop_ = log_push(lfs[a], lis[a], x)

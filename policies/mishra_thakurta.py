@@ -51,7 +51,7 @@ from dpledger.policies.base import EPSILON, KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
-from dpledger.policies.rules import argmax_random_tie, capture_release
+from dpledger.policies.rules import argmax_first, tie_break, capture_release
 
 BATCH_ROW = 0              # count placeholder of a random-pull batch row (filled in finish)
 
@@ -135,7 +135,9 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
             sl = np.sqrt(lt)
             for j in range(K):
                 idx[j] = dp_ucb_from(ca[j], cb[j], cc[j], sl, lt)
-            a = argmax_random_tie(idx, rng)
+            a, tie = argmax_first(idx)
+            if tie:
+                a = tie_break(idx, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
         noise = tree_noise(rng, env, scale, rows, a, a, 0, bis[a, 0], levels, 0)
@@ -372,7 +374,9 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
             nn = n_tree[j2] if tree_mode else n_tot[j2]
             rr = min(max(rsum[j2], 0.0), nn)
             theta[j2] = rng.beta(rr + 1.0, nn - rr + 1.0)
-        a = argmax_random_tie(theta, rng)
+        a, tie = argmax_first(theta)
+        if tie:
+            a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t)
         obs[a] += 1
         n_tot[a] += 1.0

@@ -51,6 +51,27 @@ def argmax_random_tie(values, rng):
     return _tie_break(values, best, rng)
 
 
+@njit(cache=True, inline="always")
+def argmax_first(values):
+    """(a, tie): the index of the first largest value, and whether another value equals it —
+    :func:`argmax_random_tie`'s sweep without the Generator.  Hot kernels call this and, only
+    on a tie, :func:`tie_break` (the same comparisons and the same draw): numba
+    reference-counts a Generator at every inlined call that receives it, two atomic operations
+    a round that cost DP-UCB ≈ 10 ns of its ≈ 45 ns a round."""
+    best = values[0]
+    a = 0
+    tie = False
+    for i in range(1, values.size):
+        best, a, tie = argmax_step(values[i], i, best, a, tie)
+    return a, tie
+
+
+@njit(cache=True)
+def tie_break(values, a, rng):
+    """:func:`argmax_random_tie`'s tie-break for the sweep result ``a`` of :func:`argmax_first`."""
+    return _tie_break(values, values[a], rng)
+
+
 @njit(cache=True)
 def _tie_break(values, best, rng):
     """A uniform choice among the indices holding ``best`` (one ``integers`` draw).  They are

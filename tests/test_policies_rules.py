@@ -303,3 +303,56 @@ def test_argmax_step_sweep_is_argmax_random_tie():
                 a = argmax_random_tie(vals, r1)
             assert a == argmax_random_tie(vals, r2) == _argmax_reference(vals, r3), vals
             assert r1.random() == r2.random() == r3.random()
+
+
+def test_argmax_first_then_tie_break_is_argmax_random_tie():
+    """The kernels' Generator-free sweep (argmax_first, then tie_break only on a tie) picks the
+    arm argmax_random_tie picks and draws exactly when it does (compiled, as the kernels run
+    it; ties, NaN, one value)."""
+    from numba import njit
+
+    from dpledger.policies.rules import argmax_first, argmax_random_tie, tie_break
+
+    @njit
+    def pick(values, rng):
+        a, tie = argmax_first(values)
+        if tie:
+            a = tie_break(values, a, rng)
+        return a
+
+    gen = np.random.default_rng(1)
+    cases = [gen.integers(0, 3, size=int(gen.integers(1, 7))).astype(float) for _ in range(300)]
+    cases += [np.array([np.nan, 1.0, 2.0]), np.array([1.0, np.nan, 1.0]), np.array([0.5])]
+    n_ties = 0
+    for vals in cases:
+        n_ties += int(np.sum(vals == np.nanmax(vals)) > 1) if not np.isnan(vals).all() else 0
+        for seed in range(3):
+            r1, r2, r3 = (np.random.default_rng(seed) for _ in range(3))
+            assert pick(vals, r1) == argmax_random_tie(vals, r2) == _argmax_reference(vals, r3)
+            assert r1.random() == r2.random() == r3.random()
+    assert n_ties > 50                      # the tie-break path was exercised
+
+
+def test_laplace_bits_is_generator_laplace_draw_for_draw():
+    """Compiled kernels draw Laplace noise with laplace_bits (one log of a selected argument,
+    no branch on the sign); it must return Generator.laplace(0, b)'s doubles, bit for bit, and
+    leave the stream where Generator.laplace leaves it."""
+    from numba import njit
+
+    from dpledger.mechanisms.noise import laplace_bits
+
+    @njit
+    def draws(bg, scale, n):
+        out = np.empty(n)
+        for i in range(n):
+            out[i] = laplace_bits(bg, scale)
+        return out
+
+    for scale in (1.0, 0.37, 20.0, 2.0 ** -30):
+        a = np.random.default_rng(11)
+        b = np.random.default_rng(11)
+        got = draws(a.bit_generator, scale, 200_000)
+        want = b.laplace(0.0, scale, 200_000)
+        assert np.array_equal(got.view(np.int64), want.view(np.int64))
+        assert (got > 0).mean() == pytest.approx(0.5, abs=0.01)   # both branches taken
+        assert a.random() == b.random()
