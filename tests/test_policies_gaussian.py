@@ -396,3 +396,30 @@ def test_cli_run_ts_gaussian_1e5_finishes_quickly(tmp_path):
              "--seed", "0", "--out", str(tmp_path / "run.json"), timeout=60)
     assert r.returncode == 0, r.stderr
     assert time.time() - t0 < 30
+
+
+@pytest.mark.parametrize("name", ["ts-gaussian", "mts-gaussian"])
+def test_posterior_tables_change_no_draw(name):
+    """kernel_params carries 1/(k+1) and √(c/(k+1)) for k < 4096 (the kernel's per-pull
+    division and square root, taken off its dependency chain); the kernel computes them inline
+    beyond.  With and without the tables ([b, c] only) the kernel must give the same actions,
+    the same samples and the same means, bit for bit — at a horizon past the table (T = 6000:
+    an arm reaches k ≥ 4096) and with c ≠ 1."""
+    from dpledger.policies.ou import READ_TABLE_MAX, _mts_gaussian
+    pol = make_policy(name, **({"b": 2, "c": 0.7} if name == "mts-gaussian" else {}))
+    T, K = 6000, 2
+    env = bernoulli([0.9, 0.2])
+    full = pol.kernel_params(T, K)
+    assert full[2] == READ_TABLE_MAX
+    bare = full[:2].copy()
+    outs = []
+    for params in (full, bare):
+        actions = np.zeros(T, dtype=np.int64)
+        cap = np.full((3, T * K), np.nan)
+        _mts_gaussian(np.random.default_rng(5), env.as_tuple(), T, K, T, params, actions,
+                      np.zeros((5, 1), np.int64), cap)
+        outs.append((actions, cap))
+    (a1, c1), (a2, c2) = outs
+    assert np.bincount(a1, minlength=K).max() > READ_TABLE_MAX        # the inline branch ran
+    assert np.array_equal(a1, a2)
+    assert np.array_equal(c1, c2, equal_nan=True)
