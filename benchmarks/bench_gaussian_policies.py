@@ -24,7 +24,7 @@ from numba import njit
 
 from dpledger.mechanisms.counters import binary_commit, binary_new, binary_output, binary_push
 from dpledger.policies.environments import bernoulli, draw_reward
-from dpledger.policies.mishra_thakurta import dp_ucb_coefficients, dp_ucb_from
+from dpledger.policies.mishra_thakurta import dp_ucb_coefficients, dp_ucb_from, dp_ucb_root
 from dpledger.policies.registry import make_policy
 from dpledger.policies.rules import argmax_random_tie
 from dpledger.policies.simulator import run_generator, simulate
@@ -63,7 +63,8 @@ def _dp_ucb_no_ledger(rng, env, T, K, eps0, gamma_, experimental, actions):
         binary_commit(bfs[a], bis[a], code, value + noise)
         r[a] = binary_output(bfs[a], bis[a])
         n[a] += 1.0
-        ca[a], cb[a], cc[a] = dp_ucb_coefficients(r[a], n[a], gamma_, experimental)
+        ca[a], cb[a], cc[a] = dp_ucb_coefficients(r[a], n[a], gamma_, experimental,
+                                                  dp_ucb_root(n[a]))
         actions[t - 1] = a
         acc += a
     return acc

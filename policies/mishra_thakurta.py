@@ -77,16 +77,23 @@ def split_tree_records(out: RunOutput) -> RunOutput:
 # ---- DP-UCB --------------------------------------------------------------------------------
 
 @njit(cache=True, inline="always")
-def dp_ucb_coefficients(r, n, gamma_, experimental):
+def dp_ucb_root(n):
+    """√(2/n), the printed width's coefficient of √(ln t)."""
+    return np.sqrt(2.0 / n)
+
+
+@njit(cache=True, inline="always")
+def dp_ucb_coefficients(r, n, gamma_, experimental, root):
     """(A, B, C) with index = A + B·√(ln t) + C·ln t, the DP-UCB index of Mishra & Thakurta
     2015 (Algorithm 1 as printed; Section 5's width as "experimental"; algorithms.md A10) —
     printed: r/n + √(2 ln t/n) + Γ/n, i.e.
     ((r + Γ)/n, √(2/n), 0); experimental: r/n + √(max(r,0)·ln t)/n + ln t/n, i.e.
     (r/n, √max(r,0)/n, 1/n).  They change only when the arm is pulled, so a round costs a
-    multiply-add per arm instead of a square root and three divisions (DP-UCB +10 %)."""
+    multiply-add per arm instead of a square root and three divisions (DP-UCB +10 %).
+    ``root`` is √(2/n) (:func:`dp_ucb_root`; the kernel reads it from a table)."""
     if experimental:
         return r / n, np.sqrt(max(r, 0.0)) / n, 1.0 / n
-    return (r + gamma_) / n, np.sqrt(2.0 / n), 0.0
+    return (r + gamma_) / n, root, 0.0
 
 
 @njit(cache=True, inline="always")
@@ -97,8 +104,22 @@ def dp_ucb_from(a, b, c, sqrt_lt, lt):
 @njit(cache=True, inline="always")
 def dp_ucb_index(r, n, lt, gamma_, experimental):
     """r/n + √(2 ln t/n) + Γ/n (printed) or r/n + √(max(r,0)·ln t)/n + ln t/n (experimental)."""
-    a, b, c = dp_ucb_coefficients(r, n, gamma_, experimental)
+    a, b, c = dp_ucb_coefficients(r, n, gamma_, experimental, dp_ucb_root(n))
     return dp_ucb_from(a, b, c, np.sqrt(lt), lt)
+
+
+@njit(cache=True)
+def dp_ucb_tables(n):
+    """ln t, √(ln t) and √(2/m) for t, m < n (entry 0 unused), computed by the kernel's own
+    expressions in compiled code, so a table entry is the double the kernel would compute
+    (numpy's vectorised log may differ from libm's in the last place)."""
+    out = np.zeros(3 * n)
+    for t in range(1, n):
+        lt = np.log(t)
+        out[t] = lt
+        out[n + t] = np.sqrt(lt)
+        out[2 * n + t] = dp_ucb_root(float(t))
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -109,6 +130,12 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
     gamma_ = params[1]
     experimental = params[2] != 0.0
     scale = params[3]
+    # ln t and √(ln t) for t < n_tab, and √(2/n) for n < n_tab, computed once per run
+    # (kernel_params; the same IEEE operations, so the same doubles): ≈ 3 ns a round
+    n_tab = np.int64(params[4]) if params.size > 4 else 0
+    tab_lt = params[5:5 + n_tab]
+    tab_slt = params[5 + n_tab:5 + 2 * n_tab]
+    tab_s2n = params[5 + 2 * n_tab:5 + 3 * n_tab]
     fs0, is0 = binary_new(T, 0)
     levels = is0[1]
     bfs = np.zeros((K, fs0.size))
@@ -131,8 +158,12 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
         if t <= K:
             a = t - 1
         else:
-            lt = np.log(t)
-            sl = np.sqrt(lt)
+            if t < n_tab:
+                lt = tab_lt[t]
+                sl = tab_slt[t]
+            else:
+                lt = np.log(t)
+                sl = np.sqrt(lt)
             for j in range(K):
                 idx[j] = dp_ucb_from(ca[j], cb[j], cc[j], sl, lt)
             a, tie = argmax_first(idx)
@@ -149,7 +180,9 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
         binary_commit(bfs[a], bis[a], code, value + noise)
         r[a] = binary_output(bfs[a], bis[a])
         n[a] += 1.0
-        ca[a], cb[a], cc[a] = dp_ucb_coefficients(r[a], n[a], gamma_, experimental)
+        m = np.int64(n[a])
+        root = tab_s2n[m] if m < n_tab else dp_ucb_root(n[a])
+        ca[a], cb[a], cc[a] = dp_ucb_coefficients(r[a], n[a], gamma_, experimental, root)
         put_action(actions, t, a)
     return stop, K, draws
 
@@ -183,9 +216,15 @@ class DPUCB(KernelPolicy):
         return lnT ** 2 * math.log(K * T * lnT / self.params["gamma"]) / self.epsilon0(K)
 
     def kernel_params(self, T, K):
-        return np.concatenate([[self.epsilon0(K), self.confidence_relaxation(T, K),
+        """[ε0, Γ, width, p-sum scale, n, ln t for t < n, √(ln t) for t < n, √(2/m) for
+        m < n], n = min(T + 1, 4096): the kernel's per-round log and square roots, computed
+        once (the same IEEE operations, so the same doubles)."""
+        n = min(int(T) + 1, 4096)
+        head = np.concatenate([[self.epsilon0(K), self.confidence_relaxation(T, K),
                                 1.0 if self.params["width"] == "experimental" else 0.0],
                                self.noise_scales(T, K)])
+        assert head.size == 4
+        return np.concatenate([head, [float(n)], dp_ucb_tables(n)])
 
     def row_capacity(self, T, K):
         return K

@@ -264,3 +264,36 @@ def test_dp_ucb_argmax_draws_only_on_ties(ca):
         tops = [j for j in range(idx.size) if idx[j] == idx.max()]
         want = tops[0] if len(tops) == 1 else tops[int(r2.integers(0, len(tops)))]
         assert got == want and r1.random() == r2.random()
+
+
+@pytest.mark.parametrize("width", ["printed", "experimental"])
+def test_dp_ucb_tables_change_no_draw(width):
+    """kernel_params carries ln t, √(ln t) and √(2/n) for t, n < 4096 (the kernel's per-round
+    log and square roots); the kernel computes them inline beyond.  With and without the
+    tables (the 4-value head only) DP-UCB must give the same actions and the same captured
+    p-sums, bit for bit — past the table (T = 6000) and for both widths; the tables must hold
+    the compiled expressions' own doubles."""
+    import numpy as np
+
+    from dpledger.policies.environments import bernoulli
+    from dpledger.policies.mishra_thakurta import _dp_ucb, dp_ucb_root, dp_ucb_tables
+    from dpledger.policies.registry import make_policy
+    pol = make_policy("dp-ucb", width=width, per_tree_budget="full")
+    T, K = 6000, 2
+    full = pol.kernel_params(T, K)
+    n = int(full[4])
+    assert n == 4096 and full.size == 5 + 3 * n
+    tab = dp_ucb_tables(n)
+    assert np.array_equal(tab[1:n], [np.log(float(t)) for t in range(1, n)])
+    assert np.array_equal(tab[2 * n + 1:], [dp_ucb_root.py_func(float(t)) for t in range(1, n)])
+    outs = []
+    for params in (full, full[:4].copy()):
+        actions = np.zeros(T, dtype=np.int64)
+        cap = np.zeros((6, 2 * T + 8))
+        _dp_ucb(np.random.default_rng(3), bernoulli([0.8, 0.3]).as_tuple(), T, K, T, params,
+                actions, np.zeros((5, K), np.int64), cap)
+        outs.append((actions, cap))
+    (a1, c1), (a2, c2) = outs
+    assert np.bincount(a1, minlength=K).max() > n                   # the inline branch ran
+    assert np.array_equal(a1, a2)
+    assert np.array_equal(c1, c2)
