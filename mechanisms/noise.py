@@ -28,15 +28,17 @@ from dpledger.mechanisms.staircase import S_MIN, fair_bit, staircase_draw, u53
 from numba.np.random.generator_core import next_double as _next_double
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def laplace_bits(bg, scale):
     """Lap(scale) from a bit generator, bit for bit what ``Generator.laplace(0, scale)`` returns
     (numpy's ``random_laplace``: U = next_double, retried while U ≤ 0; then −b·log(2 − U − U)
     for U ≥ ½ and b·log(U + U) below).  The two branches become one log of a selected
     argument: the sign of a Laplace draw is a coin flip, so the branch was mispredicted half the
     time (≈ 5 ns a draw), and the Generator is not passed in (numba reference-counts it at
-    every inlined call).  The same IEEE operations on the same operands give the same double
-    (``tests/test_noise.py`` holds it to ``Generator.laplace`` draw for draw)."""
+    every inlined call).  A function of its own, not IR-inlined (LLVM inlines it): numba's IR
+    inliner warns about the retry loop's variable.  The same IEEE operations on the same
+    operands give the same double (``tests/test_policies_rules.py`` holds it to
+    ``Generator.laplace`` draw for draw)."""
     u = _next_double(bg)
     while u <= 0.0:
         u = _next_double(bg)
