@@ -58,6 +58,22 @@ _INT_DTYPES = {"run": np.int64, "arm": np.int64, "start": np.int64, "stop": np.i
                "first_round": np.int64, "stride": np.int64, "length": np.int64,
                "last_round": np.int64, "bits": np.int64}
 _FLOAT_FIELDS = ("mu2", "c")
+# A stream (run, arm) is keyed run·2^20 + arm in one int64 (sorting, grouping, joins): arms
+# must lie in [0, 2^20) and runs in [0, 2^43), or two streams would share a key and their
+# releases would be summed together.
+ARM_LIMIT = 1 << 20
+RUN_LIMIT = 1 << 43
+
+
+def check_streams(run, arm) -> None:
+    """Refuse a run or arm outside the stream key's range (a clear error, never a collision)."""
+    run, arm = np.asarray(run), np.asarray(arm)
+    if arm.size and (arm.min() < 0 or arm.max() >= ARM_LIMIT):
+        bad = arm[(arm < 0) | (arm >= ARM_LIMIT)].ravel()[0]
+        raise DpledgerError(f"arm must lie in [0, 2^20), got {int(bad)}")
+    if run.size and (run.min() < 0 or run.max() >= RUN_LIMIT):
+        bad = run[(run < 0) | (run >= RUN_LIMIT)].ravel()[0]
+        raise DpledgerError(f"run must lie in [0, 2^43), got {int(bad)}")
 
 
 class RowBuffer:
@@ -204,6 +220,7 @@ class RewardLedger:
                  release: Release | int) -> None:
         """A binary mechanism over ``n_items`` items starting at observation ``offset``."""
         rid = release if isinstance(release, (int, np.integer)) else self.intern(release)
+        check_streams(run, arm)
         if n_items < 0 or levels < 1 or offset < 0:
             raise DpledgerError("tree records need offset >= 0, n_items >= 0, levels >= 1")
         if n_items >= 2 ** levels:
@@ -227,9 +244,7 @@ class RewardLedger:
         fr, lr = np.asarray(cols["first_round"]), np.asarray(cols["last_round"])
         if fr.size and (np.any(fr < 1) or np.any(lr < fr)):
             raise DpledgerError("posterior reads need 1 <= first_round <= last_round")
-        if np.asarray(cols["run"]).size and (np.any(np.asarray(cols["run"]) < 0)
-                                              or np.any(np.asarray(cols["arm"]) < 0)):
-            raise DpledgerError("posterior reads need run >= 0 and arm >= 0")
+        check_streams(cols["run"], cols["arm"])
         bv = np.asarray(cols["bits"])
         if bv.size and (np.any(bv < 0) or np.any(bv > 30) or np.any(bv != np.round(bv))):
             raise DpledgerError("posterior reads need lattice bits in 0 … 30")
@@ -241,6 +256,7 @@ class RewardLedger:
         if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1:
             arrays = tuple(np.atleast_1d(a) for a in np.broadcast_arrays(*arrays))
             owned = False
+        check_streams(arrays[0], arrays[1])
         self._segments.append(dict(zip(SEGMENT_FIELDS, arrays)), owned=owned)
 
     def add_actions(self, run: int, actions: np.ndarray, first_round: int = 1) -> None:
@@ -260,6 +276,7 @@ class RewardLedger:
             raise DpledgerError("stream length columns differ in length")
         if lengths.size and lengths.min() < 0:
             raise DpledgerError("stream lengths must be >= 0")
+        check_streams(runs, arms)
         streams = self._streams
         keys = runs * (1 << 20) + arms
         if not streams and (keys.size < 2 or bool(np.all(keys[1:] > keys[:-1]))):
@@ -275,6 +292,7 @@ class RewardLedger:
                 streams[key] = n
 
     def set_stream_length(self, run: int, arm: int, n: int) -> None:
+        check_streams(run, arm)
         key = (int(run), int(arm))
         self._streams[key] = max(int(n), self._streams.get(key, 0))
 
@@ -283,6 +301,7 @@ class RewardLedger:
             raise DpledgerError("release_id not interned in this ledger")
 
     def _check_rows(self, cols: Mapping[str, np.ndarray], has_release: bool = True) -> None:
+        check_streams(cols["run"], cols["arm"])
         start, stop = np.asarray(cols["start"]), np.asarray(cols["stop"])
         count = np.asarray(cols["count"])
         if start.size and ((start < 0) | (stop <= start) | (count < 1)).any():

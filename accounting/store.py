@@ -53,7 +53,7 @@ FORMAT = "dpledger-store"
 VERSION = 1
 _U = 2.0 ** -53
 _MAX_INT = (1 << 62)          # counts, indices, runs and arms fit int64 with room for sums
-_MAX_ARM = 1 << 20           # RewardLedger's stream key run·2^20 + arm
+_MAX_ARM = 1 << 20           # = accounting.ledger.ARM_LIMIT (not imported: the store loads no numba)
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 

@@ -398,3 +398,34 @@ def test_dense_piece_coordinates_keep_large_run_indices():
     run, arm, start, stop = dense_piece_coordinates(keys, offsets)
     assert run.tolist() == [3, 3, big, big, big] and arm.tolist() == [1, 1, 2, 2, 2]
     assert start.tolist() == [0, 1, 0, 1, 2] and stop.tolist() == [1, 2, 1, 2, 3]
+
+
+def test_stream_key_range_refused_everywhere():
+    """A stream is keyed run·2^20 + arm in one int64: an arm ≥ 2^20 (or < 0) or a run ≥ 2^43
+    would collide with another stream and sum its releases in.  Every way into the ledger
+    refuses it with a clear error, and the largest legal values are kept apart."""
+    from dpledger.accounting import store
+    from dpledger.accounting.ledger import ARM_LIMIT, RUN_LIMIT, RewardLedger
+    from dpledger.accounting.releases import LaplaceRelease
+    from dpledger.errors import DpledgerError
+    assert store._MAX_ARM == ARM_LIMIT
+    lap = LaplaceRelease(scale=1.0, sensitivity=1.0)
+    for run, arm in ((0, ARM_LIMIT), (0, -1), (RUN_LIMIT, 0), (-1, 0)):
+        calls = [lambda led: led.add(run, arm, 0, 1, lap),
+                 lambda led: led.add_growing_prefix(run, arm, 2, 1, 0.5),
+                 lambda led: led.add_tree(run, arm, 0, 3, 2, lap),
+                 lambda led: led.add_posterior_reads(run, arm, 1, 5, 1.0),
+                 lambda led: led.add_segments(run, arm, 0, 1, 1, 3),
+                 lambda led: led.set_stream_length(run, arm, 3),
+                 lambda led: led.set_stream_lengths([run], [arm], [3])]
+        for call in calls:
+            with pytest.raises(DpledgerError, match="must lie in"):
+                call(RewardLedger())
+    # the corners that are legal stay distinct streams
+    led = RewardLedger()
+    led.add(0, ARM_LIMIT - 1, 0, 1, lap)
+    led.add(1, 0, 0, 1, lap, count=2)
+    led.set_stream_lengths([0, 1], [ARM_LIMIT - 1, 0], [1, 1])
+    worst = led.worst_reward()
+    assert worst.key == pytest.approx(2.0)                     # run 1's two releases, not 3
+    assert (worst.reward.run, worst.reward.arm) == (1, 0)

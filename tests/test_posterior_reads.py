@@ -157,7 +157,7 @@ def test_json_merge_compact_keep_the_totals():
 @pytest.mark.parametrize("args,msg", [
     ((0, 0, 1, 5, 0.0), "c > 0"), ((0, 0, 1, 5, math.nan), "c > 0"),
     ((0, 0, 0, 5, 1.0), "first_round"), ((0, 0, 4, 3, 1.0), "first_round"),
-    ((-1, 0, 1, 5, 1.0), "run >= 0"),
+    ((-1, 0, 1, 5, 1.0), r"run must lie in \[0, 2\^43\)"),
 ])
 def test_bad_records_are_refused(args, msg):
     with pytest.raises(DpledgerError, match=msg):
