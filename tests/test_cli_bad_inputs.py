@@ -238,6 +238,10 @@ BAD = [
                               "--out", "{O}/a.json"], "got '1e30'"),
     ("audit --arms 1", ["audit", "lazy-dp-ts", "--trials", "50", "--arms", "1",
                         "--out", "{O}/a.json"], "--arms must be >= 2"),
+    ("audit --workers 0", ["audit", "lazy-dp-ts", "--trials", "50", "--workers", "0",
+                           "--out", "{O}/a.json"], "--workers must be >= 1"),
+    ("audit --workers many", ["audit", "lazy-dp-ts", "--trials", "50", "--workers", "many",
+                              "--out", "{O}/a.json"], "--workers"),
     ("audit --range three", ["audit", "lazy-dp-ts", "--trials", "50", "--range", "0,1,2",
                              "--out", "{O}/a.json"], "lo,hi"),
     ("audit --stop-at text", ["audit", "lazy-dp-ts", "--trials", "50", "--stop-at", "late",
@@ -532,3 +536,22 @@ def test_verify_labels_stored_numbers(files, tmp_path, capsys):
     cap = capsys.readouterr()
     assert "pure_epsilon as stored in the file: certificate" in cap.out
     assert "privacy.certificate.pure_epsilon: stored" in cap.err and "recomputed" in cap.err
+
+
+def test_audit_workers_default_auto_gives_the_same_bytes(tmp_path):
+    """``audit --workers`` defaults to auto (the CPUs this process may use); a white-box and a
+    black-box audit.json are byte-identical with auto, 1 and 3 workers (chunk c of side s
+    draws from its own seed stream, whichever thread runs it)."""
+    from dpledger.commands.audit import available_cpus
+    assert available_cpus() >= 1
+    for mode, extra in (("whitebox", []), ("blackbox", ["--horizon", "200"])):
+        outs = []
+        for workers in (None, "1", "3"):
+            out = tmp_path / f"{mode}-{workers}.json"
+            argv = ["audit", "dp-ts", "--trials", "5000", "--mode", mode, "--seed", "4",
+                    "--out", str(out), "--quiet", *extra]
+            if workers is not None:
+                argv += ["--workers", workers]
+            assert main(argv) == 0
+            outs.append(out.read_bytes())
+        assert outs[0] == outs[1] == outs[2], mode

@@ -5,7 +5,7 @@
                    [--score auto|pulls|next|fitted] [--stop-at ROUND]
                    [--selection-fraction 0.1] [--range lo,hi] [--pair D.npy D2.npy]
                    [--until-ratio R] [--max-trials N]
-                   [--workers 1] [--quiet] [--plot audit.png] --out audit.json
+                   [--workers auto] [--quiet] [--plot audit.png] --out audit.json
     dpledger audit RELEASE [RELEASE ...] --trials N [--until-ratio R] [--max-trials N]
 
 A first argument containing ``:`` (or naming a release kind) is a release spec, as ``compose``
@@ -23,6 +23,7 @@ audit.json is written first), 2 on bad input.  Progress goes to stderr.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -80,8 +81,10 @@ def register(sub) -> None:
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="draw the score distributions under D and D' with the threshold, and "
                         "the bound against trials (default: no plot)")
-    p.add_argument("--workers", default="1",
-                   help="processes that run trials in parallel (an integer >= 1; default 1)")
+    p.add_argument("--workers", default="auto",
+                   help="threads that run trials in parallel (processes for a policy without a "
+                        "compiled kernel): an integer >= 1, or auto = the CPUs this process may "
+                        "use (default auto); the result does not depend on it")
     p.add_argument("--out", default="audit.json",
                    help="audit result to write (default audit.json); checked before the trials")
     p.add_argument("--quiet", action="store_true",
@@ -141,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
                            maximum=1.0, open_interval=True)
     seed = parse_int("--seed", args.seed, minimum=0)
     K = parse_int("--arms", args.arms, minimum=2)
-    workers = parse_int("--workers", args.workers, minimum=1)
+    workers = (available_cpus() if str(args.workers).strip().lower() == "auto"
+               else parse_int("--workers", args.workers, minimum=1))
     T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
     stop = None if args.stop_at is None else parse_int("--stop-at", args.stop_at, minimum=1)
     lohi = split_list("--range", args.range)
@@ -212,6 +216,13 @@ def _is_release_spec(text: str) -> bool:
     return ":" in text or kind in RELEASE_TYPES or kind in _KIND_ALIASES
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
 def _run_spec(args, trials, until, max_trials) -> int:
     """``dpledger audit laplace:eps=1 ...``: the white-box audit of a composition of releases."""
     from dpledger.accounting.schema import write_json_atomic
@@ -220,7 +231,7 @@ def _run_spec(args, trials, until, max_trials) -> int:
         ("--set", args.set, []), ("--mode", args.mode, "blackbox"), ("--horizon", args.horizon, None),
         ("--arms", args.arms, "2"), ("--score", args.score, "auto"), ("--stop-at", args.stop_at, None),
         ("--range", args.range, "0,1"), ("--pair", args.pair, None),
-        ("--sampler", args.sampler, "float"), ("--workers", args.workers, "1")) if val != default]
+        ("--sampler", args.sampler, "float"), ("--workers", args.workers, "auto")) if val != default]
     if ignored:
         raise DpledgerError(f"{', '.join(ignored)} apply to policy audits, not to release specs")
     res = audit_spec([args.policy] + list(args.releases), trials,
