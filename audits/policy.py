@@ -225,6 +225,18 @@ def _batch_gauss(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm,
 
 
 @njit(cache=True)
+def witness_observation(actions, t_star):
+    """(a*, w): the arm played at t* and the witness's index in its stream (a* 's pulls before
+    t*).  The witness row t* changes for every arm, so the witness is observation w of a*."""
+    a = actions[t_star - 1]
+    w = 0
+    for t in range(t_star - 1):
+        if actions[t] == a:
+            w += 1
+    return a, w
+
+
+@njit(cache=True)
 def laplace_release_llr(actions, played, cap, t_star, delta, side):
     """(LLR, releases, last round, overflow) of the Laplace releases that contain the witness
     reward, from a full (6, M) capture (:func:`~dpledger.policies.rules.capture_release`).
@@ -237,11 +249,7 @@ def laplace_release_llr(actions, played, cap, t_star, delta, side):
     exact), with c_D the captured clean sum on side 0 and the captured sum − Δ on side 1; the
     sum over the releases is the Neyman–Pearson statistic of the whole transcript.  The last
     round is the round of a* 's observation ``max stop`` (the last round the score reads)."""
-    a = actions[t_star - 1]
-    w = 0
-    for t in range(t_star - 1):
-        if actions[t] == a:
-            w += 1
+    a, w = witness_observation(actions, t_star)
     n = np.int64(cap[5, 0])
     s = 0.0
     m = 0
@@ -266,25 +274,6 @@ def laplace_release_llr(actions, played, cap, t_star, delta, side):
     return s, m, last, cap[4, 0] != 0.0
 
 
-@njit(nogil=True)
-def _batch_laplace(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar,
-                   counts, nxt, score, nrel, lastr, delta, side):
-    actions = np.zeros(stop, np.int64)
-    over = 0
-    for i in range(n):
-        cap[5, 0] = 0.0
-        cap[4, 0] = 0.0
-        played, _, _ = kernel(rng, env, T, K, stop, params, actions, rows, cap)
-        s, m, last, o = laplace_release_llr(actions, played, cap, tstar, delta, side)
-        score[i] = s
-        nrel[i] = m
-        lastr[i] = last
-        if o:
-            over += 1
-        nxt[i] = _features(actions, played, edges, arm, tstar, stop, counts, i)
-    return over
-
-
 @njit(cache=True)
 def gaussian_release_llr(actions, played, cap, t_star, delta, side):
     """(LLR, releases, overflow) of the Gaussian releases that contain the witness reward, from a
@@ -298,11 +287,7 @@ def gaussian_release_llr(actions, played, cap, t_star, delta, side):
     ((y − m_D)·d − d²/2)/σ² with m_D the captured mean on side 0 and the captured mean − d on
     side 1.  The sum is the Neyman–Pearson statistic of the whole transcript (Dong–Roth–Su 2022:
     a weighted sum of Gaussian releases, composed μ² = Σ d²/σ²)."""
-    a = actions[t_star - 1]
-    w = 0
-    for t in range(t_star - 1):
-        if actions[t] == a:
-            w += 1
+    a, w = witness_observation(actions, t_star)
     n = np.int64(cap[5, 0])
     s = 0.0
     m = 0
@@ -317,15 +302,22 @@ def gaussian_release_llr(actions, played, cap, t_star, delta, side):
 
 
 @njit(nogil=True)
-def _batch_gauss_releases(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar,
-                          counts, nxt, score, nrel, delta, side):
+def _batch_releases(kernel, rng, env, T, K, stop, params, n, rows, cap, edges, arm, tstar,
+                    counts, nxt, score, nrel, lastr, delta, side, gaussian):
+    """Full-capture trials scored by :func:`laplace_release_llr` (``gaussian`` False: also the
+    last round the score read) or :func:`gaussian_release_llr`; returns the number of trials
+    whose capture overflowed."""
     actions = np.zeros(stop, np.int64)
     over = 0
     for i in range(n):
         cap[5, 0] = 0.0
         cap[4, 0] = 0.0
         played, _, _ = kernel(rng, env, T, K, stop, params, actions, rows, cap)
-        s, m, o = gaussian_release_llr(actions, played, cap, tstar, delta, side)
+        if gaussian:
+            s, m, o = gaussian_release_llr(actions, played, cap, tstar, delta, side)
+        else:
+            s, m, last, o = laplace_release_llr(actions, played, cap, tstar, delta, side)
+            lastr[i] = last
         score[i] = s
         nrel[i] = m
         if o:
@@ -337,9 +329,13 @@ def _batch_gauss_releases(kernel, rng, env, T, K, stop, params, n, rows, cap, ed
 # White-box likelihood-ratio captures: policies whose kernels capture every release that touches
 # the witness reward, and the score of the whole vector.  Policies not listed are scored by the
 # single captured witness release (``released``).
+# DP-KLUCB / DP-IMED (policies/azize2025.py) capture every phase release, and in the
+# renoise-cumulative variant every re-noised cumulative sum (each contains all earlier rewards of
+# the arm).
 LR_CAPTURE = {"ts-gaussian": "gaussian-posterior", "mts-gaussian": "gaussian-posterior",
               "dp-ts": "laplace-releases", "dp-ucb": "laplace-releases",
-              "dp-ts-mt": "laplace-releases", "dp-ts-ucb": "gaussian-releases"}
+              "dp-ts-mt": "laplace-releases", "dp-ts-ucb": "gaussian-releases",
+              "dp-klucb": "laplace-releases", "dp-imed": "laplace-releases"}
 
 
 # What a white-box audit captured (audit.json's ``whitebox_capture``), per LR_CAPTURE score.
@@ -371,12 +367,6 @@ def windows(t_star: int, stop: int) -> np.ndarray:
     return np.array(edges, dtype=np.int64)
 
 
-# DP-KLUCB / DP-IMED (policies/azize2025.py) capture every phase release, and in the
-# renoise-cumulative variant every re-noised cumulative sum (each contains all earlier rewards of
-# the arm): scored as the other Laplace-release captures (kept apart from the table above).
-LR_CAPTURE.update({"dp-klucb": "laplace-releases", "dp-imed": "laplace-releases"})
-
-
 def chunk_generator(seed: int, side: int, chunk: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(
         np.random.SeedSequence(entropy=int(seed), spawn_key=(int(side), int(chunk)))))
@@ -404,22 +394,15 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
         _batch_gauss(type(policy).kernel, rng, env_tuple, T, K, stop, policy.kernel_params(T, K),
                      n, rows, cap, edges, arm, t_star, counts, nxt, rel, float(delta),
                      float(policy.c), float(side))
-    elif lr == "laplace-releases" and _uses_kernel(policy):
+    elif lr in ("laplace-releases", "gaussian-releases") and _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
-        # every release of every arm: at most one p-sum or block per pull, plus slack
-        cap = np.zeros((6, 2 * stop + 2 * K + 8))
-        over = _batch_laplace(type(policy).kernel, rng, env_tuple, T, K, stop,
-                              policy.kernel_params(T, K), n, rows, cap, edges, arm, t_star,
-                              counts, nxt, rel, cln, last, float(delta), float(side))
-        if over:
-            raise DpledgerError(f"{over} trials overflowed the white-box capture buffer")
-    elif lr == "gaussian-releases" and _uses_kernel(policy):
-        rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
-        # every fresh sample of every arm: at most K per round
-        cap = np.zeros((6, K * stop + 8))
-        over = _batch_gauss_releases(type(policy).kernel, rng, env_tuple, T, K, stop,
-                                     policy.kernel_params(T, K), n, rows, cap, edges, arm,
-                                     t_star, counts, nxt, rel, cln, float(delta), float(side))
+        gaussian = lr == "gaussian-releases"
+        # every release of every arm: Laplace, at most one p-sum or block per pull; Gaussian,
+        # at most K fresh samples a round; plus slack
+        cap = np.zeros((6, (K * stop + 8) if gaussian else (2 * stop + 2 * K + 8)))
+        over = _batch_releases(type(policy).kernel, rng, env_tuple, T, K, stop,
+                               policy.kernel_params(T, K), n, rows, cap, edges, arm, t_star,
+                               counts, nxt, rel, cln, last, float(delta), float(side), gaussian)
         if over:
             raise DpledgerError(f"{over} trials overflowed the white-box capture buffer")
     elif _uses_kernel(policy) and policy.emits_segments():
@@ -628,25 +611,19 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     if mode == "whitebox":
         if lr == "gaussian-posterior":
             # every read after t* contains the witness: the score reads up to T (or stop_at)
-            stop = T if stop_at is None else int(stop_at)
-            if not t_star < stop <= T:
-                raise DpledgerError(f"stop_at must lie in [{t_star + 1}, {T}], got {stop}")
+            stop = _checked_stop(T if stop_at is None else stop_at, t_star + 1, T)
         elif lr == "laplace-releases":
             stop = _lr_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, delta_pair)
         elif lr == "gaussian-releases":
             # the witness model's reads end by the policy's stated last round (DP-TS-UCB: its
             # budget φ after round K), else T
             last = getattr(policy, "witness_last_round", None)
-            stop = int(stop_at) if stop_at is not None else (
-                int(last(T, K)) if last is not None else T)
-            if not t_star < stop <= T:
-                raise DpledgerError(f"stop_at must lie in [{t_star + 1}, {T}], got {stop}")
+            stop = _checked_stop(stop_at if stop_at is not None else (
+                last(T, K) if last is not None else T), t_star + 1, T)
         else:
             stop = _whitebox_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, workers)
     else:
-        stop = int(stop_at) if stop_at is not None else int(pair.stop_hint or T)
-        if not t_star <= stop <= T:
-            raise DpledgerError(f"stop_at must lie in [{t_star}, {T}], got {stop}")
+        stop = _checked_stop(stop_at if stop_at is not None else (pair.stop_hint or T), t_star, T)
 
     def draw(side: int, start: int, n: int) -> dict:
         env = env0 if side == 0 else env1
@@ -772,16 +749,21 @@ def _best_possible(policy, T, K, trials, confidence, selection_fraction, cert, c
     return bp
 
 
+def _checked_stop(stop, first: int, T: int) -> int:
+    """``stop`` as an int in [first, T], else the one error every audit mode gives."""
+    stop = int(stop)
+    if not first <= stop <= T:
+        raise DpledgerError(f"stop_at must lie in [{first}, {T}], got {stop}")
+    return stop
+
+
 def _lr_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, delta) -> int:
     """The last round the LR score reads: ``stop_at`` if given, else the latest round at which
     64 pilot trials per side (a separate seed stream, sides 2 and 3) made a release containing
     the witness, plus a quarter, capped at T.  Trials that would read later are scored on what
     they released by then: any stop gives a valid audit, a later one only more power."""
     if stop_at is not None:
-        stop = int(stop_at)
-        if not t_star <= stop <= T:
-            raise DpledgerError(f"stop_at must lie in [{t_star}, {T}], got {stop_at}")
-        return stop
+        return _checked_stop(stop_at, t_star, T)
     last = t_star
     for side, env in ((2, env0), (3, env1)):
         f = run_trials(policy, env, T, 64, seed=seed, side=side, stop=T, capture=True, arm=arm,
@@ -794,10 +776,7 @@ def _whitebox_stop(policy, env0, env1, T, t_star, arm, seed, stop_at, workers) -
     """The witness release's round: ``stop_at`` if given, else the smallest of t*, 2t*, 4t*, …, T
     at which 16 pilot trials per side (a separate seed stream) all captured it."""
     if stop_at is not None:
-        stop = int(stop_at)
-        if not t_star <= stop <= T:
-            raise DpledgerError(f"stop_at must lie in [{t_star}, {T}], got {stop_at}")
-        return stop
+        return _checked_stop(stop_at, t_star, T)
     stop = t_star
     while True:
         ok = True
