@@ -138,6 +138,17 @@ def _sums_exact(cost: np.ndarray) -> bool:
     return bool(2.0 * float(np.sum(cost)) / unit < 2.0 ** 52)
 
 
+def _by_stream(data: np.ndarray):
+    """(run, arm) and the row indices of each stream in ``data`` (rows run, arm, …), streams in
+    key order, rows in append order within a stream."""
+    keys = data[:, 0] * (1 << 31) + data[:, 1]          # arm < 2^20, run < 2^31 (checked)
+    order = np.argsort(keys, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        sel = order[a:b]
+        yield (int(data[sel[0], 0]), int(data[sel[0], 1])), sel
+
+
 def _times_up(cost: np.ndarray, count: np.ndarray) -> np.ndarray:
     """count × cost for each row, rounded up: exact products stay exact (Dekker's
     error-free product by Veltkamp splitting tells whether the float product fell short)."""
@@ -354,9 +365,7 @@ class LedgerStore:
         :class:`BudgetExceeded` naming the first reward (by run, arm, index) that overflows."""
         if self._spend is None or self._data_version != self._read_data_version():
             self._spend = self._rebuild_spend()
-        costs = np.array(self._unit_costs, dtype=np.float64)[data[:, 4]]
-        counts = data[:, 5]
-        total = _times_up(costs, counts)
+        total = self._record_costs(data)
         limit = self.budget.limit
         for k in np.flatnonzero(~np.isfinite(total)).tolist()[:1]:
             rel = self._releases[int(data[k, 4])]
@@ -366,12 +375,7 @@ class LedgerStore:
                 f"{self.budget.describe()}", int(data[k, 0]), int(data[k, 1]), int(data[k, 2]),
                 math.nan, math.inf, limit)
         out = {}
-        keys = data[:, 0] * (1 << 31) + data[:, 1]
-        order = np.argsort(keys, kind="stable")
-        bounds = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1], True])
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            sel = order[a:b]
-            sk = (int(data[sel[0], 0]), int(data[sel[0], 1]))
+        for sk, sel in _by_stream(data):
             st = self._spend.get(sk, _Stream())
             new, old, covered = _add_ranges(st, data[sel, 2], data[sel, 3], total[sel])
             over = covered & ~(new.values <= limit)
@@ -393,16 +397,16 @@ class LedgerStore:
         spend: dict[tuple[int, int], _Stream] = {}
         if data.shape[0] == 0:
             return spend
-        costs = np.array(self._unit_costs, dtype=np.float64)[data[:, 4]]
-        total = _times_up(costs, data[:, 5])
-        keys = data[:, 0] * (1 << 31) + data[:, 1]
-        order = np.argsort(keys, kind="stable")
-        bounds = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1], True])
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            sel = order[a:b]
-            sk = (int(data[sel[0], 0]), int(data[sel[0], 1]))
+        total = self._record_costs(data)
+        for sk, sel in _by_stream(data):
             spend[sk] = _add_ranges(_Stream(), data[sel, 2], data[sel, 3], total[sel])[0]
         return spend
+
+    def _record_costs(self, data: np.ndarray) -> np.ndarray:
+        """Each row's cost in the budget's currency: its release's unit cost × its count,
+        rounded up (:func:`_times_up`)."""
+        costs = np.array(self._unit_costs, dtype=np.float64)[data[:, 4]]
+        return _times_up(costs, data[:, 5])
 
     # -- reading ---------------------------------------------------------------------------
     def n_records(self) -> int:
