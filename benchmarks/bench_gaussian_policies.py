@@ -24,16 +24,22 @@ from numba import njit
 
 from dpledger.mechanisms.counters import binary_commit, binary_new, binary_output, binary_push
 from dpledger.policies.environments import bernoulli, draw_reward
-from dpledger.policies.mishra_thakurta import dp_ucb_coefficients, dp_ucb_from, dp_ucb_root
+from dpledger.mechanisms.noise import laplace_bits
+from dpledger.policies.mishra_thakurta import (dp_ucb_coefficients, dp_ucb_from, dp_ucb_root,
+                                               dp_ucb_tables)
 from dpledger.policies.registry import make_policy
-from dpledger.policies.rules import argmax_random_tie
+from dpledger.policies.rules import argmax_first, tie_break
 from dpledger.policies.simulator import run_generator, simulate
 
 
 # ---- benchmark-only copies of the rules without ledger writes (for P4 (a)) ----------------------
 
 @njit(cache=True)
-def _dp_ucb_no_ledger(rng, env, T, K, eps0, gamma_, experimental, actions):
+def _dp_ucb_no_ledger(rng, env, T, K, eps0, gamma_, experimental, actions, tab):
+    """``policies.mishra_thakurta._dp_ucb`` without its ledger rows and capture: the same
+    tables (``tab`` = ``dp_ucb_tables(n)``), argmax and Laplace draw, so the difference is the
+    ledger's share."""
+    n_tab = tab.size // 3
     fs0, is0 = binary_new(T, 0)
     levels = is0[1]
     scale = levels / eps0
@@ -52,19 +58,26 @@ def _dp_ucb_no_ledger(rng, env, T, K, eps0, gamma_, experimental, actions):
         if t <= K:
             a = t - 1
         else:
-            lt = np.log(t)
-            sl = np.sqrt(lt)
+            if t < n_tab:
+                lt = tab[t]
+                sl = tab[n_tab + t]
+            else:
+                lt = np.log(t)
+                sl = np.sqrt(lt)
             for j in range(K):
                 idx[j] = dp_ucb_from(ca[j], cb[j], cc[j], sl, lt)
-            a = argmax_random_tie(idx, rng)
+            a, tie = argmax_first(idx)
+            if tie:
+                a = tie_break(idx, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
-        noise = rng.laplace(0.0, scale)
+        noise = laplace_bits(rng.bit_generator, scale)
         binary_commit(bfs[a], bis[a], code, value + noise)
         r[a] = binary_output(bfs[a], bis[a])
         n[a] += 1.0
-        ca[a], cb[a], cc[a] = dp_ucb_coefficients(r[a], n[a], gamma_, experimental,
-                                                  dp_ucb_root(n[a]))
+        m = np.int64(n[a])
+        root = tab[2 * n_tab + m] if m < n_tab else dp_ucb_root(n[a])
+        ca[a], cb[a], cc[a] = dp_ucb_coefficients(r[a], n[a], gamma_, experimental, root)
         actions[t - 1] = a
         acc += a
     return acc
@@ -144,8 +157,9 @@ def main(argv=None):
           f"{R * T} rounds")
     pol = make_policy("dp-ucb")
     kern, kp = type(pol).kernel, pol.kernel_params(T, K)
+    tab = dp_ucb_tables(int(kp[4]))
     rows = np.zeros((5, pol.row_capacity(T, K)), np.int64)
-    _dp_ucb_no_ledger(run_generator(0, 0), et, 1000, K, kp[0], kp[1], False, acts)
+    _dp_ucb_no_ledger(run_generator(0, 0), et, 1000, K, kp[0], kp[1], False, acts, tab)
 
     def real():
         for i in range(R):
@@ -153,7 +167,7 @@ def main(argv=None):
 
     def stripped():
         for i in range(R):
-            _dp_ucb_no_ledger(run_generator(0, i), et, T, K, kp[0], kp[1], False, acts)
+            _dp_ucb_no_ledger(run_generator(0, i), et, T, K, kp[0], kp[1], False, acts, tab)
 
     t_real, t_plain = _best(real, args.reps), _best(stripped, args.reps)
     print(f"  dp-ucb       real {t_real:.3f} s ({R * T / t_real:.3e} r-r/s), without ledger "
