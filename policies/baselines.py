@@ -15,7 +15,7 @@ from dpledger.accounting.releases import NonPrivateRelease
 from dpledger.policies.base import KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
-from dpledger.policies.rules import (argmax_first, argmax_random_tie, argmax_step, bernoulli_kl,
+from dpledger.policies.rules import (argmax_first, argmax_step, bernoulli_kl,
                                      kl_ucb_newton, tie_break)
 
 
@@ -61,7 +61,7 @@ def _ucb1(rng, env, T, K, stop, params, actions, rows, capture):
                 index[j] = v
                 best, a, tie = argmax_step(v, j, best, a, tie)
             if tie:                  # same comparisons and tie-break as argmax_random_tie
-                a = argmax_random_tie(index, rng)
+                a = tie_break(index, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         sums[a] += x
         n[a] += 1.0

@@ -39,7 +39,7 @@ from dpledger.mechanisms.noise import lattice_gaussian
 from dpledger.policies.base import KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward, lattice_bits
 from dpledger.policies.sink import put_action
-from dpledger.policies.rules import argmax_random_tie, argmax_step
+from dpledger.policies.rules import argmax_step, tie_break
 
 
 READ_TABLE_MAX = 4096        # entries of the kernel's 1/(k+1), σ_k tables (kernel_params)
@@ -118,7 +118,7 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
                     witness = False
             draws += K                       # also at k = 0 (reads nothing, no record)
             if tie:
-                a = argmax_random_tie(theta, rng)
+                a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         S[a] += x
         k[a] += 1

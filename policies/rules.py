@@ -39,16 +39,13 @@ def argmax_random_tie(values, rng):
     """Index of the largest value; ties broken uniformly at random (algorithms.md A2).
 
     The tie-break draw happens only when there is a tie (SPEC §5 draw order).  The sweep is
-    :func:`argmax_step` (selects, not branches: the comparisons of random samples are
-    unpredictable); the tie-break is out of line."""
-    best = values[0]
-    a = 0
-    tie = False
-    for i in range(1, values.size):
-        best, a, tie = argmax_step(values[i], i, best, a, tie)
+    :func:`argmax_first` (selects, not branches: the comparisons of random samples are
+    unpredictable); the tie-break is out of line.  Hot kernels call the two parts themselves
+    (see :func:`argmax_first`)."""
+    a, tie = argmax_first(values)
     if not tie:
         return a
-    return _tie_break(values, best, rng)
+    return tie_break(values, a, rng)
 
 
 @njit(cache=True, inline="always")
@@ -68,20 +65,16 @@ def argmax_first(values):
 
 @njit(cache=True)
 def tie_break(values, a, rng):
-    """:func:`argmax_random_tie`'s tie-break for the sweep result ``a`` of :func:`argmax_first`."""
-    return _tie_break(values, values[a], rng)
-
-
-@njit(cache=True)
-def _tie_break(values, best, rng):
-    """A uniform choice among the indices holding ``best`` (one ``integers`` draw).  They are
-    all the values equal to ``best``: every value before its first occurrence is smaller."""
+    """:func:`argmax_random_tie`'s tie-break for the sweep result ``a`` (the first index holding
+    the largest value): a uniform choice among the indices holding ``values[a]`` (one
+    ``integers`` draw); ``a`` is the first of them, so the count starts there."""
+    best = values[a]
     n_best = 0
-    for i in range(values.size):
+    for i in range(a, values.size):
         if values[i] == best:
             n_best += 1
     k = rng.integers(0, n_best)
-    for i in range(values.size):
+    for i in range(a, values.size):
         if values[i] == best:
             if k == 0:
                 return i
@@ -93,8 +86,8 @@ def _tie_break(values, best, rng):
 def argmax_step(v, j, best, a, tie):
     """One step of :func:`argmax_random_tie`'s comparison sweep, for kernels that compute the
     values and their argmax in one loop: start from (values[0], 0, False), feed values 1 … K−1,
-    and on ``tie`` call :func:`argmax_random_tie` on the filled array — the same comparisons,
-    hence the same arm and the same tie-break draw."""
+    and on ``tie`` call :func:`tie_break` on the filled array with the sweep's arm — the same
+    comparisons, hence the same arm and the same tie-break draw as :func:`argmax_random_tie`."""
     if v > best:
         return v, j, False
     if v == best:
