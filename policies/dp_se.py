@@ -35,6 +35,7 @@ from dpledger.policies.base import (EPSILON, KernelPolicy, Param,
                                     fast_switch, push_segment)
 from dpledger.policies.environments import BERNOULLI, draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
+from dpledger.policies.rules import play_stretch
 
 BETA = Param("beta", None, "positive", "failure probability β (default 1/T)")
 HIDDEN = (fast_switch("one draw per arm per epoch (False: per round)"),)
@@ -155,19 +156,8 @@ def _dp_se_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
             if alive[j]:
                 a = j
         rem = stop - t
-        if fast:
-            draw_sum(rng, env, a, t, rem)
-            if emit:
-                segs, n_segs = push_segment(segs, n_segs, last, a, t + 1, 1, rem)
-            else:
-                actions[t:stop] = a
-        else:
-            for i in range(rem):
-                draw_reward(rng, env, a, t + i)
-                if emit:
-                    segs, n_segs = push_segment(segs, n_segs, last, a, t + i + 1, 1, 1)
-                else:
-                    actions[t + i] = a
+        _, segs, n_segs = play_stretch(rng, env, a, t, rem, fast, emit, segs, n_segs, last,
+                                       actions)
         N[a] += rem
         t = stop
     return t, n_rows, n_rows, segs, n_segs

@@ -34,6 +34,7 @@ def play_stretch(rng, env, a, t, m, fast, emit, segs, n_segs, last, actions):
                 actions[t + i] = a
     return s, segs, n_segs
 
+
 @njit(cache=True, inline="always")
 def argmax_random_tie(values, rng):
     """Index of the largest value; ties broken uniformly at random (algorithms.md A2).
