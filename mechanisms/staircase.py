@@ -73,7 +73,6 @@ U_HEAD_BITS = 10             # U's first bits, from the piece's uniform
 U_BITS = U_HEAD_BITS + 53    # U's prefix once extended by one more uniform
 MARGIN = 2.0 ** -40          # float screen's relative margin (see the module docstring)
 SCREEN_Q_MAX = 512.0         # q = (m/s)²/2 above this goes straight to the exact decision
-_TWO53 = 9007199254740992.0
 
 
 # -- rigorous bounds (Python, decimal) -----------------------------------------------------------
@@ -98,8 +97,8 @@ def exp_neg_bounds(num: int, den: int, digits: int) -> tuple[Fraction, Fraction]
 
 def decide_exactly(m: int, s: int, g: int, h: int, c: int, words: np.ndarray, n_words: int) -> int:
     """Is U < p = c·2^g·e^{−m²/(2s²)}/h?  U's binary expansion starts with ``words[0]``
-    (U_BITS = 63 bits) then ``words[1:n_words]`` (53 bits each).  Returns 1 (yes), −1 (no) or 0 (these bits
-    cannot decide: draw another word).  Precision rises until p's bracket is narrower than an
+    (U_BITS = 63 bits) then ``words[1:n_words]`` (53 bits each).  Returns 1 (yes), −1 (no) or
+    0 (these bits cannot decide: draw another word).  Precision rises until p's bracket is narrower than an
     eighth of U's, so each call ends."""
     n = U_BITS + 53 * (n_words - 1)
     u = int(words[0])
@@ -171,7 +170,6 @@ def staircase_tables(n_bins: int = N_BINS):
 
 
 C_SCALE, HEIGHTS, ALIAS_CUT, ALIAS_INDEX, FAST_ACCEPT, RATIO = staircase_tables()
-TAIL = N_BINS                 # piece index of the tail; N_BINS + 1 is the padding
 
 
 # -- the sampler ---------------------------------------------------------------------------------
@@ -246,11 +244,11 @@ def _below_compiled(bg, n):
 
 
 @njit(cache=True)
-def _decide(bg, m, s, g, h, c, u52):
-    """The exact decision of U < c·2^g·ρ(m)/h given U's first 52 bits (rare: leaves nopython
-    mode for :func:`decide_exactly`, drawing 53-bit words until it decides)."""
+def _decide(bg, m, s, g, h, c, u63):
+    """The exact decision of U < c·2^g·ρ(m)/h given U's first U_BITS = 63 bits (rare: leaves
+    nopython mode for :func:`decide_exactly`, drawing 53-bit words until it decides)."""
     words = np.zeros(32, np.int64)
-    words[0] = u52
+    words[0] = u63
     n_words = 1
     while True:
         with objmode(r="int64"):

@@ -69,6 +69,15 @@ class Param:
 
 # Parameters several policies share, declared once.
 EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
+
+# Kernels that read per-round or per-pull constants (DP-UCB's ln t, TS-Gaussian's σ_k) get them
+# in ``kernel_params`` for indices below this, computed once per run; above, they compute them.
+KERNEL_TABLE_MAX = 4096
+
+
+def kernel_table_size(T: int) -> int:
+    """Entries of a kernel's lookup table for horizon T: indices 0 … min(T, 4095)."""
+    return min(int(T) + 1, KERNEL_TABLE_MAX)
 # No parameter scales the noise: a kernel draws the scales :meth:`KernelPolicy.noise_scales`
 # reads off the declared releases, so whatever changes a draw changes the release that the
 # ledger and the certificate name (issue 12 §1: a hidden ``noise`` multiplier, reachable from

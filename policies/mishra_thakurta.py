@@ -47,7 +47,7 @@ from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.mechanisms.counters import (binary_commit, binary_new, binary_output, binary_push)
-from dpledger.policies.base import EPSILON, KernelPolicy, Param, RunOutput
+from dpledger.policies.base import EPSILON, KernelPolicy, Param, RunOutput, kernel_table_size
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
@@ -217,9 +217,9 @@ class DPUCB(KernelPolicy):
 
     def kernel_params(self, T, K):
         """[ε0, Γ, width, p-sum scale, n, ln t for t < n, √(ln t) for t < n, √(2/m) for
-        m < n], n = min(T + 1, 4096): the kernel's per-round log and square roots, computed
+        m < n], n = kernel_table_size(T): the kernel's per-round log and square roots, computed
         once (the same IEEE operations, so the same doubles)."""
-        n = min(int(T) + 1, 4096)
+        n = kernel_table_size(T)
         head = np.concatenate([[self.epsilon0(K), self.confidence_relaxation(T, K),
                                 1.0 if self.params["width"] == "experimental" else 0.0],
                                self.noise_scales(T, K)])

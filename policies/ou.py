@@ -36,13 +36,10 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.posterior_reads import posterior_read_mu2, posterior_read_release
 from dpledger.accounting.read_kernels import lattice_sigma_k as _lattice_sigma_k
 from dpledger.mechanisms.noise import lattice_gaussian
-from dpledger.policies.base import KernelPolicy, Param, RunOutput
+from dpledger.policies.base import KernelPolicy, Param, RunOutput, kernel_table_size
 from dpledger.policies.environments import draw_reward, lattice_bits
 from dpledger.policies.sink import put_action
 from dpledger.policies.rules import argmax_step, tie_break
-
-
-READ_TABLE_MAX = 4096        # entries of the kernel's 1/(k+1), σ_k tables (kernel_params)
 
 
 @njit(cache=True, nogil=True)
@@ -155,10 +152,10 @@ class MTSGaussian(KernelPolicy):
         return float(self.params.get("c", 1.0))
 
     def kernel_params(self, T, K):
-        """[b, c, n, 1/(k+1) for k < n, √(c/(k+1)) for k < n], n = min(T + 1, 4096): the
+        """[b, c, n, 1/(k+1) for k < n, √(c/(k+1)) for k < n], n = kernel_table_size(T): the
         kernel's per-pull division and square root, computed once (the same IEEE operations,
         so the same doubles as computing them in the kernel)."""
-        n = min(int(T) + 1, READ_TABLE_MAX)
+        n = kernel_table_size(T)
         inv = 1.0 / (np.arange(n, dtype=np.float64) + 1.0)
         return np.concatenate([[float(self.b), self.c, float(n)], inv, np.sqrt(self.c * inv)])
 

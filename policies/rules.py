@@ -292,9 +292,10 @@ def phase_target(n, alpha):
 @njit(cache=True, inline="always")
 def capture_release(capture, released, clean, scale, arm, start, stop):
     """Full white-box capture (SPEC §5 ``capture=True``; issue 14): with a (6, M) capture
-    array, append one Laplace release — row 0 the released value, 1 its clean statistic (a sum
-    of rewards, each with coefficient 1), 2 its noise scale, 3 the arm, 4 and 5 the range
-    [start, stop) of the arm's observation indices it sums — in column 1 + n, where
+    array, append one release — row 0 the released value, 1 its clean statistic (a Laplace
+    release's sum of rewards, or a Gaussian one's mean, as DP-TS-UCB's fresh samples), 2 its
+    noise scale (Laplace b or Gaussian σ), 3 the arm, 4 and 5 the range [start, stop) of the
+    arm's observation indices it reads — in column 1 + n, where
     n = capture[5, 0] counts the releases so far (column 0 stays the single witness capture of
     the two-row form).  When the array is full, capture[4, 0] is set to 1 (overflow: the
     auditor refuses the trial rather than score an incomplete vector).  A no-op for the

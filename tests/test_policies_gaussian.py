@@ -405,7 +405,8 @@ def test_posterior_tables_change_no_draw(name):
     beyond.  With and without the tables ([b, c] only) the kernel must give the same actions,
     the same samples and the same means, bit for bit — at a horizon past the table (T = 6000:
     an arm reaches k ≥ 4096) and with c ≠ 1."""
-    from dpledger.policies.ou import READ_TABLE_MAX, _mts_gaussian
+    from dpledger.policies.base import KERNEL_TABLE_MAX as READ_TABLE_MAX
+    from dpledger.policies.ou import _mts_gaussian
     pol = make_policy(name, **({"b": 2, "c": 0.7} if name == "mts-gaussian" else {}))
     T, K = 6000, 2
     env = bernoulli([0.9, 0.2])
