@@ -57,7 +57,7 @@ def main() -> None:
         best, med = min(times), sorted(times)[len(times) // 2]
         n = args.runs * args.horizon
         goal = GOALS.get(pol)
-        verdict = "" if goal is None else (
+        verdict = "" if goal is None or status != "ok" else (
             f"  goal >= {goal:.0e}: wall {'met' if n / best >= goal else 'NOT met'}, "
             f"CPU {'met' if n / min(cpus) >= goal else 'NOT met'}")
         print(f"  {pol:14s} best {best:7.2f} s  {n / best:10.3g} run-rounds/s"

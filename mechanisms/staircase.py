@@ -98,8 +98,8 @@ def exp_neg_bounds(num: int, den: int, digits: int) -> tuple[Fraction, Fraction]
 def decide_exactly(m: int, s: int, g: int, h: int, c: int, words: np.ndarray, n_words: int) -> int:
     """Is U < p = c·2^g·e^{−m²/(2s²)}/h?  U's binary expansion starts with ``words[0]``
     (U_BITS = 63 bits) then ``words[1:n_words]`` (53 bits each).  Returns 1 (yes), −1 (no) or
-    0 (these bits cannot decide: draw another word).  Precision rises until p's bracket is narrower than an
-    eighth of U's, so each call ends."""
+    0 (these bits cannot decide: draw another word).  Precision rises until p's bracket is
+    narrower than an eighth of U's, so each call ends."""
     n = U_BITS + 53 * (n_words - 1)
     u = int(words[0])
     for i in range(1, n_words):
