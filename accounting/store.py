@@ -39,6 +39,7 @@ import hashlib
 import json
 import math
 import os
+import pathlib
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -193,6 +194,7 @@ class LedgerStore:
         if os.path.exists(path):
             raise DpledgerError(f"{os.fspath(path)} already exists; not overwriting it")
         conn = _connect(path, readonly=False)
+        _enable_wal(conn, path)
         with conn:
             conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             conn.execute("CREATE TABLE releases(id INTEGER PRIMARY KEY, json TEXT UNIQUE NOT NULL)")
@@ -225,9 +227,18 @@ class LedgerStore:
             conn.close()
             raise DpledgerError(f"{os.fspath(path)}: store version {meta.get('version')!r}, "
                                 f"this dpledger reads version {VERSION}")
-        budget = Budget.from_json(json.loads(meta["budget"])) if "budget" in meta else None
-        store = cls(path, conn, budget, readonly)
-        store._load_releases()
+        try:
+            budget = Budget.from_json(json.loads(meta["budget"])) if "budget" in meta else None
+            if not readonly:
+                _enable_wal(conn, path)
+            store = cls(path, conn, budget, readonly)
+            store._load_releases()
+        except DpledgerError:
+            conn.close()
+            raise
+        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
+            conn.close()
+            raise DpledgerError(f"{os.fspath(path)}: damaged ledger store ({exc})") from None
         return store
 
     def close(self) -> None:
@@ -247,7 +258,10 @@ class LedgerStore:
         for rid, text in rows:
             if rid != len(self._releases):
                 raise DpledgerError(f"{self.path}: release ids are not 0, 1, … (found {rid})")
-            release = release_from_json(json.loads(text))
+            try:
+                release = release_from_json(json.loads(text))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise DpledgerError(f"{self.path}: release {rid} does not parse ({exc})") from None
             self._releases.append(release)
             self._release_ids[text] = rid
             if self.budget is not None:
@@ -415,13 +429,16 @@ class LedgerStore:
     def rows_array(self, check: bool = False) -> np.ndarray:
         """Every stored row as an (N, 6) int64 array in append order (one read transaction,
         so a consistent snapshot while a writer appends).  ``check``: verify each batch's
-        size and sha256 (raises :class:`DpledgerError` naming the batch)."""
+        sha256 too; its size and type are always checked (raises :class:`DpledgerError` naming
+        the batch)."""
         cur = self._conn.execute("SELECT seq, n, data, sha256 FROM batches ORDER BY seq")
         parts = []
         for seq, n, blob, sha in cur:
+            if not isinstance(blob, bytes) or not isinstance(n, int) or n < 1 \
+                    or len(blob) != 48 * n:
+                size = len(blob) if isinstance(blob, (bytes, str)) else type(blob).__name__
+                raise DpledgerError(f"batch {seq}: {n!r} rows declared, {size} bytes")
             if check:
-                if not isinstance(blob, bytes) or len(blob) != 48 * n or n < 1:
-                    raise DpledgerError(f"batch {seq}: {n} rows declared, {len(blob)} bytes")
                 if hashlib.sha256(blob).hexdigest() != sha:
                     raise DpledgerError(f"batch {seq}: sha256 mismatch")
             parts.append(blob)
@@ -555,33 +572,40 @@ def verify_store(path: str | os.PathLike) -> list[str]:
     except DpledgerError as exc:
         return [str(exc)]
     try:
-        qc = store._conn.execute("PRAGMA quick_check").fetchall()
-        if qc != [("ok",)]:
-            problems.append(f"sqlite quick_check: {qc[:3]}")
-        store._conn.execute("BEGIN")            # one snapshot for every check below
-        try:
-            data = store.rows_array(check=True)
-        except DpledgerError as exc:
-            return problems + [str(exc)]
-        if data.size:
-            if (data[:, 2] < 0).any() or (data[:, 3] <= data[:, 2]).any():
-                problems.append("a row has start < 0 or stop <= start")
-            if (data[:, 5] < 1).any():
-                problems.append("a row has count < 1")
-            if (data[:, 0] < 0).any() or (data[:, 1] < 0).any():
-                problems.append("a row has a negative run or arm")
-            if (data[:, 1] >= _MAX_ARM).any() or (data[:, 0] >= 1 << 31).any():
-                problems.append("a row has an arm >= 2^20 or a run >= 2^31")
-            if (data[:, 4] < 0).any() or (data[:, 4] >= len(store._releases)).any():
-                problems.append("a row names a release id not in the releases table")
-        if store.budget is not None and data.size and not problems:
-            spent, where = max_spend(store, data)
-            if not spent <= store.budget.limit:
-                problems.append(f"reward run={where[0]} arm={where[1]} index={where[2]} spent "
-                                f"{spent!r} > budget {store.budget.describe()}")
-        store._conn.execute("COMMIT")
+        return _verify_open_store(store, problems)
+    except (sqlite3.DatabaseError, DpledgerError) as exc:
+        return problems + [f"damaged ledger store: {exc}"]
     finally:
         store.close()
+
+
+def _verify_open_store(store: "LedgerStore", problems: list[str]) -> list[str]:
+    """The checks of :func:`verify_store` on an open, read-only store (one snapshot)."""
+    qc = store._conn.execute("PRAGMA quick_check").fetchall()
+    if qc != [("ok",)]:
+        problems.append(f"sqlite quick_check: {qc[:3]}")
+    store._conn.execute("BEGIN")            # one snapshot for every check below
+    try:
+        data = store.rows_array(check=True)
+    except DpledgerError as exc:
+        return problems + [str(exc)]
+    if data.size:
+        if (data[:, 2] < 0).any() or (data[:, 3] <= data[:, 2]).any():
+            problems.append("a row has start < 0 or stop <= start")
+        if (data[:, 5] < 1).any():
+            problems.append("a row has count < 1")
+        if (data[:, 0] < 0).any() or (data[:, 1] < 0).any():
+            problems.append("a row has a negative run or arm")
+        if (data[:, 1] >= _MAX_ARM).any() or (data[:, 0] >= 1 << 31).any():
+            problems.append("a row has an arm >= 2^20 or a run >= 2^31")
+        if (data[:, 4] < 0).any() or (data[:, 4] >= len(store._releases)).any():
+            problems.append("a row names a release id not in the releases table")
+    if store.budget is not None and data.size and not problems:
+        spent, where = max_spend(store, data)
+        if not spent <= store.budget.limit:
+            problems.append(f"reward run={where[0]} arm={where[1]} index={where[2]} spent "
+                            f"{spent!r} > budget {store.budget.describe()}")
+    store._conn.execute("COMMIT")
     return problems
 
 
@@ -632,18 +656,28 @@ def _check_path(path) -> str:
 
 
 def _connect(path, readonly: bool) -> sqlite3.Connection:
+    """An SQLite connection, changing nothing in the file: read-only through a ``file:`` URI
+    built by pathlib (so %, # and ? in a file name are escaped, not read as URI syntax)."""
     path = os.fspath(path)
     try:
         if readonly:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
-                                   timeout=60.0, check_same_thread=False)
-        else:
-            conn = sqlite3.connect(path, isolation_level=None, timeout=60.0,
+            uri = pathlib.Path(path).absolute().as_uri() + "?mode=ro"
+            return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=60.0,
                                    check_same_thread=False)
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if mode.lower() != "wal":
-                raise DpledgerError(f"{path}: cannot switch to WAL mode (got {mode})")
-            conn.execute("PRAGMA synchronous=FULL")
+        return sqlite3.connect(path, isolation_level=None, timeout=60.0,
+                               check_same_thread=False)
     except sqlite3.DatabaseError as exc:
         raise DpledgerError(f"cannot open {path} as a ledger store: {exc}") from None
-    return conn
+
+
+def _enable_wal(conn: sqlite3.Connection, path) -> None:
+    """Write-ahead logging with full syncs, for a writable connection to a checked store (a
+    foreign SQLite file is refused before this, so it is never switched)."""
+    try:
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise DpledgerError(f"{os.fspath(path)}: cannot switch to WAL mode (got {mode})")
+        conn.execute("PRAGMA synchronous=FULL")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise DpledgerError(f"cannot open {os.fspath(path)} as a ledger store: {exc}") from None

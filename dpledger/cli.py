@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import sqlite3
 import sys
 
 from dpledger.errors import DpledgerError, InvariantViolation
@@ -103,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except sqlite3.DatabaseError as exc:
+        # a ledger store damaged on disk (or mid-write by a foreign program): SQLite says what
+        sys.stderr.write(f"dpledger {args.command}: error: the ledger store cannot be read: "
+                         f"{_one_line(exc)}\n")
+        return 2
     except OSError as exc:
         # the paths are checked before any work (dpledger.inputs); what is left is the system
         # failing under us (disk full, a folder removed mid-run): one line, not a traceback

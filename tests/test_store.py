@@ -471,3 +471,54 @@ def test_cli_show_plot(tmp_path):
     r = _cli("show", empty, "--plot", str(tmp_path / "e.png"))
     assert r.returncode == 0 and "not written" in r.stdout
     assert not (tmp_path / "e.png").exists()
+
+
+def test_store_paths_with_uri_characters_and_foreign_files(tmp_path):
+    """A read-only open reads the file it is given: %, # and ? in a file name are escaped in
+    SQLite's file: URI (q%41.db once read qA.db; h#1.db created a file h).  A foreign SQLite
+    file is refused before anything is written to it (it stays in its journal mode)."""
+    import sqlite3
+    odd = tmp_path / "q%41 #1?.db"
+    with LedgerStore.create(odd, budget="eps=1") as s:
+        s.append(0, 0, 1, LaplaceRelease.from_epsilon(0.3))
+    LedgerStore.create(tmp_path / "qA.db").close()
+    with LedgerStore.open(odd, readonly=True) as s:
+        assert s.n_records() == 1
+    assert sorted(p.name for p in tmp_path.iterdir()
+                  if not p.name.endswith(("-wal", "-shm"))) == ["q%41 #1?.db", "qA.db"]
+    r = _cli("ledger", "status", str(odd))
+    assert r.returncode == 0 and "records: 1" in r.stdout, r.stderr
+    foreign = tmp_path / "foreign.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE t(x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(DpledgerError, match="not a ledger store"):
+        LedgerStore.open(foreign)
+    conn = sqlite3.connect(foreign)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    conn.close()
+
+
+@pytest.mark.parametrize("damage,needle", [
+    ("UPDATE meta SET value = '{not json' WHERE key = 'budget'", "damaged ledger store"),
+    ("UPDATE meta SET value = '\"eps\"' WHERE key = 'budget'", "damaged ledger store"),
+    ("UPDATE releases SET json = '{nope'", "does not parse"),
+    ("UPDATE batches SET data = 'text'", "rows declared"),
+    ("DROP TABLE batches", "no such table: batches"),
+])
+def test_damaged_stores_get_one_line_errors(tmp_path, damage, needle):
+    """Each damage of a store's tables ends in one clear line (exit 2) from `ledger status`,
+    and `verify` reports it as a failed check — never a traceback."""
+    import sqlite3
+    path = tmp_path / "s.db"
+    with LedgerStore.create(path, budget="eps=1") as s:
+        s.append(0, 0, 1, LaplaceRelease.from_epsilon(0.3))
+    conn = sqlite3.connect(path)
+    conn.execute(damage)
+    conn.commit()
+    conn.close()
+    r = _cli("ledger", "status", str(path))
+    assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
+    v = _cli("verify", str(path))
+    assert v.returncode != 0 and "Traceback" not in v.stderr + v.stdout, v.stderr
