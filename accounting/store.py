@@ -107,8 +107,8 @@ def _add_ranges(st: _Stream, start: np.ndarray, stop: np.ndarray,
     add = np.cumsum(diff)[:-1]
     with np.errstate(over="ignore", invalid="ignore"):
         # exact when every partial sum is a float (one range; or dyadic costs on a common
-        # grid); otherwise the γ_n bound of recursive summation
-        err = 0.0 if _sums_exact(cost) else 2.0 * (start.size + 1) * _U * float(np.sum(cost))
+        # grid); otherwise the rounding bound of the summation (:func:`_sum_error`)
+        err = 0.0 if _sums_exact(cost) else _sum_error(start.size, add)
         inc = np.maximum(add, 0.0) + err
         s = old + inc
         # Knuth's TwoSum: e is the exact rounding error of old + inc; step up only if s fell
@@ -120,6 +120,25 @@ def _add_ranges(st: _Stream, start: np.ndarray, stop: np.ndarray,
             s = np.nextafter(s, np.inf)
         new = np.where(covered, s, old)
     return _Stream(pts, new), old, covered
+
+
+def _sum_error(k: int, add: np.ndarray) -> float:
+    """A bound on |computed − exact| of every piece's added total in :func:`_add_ranges`.
+
+    Each of the 2k signed costs enters one ``add.at`` cell sum (≤ 2k roundings) and the cells
+    one cumulative sum (≤ 2k roundings); every intermediate is, exactly, a sum of costs of
+    ranges covering one piece (a cell: ranges starting, or ending, at one breakpoint; a prefix:
+    the piece's total), so it is at most A, the largest exact piece total.  Each rounding errs
+    by at most u·(A + E) (Higham 2002, §4.2, with the model fl(a + b) = (a + b)(1 + δ),
+    |δ| ≤ u), so the total error E ≤ N·u·(A + E), N = 4k; with A ≤ Â + E (Â the largest
+    computed total), E ≤ N·u·Â/(1 − 2N·u).  Rounded up twice for its own arithmetic.  (The
+    older bound 2(k + 1)·u·Σcost grew with the whole history, k² for a rebuilt stream.)"""
+    n = 4.0 * (k + 1)
+    top = float(np.max(np.abs(add))) if add.size else 0.0
+    if not math.isfinite(top) or 2.0 * n * _U >= 0.5:
+        return math.inf
+    err = n * _U * top / (1.0 - 2.0 * n * _U)
+    return float(np.nextafter(np.nextafter(err, np.inf), np.inf))
 
 
 def _sums_exact(cost: np.ndarray) -> bool:

@@ -32,7 +32,7 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.filters import Budget, BudgetExceeded, unit_cost, zcdp_epsilon
 from dpledger.accounting.releases import (GaussianRelease, LaplaceRelease, NonPrivateRelease,
                                           PureEpsilonRelease, RdpRelease, ZcdpRelease)
-from dpledger.accounting.store import LedgerStore, is_store, verify_store
+from dpledger.accounting.store import LedgerStore, is_store, max_spend, verify_store
 from dpledger.errors import DpledgerError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -106,7 +106,6 @@ def _ledger_route(store, deltas):
     """The worst reward, its privacy block and the largest spend by the general route:
     the stored rows in a RewardLedger and the ledger's own queries."""
     from dpledger.accounting.schema import privacy_block
-    from dpledger.accounting.store import max_spend
     data = store.rows_array()
     led = store.to_ledger(data)
     w = led.worst_reward(deltas)
@@ -522,3 +521,26 @@ def test_damaged_stores_get_one_line_errors(tmp_path, damage, needle):
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
     v = _cli("verify", str(path))
     assert v.returncode != 0 and "Traceback" not in v.stderr + v.stdout, v.stderr
+
+
+def test_rebuilt_spend_error_bound_does_not_grow_with_history(tmp_path):
+    """After a reopen the budget check rebuilds each stream from its whole history in one
+    summation; its rounding allowance must scale with the largest piece total, not with the
+    history's sum (2(k + 1)·u·Σcost refused a record whose exact total 0.999999999 is within
+    ε = 1 after 1e5 disjoint records of 0.1).  The admitted spend still bounds the exact one."""
+    from fractions import Fraction
+    path = tmp_path / "s.db"
+    small = LaplaceRelease.from_epsilon(0.1)
+    with LedgerStore.create(path, budget="eps=1") as s:
+        s.append_many([(0, 0, i, i + 1, small, 1) for i in range(100_000)])
+    big = LaplaceRelease.from_epsilon(0.9 - 1e-9)
+    with LedgerStore.open(path) as s:
+        assert s.append(0, 0, 1, big) == 1
+        spent, where = max_spend(s, s.rows_array())
+    exact = Fraction(small.sensitivity) / Fraction(small.scale) \
+        + Fraction(big.sensitivity) / Fraction(big.scale)
+    assert where[:3] == (0, 0, 0)
+    assert Fraction(spent) >= exact and spent <= 1.0
+    with LedgerStore.open(path) as s:                # and one more ε = 0.2 there is refused
+        with pytest.raises(BudgetExceeded):
+            s.append(0, 0, 1, LaplaceRelease.from_epsilon(0.2))
