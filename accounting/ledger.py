@@ -166,6 +166,18 @@ class RewardLedger:
         self._segments = _Table(SEGMENT_FIELDS)
         self._streams: dict[tuple[int, int], int] = {}
 
+    @classmethod
+    def of_releases(cls, releases: Sequence[Release]) -> "RewardLedger":
+        """A ledger whose interned releases are ``releases``, in order (ids 0 … n − 1), and no
+        rows: the reading side of a stored ledger.  Two equal releases would share an id and
+        shift every later one, so they are refused."""
+        led = cls()
+        for r in releases:
+            led.intern(r)
+        if len(led.releases) != len(releases):
+            raise DpledgerError("two interned releases are equal")
+        return led
+
     # -- writing ------------------------------------------------------------------------
     def intern(self, release: Release) -> int:
         """The id of ``release`` in the interned table (added on first use)."""

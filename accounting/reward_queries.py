@@ -739,15 +739,10 @@ def worst_reward_of_rows(data: np.ndarray, releases: Sequence[Release],
     weights, rounds, inline μ² — depends on the releases alone when there are no inline
     Gaussian rows, trees, posterior reads or segments)."""
     from dpledger.accounting.ledger import RewardLedger
-    from dpledger.errors import DpledgerError
     pt = piece_totals_of_rows(data, len(releases))
     if pt is None:
         return None
-    led = RewardLedger()
-    for r in releases:
-        led.intern(r)
-    if len(led.releases) != len(releases):
-        raise DpledgerError("two interned releases are equal")
+    led = RewardLedger.of_releases(releases)
     key, currency = piece_keys(led, pt)
     worst = _worst_among(led, pt, key, currency, np.arange(pt.start.size), deltas, adaptive)
     return worst, pt

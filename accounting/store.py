@@ -47,6 +47,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from dpledger.accounting.filters import Budget, BudgetExceeded, CURRENCY_OF
+from dpledger.accounting.ledger import ARM_LIMIT as _MAX_ARM
 from dpledger.accounting.releases import Release, release_from_json, release_to_json
 from dpledger.errors import DpledgerError
 
@@ -54,7 +55,6 @@ FORMAT = "dpledger-store"
 VERSION = 1
 _U = 2.0 ** -53
 _MAX_INT = (1 << 62)          # counts, indices, runs and arms fit int64 with room for sums
-_MAX_ARM = 1 << 20           # = accounting.ledger.ARM_LIMIT (not imported: the store loads no numba)
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -158,10 +158,16 @@ def _sums_exact(cost: np.ndarray) -> bool:
     return bool(2.0 * float(np.sum(cost)) / unit < 2.0 ** 52)
 
 
+def _stream_keys(data: np.ndarray) -> np.ndarray:
+    """One int64 per row naming its (run, arm): run·2^31 + arm (arm < 2^20 and run < 2^31 are
+    checked on the way in)."""
+    return data[:, 0] * (1 << 31) + data[:, 1]
+
+
 def _by_stream(data: np.ndarray):
     """(run, arm) and the row indices of each stream in ``data`` (rows run, arm, …), streams in
     key order, rows in append order within a stream."""
-    keys = data[:, 0] * (1 << 31) + data[:, 1]          # arm < 2^20, run < 2^31 (checked)
+    keys = _stream_keys(data)
     order = np.argsort(keys, kind="stable")
     bounds = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1], True])
     for a, b in zip(bounds[:-1], bounds[1:]):
@@ -473,14 +479,13 @@ class LedgerStore:
         self._load_releases()
         if data is None:
             data = self.rows_array()
-        led = RewardLedger()
-        for r in self._releases:
-            led.intern(r)
-        if len(led.releases) != len(self._releases):
-            raise DpledgerError(f"{self.path}: two stored releases are equal")
+        try:
+            led = RewardLedger.of_releases(self._releases)
+        except DpledgerError as exc:
+            raise DpledgerError(f"{self.path}: {exc}") from None
         if data.shape[0]:
             led.append_rows(*(np.ascontiguousarray(data[:, j]) for j in range(6)), owned=True)
-            keys = data[:, 0] * (1 << 31) + data[:, 1]
+            keys = _stream_keys(data)
             uk, inv = np.unique(keys, return_inverse=True)
             length = np.zeros(uk.size, dtype=np.int64)
             np.maximum.at(length, inv, data[:, 3])
@@ -555,9 +560,8 @@ def max_spend(store: LedgerStore, data: np.ndarray, ledger=None,
         led = ledger if ledger is not None else store.to_ledger(data)
         pt, releases = rq.piece_totals(led), led.releases   # memoised on the ledger
     unit = [store.budget.unit_cost(r) for r in releases]
-    with np.errstate(invalid="ignore", over="ignore"):
-        approx = np.asarray(unit, dtype=np.float64) @ pt.counts.astype(np.float64)
-    approx = np.where(pt.counts.sum(axis=0) > 0, approx, 0.0)
+    with np.errstate(over="ignore"):
+        approx = rq._weighted(np.asarray(unit, dtype=np.float64), pt.counts)   # 0·∞ = 0
     top = float(np.max(approx))
     if not math.isfinite(top):
         p = int(np.argmax(approx))
@@ -572,11 +576,45 @@ def max_spend(store: LedgerStore, data: np.ndarray, ledger=None,
     return float_up(best), where
 
 
+def per_reward_values(store: LedgerStore, data: np.ndarray | None = None):
+    """Per-piece privacy of a store's rewards, for reading and drawing (``show``): (pieces,
+    values, name, limit).  A piece is a range of one (run, arm) stream whose rewards share one
+    composition (:func:`~dpledger.accounting.reward_queries.piece_totals_of_rows`).  With a
+    budget the value is each piece's spend in the budget's currency and ``limit`` the budget;
+    without, pure ε, GDP μ (√ of the μ² sum, stepped up one float) or zCDP ρ as the ledger ranks
+    rewards (∞ where a release has none, e.g. an rdp release), ``limit`` None.  Float sums
+    (:func:`~dpledger.accounting.reward_queries.piece_keys`): the status line and ``verify``
+    give the exact maximum."""
+    from dpledger.accounting import reward_queries as rq
+    from dpledger.accounting.ledger import RewardLedger
+    if data is None:
+        data = store.rows_array()
+    releases = store.releases
+    pt = rq.piece_totals_of_rows(data, len(releases))
+    if pt is None:
+        pt = rq.piece_totals(store.to_ledger(data))
+    if store.budget is not None:
+        unit = np.array([store.budget.unit_cost(r) for r in releases], dtype=np.float64)
+        with np.errstate(over="ignore"):
+            vals = rq._weighted(unit, pt.counts)
+        name = f"{store.budget.currency} spend {CURRENCY_OF[store.budget.currency]}"
+        return pt, vals, name, store.budget.limit
+    key, currency = rq.piece_keys(RewardLedger.of_releases(releases), pt)
+    if currency == "pure":
+        vals = key
+    elif currency == "zcdp":
+        vals = key / 2.0
+    else:
+        with np.errstate(invalid="ignore"):
+            vals = np.nextafter(np.sqrt(key), np.inf)
+    return pt, vals, {"pure": "pure ε", "zcdp": "zCDP ρ"}.get(currency, "GDP μ"), None
+
+
 def _n_streams(data: np.ndarray) -> int:
     """Distinct (run, arm) among the rows (a sort, not np.unique: 5x faster on 1e6 rows)."""
     if data.shape[0] == 0:
         return 0
-    k = np.sort(data[:, 0] * (1 << 31) + data[:, 1])
+    k = np.sort(_stream_keys(data))
     return int(1 + np.count_nonzero(k[1:] != k[:-1]))
 
 
@@ -642,8 +680,6 @@ def _int_columns(ints: np.ndarray) -> list[np.ndarray]:
             arr = np.array([int(v) for v in col], dtype=np.int64)
         except OverflowError:
             raise DpledgerError(f"{name} must be below 2^62") from None
-        if (arr < 0).any() or (arr >= _MAX_INT).any():
-            raise DpledgerError(f"{name} must be in [0, 2^62), got {int(arr[(arr < 0) | (arr >= _MAX_INT)][0])}")
         out.append(arr)
     return _check_columns(out)
 
@@ -659,7 +695,7 @@ def _check_columns(out: list[np.ndarray]) -> list[np.ndarray]:
     if (out[4] < 1).any():
         raise DpledgerError("count must be >= 1")
     # arms below 2^20: RewardLedger keys a stream as run·2^20 + arm (to_ledger, verify's
-    # spend recomputation); a larger arm would share a key with another run's arm
+    # spend recomputation; accounting.ledger.ARM_LIMIT); a larger arm would share a key
     if (out[0] >= 1 << 31).any():
         raise DpledgerError("run must be below 2^31")
     if (out[1] >= _MAX_ARM).any():

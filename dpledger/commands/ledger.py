@@ -185,42 +185,9 @@ def _curve(args) -> int:
     return 0
 
 
-def store_per_reward(store, data=None):
-    """Per-piece privacy of a store's rewards, for ``show``: (pieces, values, name, limit).
-    A piece is a range of one (run, arm) stream whose rewards share one composition
-    (:func:`~dpledger.accounting.reward_queries.piece_totals_of_rows`).  With a budget the
-    value is each piece's spend in the budget's currency (float, for reading and drawing:
-    the status line and ``verify`` give the exact maximum) and ``limit`` the budget;
-    without, pure ε, GDP μ or zCDP ρ as the ledger ranks rewards (∞ where a release has none,
-    e.g. an rdp release), ``limit`` None."""
-    import numpy as np
-    from dpledger.accounting import reward_queries as rq
-    from dpledger.accounting.filters import CURRENCY_OF
-    from dpledger.accounting.ledger import RewardLedger
-    if data is None:
-        data = store.rows_array()
-    releases = store.releases
-    pt = rq.piece_totals_of_rows(data, len(releases))
-    if pt is None:
-        pt = rq.piece_totals(store.to_ledger(data))
-    if store.budget is not None:
-        unit = np.array([store.budget.unit_cost(r) for r in releases], dtype=np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):
-            vals = rq._weighted(unit, pt.counts)
-        name = f"{store.budget.currency} spend {CURRENCY_OF[store.budget.currency]}"
-        return pt, vals, name, store.budget.limit
-    led = RewardLedger()
-    for r in releases:
-        led.intern(r)
-    key, currency = rq.piece_keys(led, pt)
-    with np.errstate(invalid="ignore"):
-        vals = key if currency == "pure" else key / 2.0 if currency == "zcdp" else np.sqrt(key)
-    return pt, vals, {"pure": "pure ε", "zcdp": "zCDP ρ"}.get(currency, "GDP μ"), None
-
-
 def _show(args) -> int:
     import numpy as np
-    from dpledger.accounting.store import LedgerStore
+    from dpledger.accounting.store import LedgerStore, per_reward_values
     from dpledger.inputs import PLOT_EXTENSIONS, check_output_file
     if getattr(args, "ledger", None):
         raise DpledgerError("--ledger does not apply to a ledger store")
@@ -230,7 +197,7 @@ def _show(args) -> int:
         store._conn.execute("BEGIN")            # one snapshot for the status and the pieces
         data = store.rows_array()
         st = store.status()
-        pt, values, name, limit = store_per_reward(store, data)
+        pt, values, name, limit = per_reward_values(store, data)
         store._conn.execute("COMMIT")
     sys.stdout.write(format_status(st))
     if st["worst_reward"] is None:
