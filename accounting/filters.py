@@ -69,7 +69,7 @@ from fractions import Fraction
 from typing import Mapping
 
 from dpledger.accounting.composition import Composition
-from dpledger.accounting.numerics import float_down, float_up, mul_up
+from dpledger.accounting.numerics import float_down, mul_up
 from dpledger.accounting.releases import Release
 from dpledger.errors import DpledgerError, check_delta, check_positive
 
@@ -173,7 +173,10 @@ def unit_cost(currency: str, release: Release) -> float:
 
 
 def zcdp_epsilon(rho: float, delta: float) -> float:
-    """ε(δ) of ρ-zCDP by the improved conversion on dpledger's order grid (an upper bound)."""
+    """ε(δ) of ρ-zCDP by the improved conversion (CKS20 Prop. 12) on dpledger's order grid: an
+    upper bound, at most 3.3e-4 relative above the value at the continuously optimised order
+    (:func:`~dpledger.accounting.rdp.zcdp_to_epsilon`; ρ from 1e-6 to 100, δ from 1e-5 to
+    1e-12), so a budget's ρ* is up to that much smaller than it could be — the safe side."""
     from dpledger.accounting import rdp as _rdp
     return _rdp.rdp_to_epsilon(_rdp.zcdp_rdp(rho), delta)[0]
 

@@ -209,8 +209,9 @@ def _finite_connect_dots(losses: np.ndarray, masses: np.ndarray, inf: float,
 
 
 def _discrete_laplace_loss(scale: float, sens: int) -> tuple[np.ndarray, np.ndarray]:
-    """Losses and masses of the discrete Laplace PLD: P(x) = (1−r)/(1+r)·r^{|x|}, r = e^{−1/t},
-    against the shift by Δ: loss (|x−Δ| − |x|)/t, i.e. Δ/t with mass 1/(1+r) (x ≤ 0), −Δ/t with
+    """Losses and masses of the discrete Laplace PLD — the two-sided geometric mechanism
+    (Ghosh, Roughgarden & Sundararajan 2009; CKS20, "The Discrete Gaussian for Differential
+    Privacy", Definition 2): P(x) = (1−r)/(1+r)·r^{|x|}, r = e^{−1/t}, against the shift by Δ: loss (|x−Δ| − |x|)/t, i.e. Δ/t with mass 1/(1+r) (x ≤ 0), −Δ/t with
     mass r^Δ/(1+r) (x ≥ Δ), (Δ − 2x)/t with mass (1−r)/(1+r)·r^x for 0 < x < Δ."""
     r = math.exp(-1.0 / scale)
     xs = np.arange(1, sens)
@@ -224,9 +225,12 @@ _DG_MAX_SUPPORT = 20_001
 
 
 def _discrete_gaussian_loss(sigma: float, sens: int) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """Losses and masses of the discrete Gaussian PLD (P(x) ∝ e^{−x²/2σ²} on the integers,
-    against the shift by Δ: loss (Δ² − 2xΔ)/(2σ²)) on |x| ≤ K, with the mass of |x| > K (a
-    bound, ≤ 1e-40) put at +∞; None when the support is too large (dp-accounting then)."""
+    """Losses and masses of the discrete Gaussian PLD (Canonne, Kamath & Steinke 2020,
+    Definition 1: P(x) ∝ e^{−x²/2σ²} on the integers; against the shift by Δ the privacy loss
+    is log P(x)/P(x − Δ) = (Δ² − 2xΔ)/(2σ²)) on |x| ≤ K, with the mass of |x| > K (a bound,
+    ≤ 1e-40) put at +∞; None when the support is too large (dp-accounting then).  The tail
+    bound: for x ≥ K successive terms shrink by e^{−(2x+1)/2σ²} ≤ e^{−K/σ²}, a geometric
+    series from e^{−K²/2σ²}."""
     k = math.ceil(sigma * math.sqrt(2.0 * math.log(1e42)) + sens + 1)
     if 2 * k + 1 > _DG_MAX_SUPPORT:
         return None
@@ -248,7 +252,6 @@ def _rr_connect_dots(epsilon: float, h: float) -> _Pmf:
     return _finite_connect_dots(losses, masses, 0.0, h)
 
 
-@functools.lru_cache(maxsize=1)
 def _single(release, count: int, h: float) -> _Pmf:
     """The discretised PLD of one release on grid h (of ``count`` Gaussians at once: they are
     exactly one Gaussian with σ/√count)."""
@@ -316,7 +319,7 @@ def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
 
 
 def _single_with_mgf(release, count: int, h: float) -> tuple:
-    pmf = _single.__wrapped__(release, count, h)
+    pmf = _single(release, count, h)
     return (pmf,) + _log_mgf_bounds(pmf)
 
 

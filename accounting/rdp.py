@@ -36,8 +36,7 @@ _DP_ACCOUNTING_ORDERS = np.array([1.0 + x / 10.0 for x in range(1, 100)]
                                  + list(range(11, 64)) + [128, 256, 512, 1024], dtype=np.float64)
 ORDERS = np.unique(np.concatenate([1.0 + np.geomspace(1e-5, 1e7, 600), _DP_ACCOUNTING_ORDERS]))
 _S = ORDERS - 1.0
-_INFLATE = 1.0 + 1e-10
-INFLATE = _INFLATE
+INFLATE = 1.0 + 1e-10
 
 
 def _phi(x: np.ndarray) -> np.ndarray:
@@ -58,11 +57,11 @@ def _phi(x: np.ndarray) -> np.ndarray:
 
 
 def gaussian_rdp(mu2: float, orders: np.ndarray = ORDERS) -> np.ndarray:
-    return orders * (mu2 / 2.0) * _INFLATE
+    return orders * (mu2 / 2.0) * INFLATE
 
 
 def zcdp_rdp(rho: float, orders: np.ndarray = ORDERS) -> np.ndarray:
-    return orders * rho * _INFLATE
+    return orders * rho * INFLATE
 
 
 def laplace_rdp(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
@@ -78,7 +77,7 @@ def laplace_rdp(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
         far = (np.logaddexp(np.log1p(s) + s * epsilon,
                             np.log(s) - (1.0 + s) * epsilon) - np.log1p(2.0 * s)) / s
     out = np.where(small, near, far)
-    return np.minimum(out * _INFLATE, epsilon)
+    return np.minimum(out * INFLATE, epsilon)
 
 
 def pure_rdp(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
@@ -93,7 +92,7 @@ def pure_rdp(epsilon: float, orders: np.ndarray = ORDERS) -> np.ndarray:
         near = np.log1p(2.0 * np.sinh(x / 2.0) ** 2 + np.tanh(epsilon / 2.0) * np.sinh(x)) / s
         far = np.logaddexp(log_p + s * epsilon, log_q - s * epsilon) / s
     out = np.where(small, near, far)
-    return np.minimum(out * _INFLATE, epsilon)
+    return np.minimum(out * INFLATE, epsilon)
 
 
 def rdp_to_epsilon(rdp: np.ndarray, delta: float, orders: np.ndarray = ORDERS) -> tuple[float, float]:

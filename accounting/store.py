@@ -492,9 +492,6 @@ class LedgerStore:
             led.set_stream_lengths(uk >> 31, uk & ((1 << 31) - 1), length)
         return led
 
-    def streams(self) -> int:
-        return _n_streams(self.rows_array())
-
     def status(self, deltas: Sequence[float] | None = None) -> dict:
         """``{"records", "streams", "releases", "budget", "worst_reward", "privacy"}``; the
         privacy block is ``compose --json``'s, for the worst reward's composition."""
