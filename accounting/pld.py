@@ -565,3 +565,70 @@ def pld_delta(comp: Composition, epsilon: float) -> float:
         return 0.0
     t, h = build(comp, epsilon=epsilon)
     return min(1.0, _delta_hat(t, h, t.lam, epsilon) * (1.0 + DELTA_MARGIN))
+
+
+# -- the exact Laplace loss pair (for the audits' "best possible" bound) -------------------------
+# Not the pessimistic Connect-the-Dots PMFs above: the two *distributions* of the privacy loss
+# L = log p_D′(y)/p_D(y) of Laplace releases, under D and under D′, integrated exactly over grid
+# cells, which :mod:`dpledger.audits.optimal` thresholds as a real (grid-rounded) statistic.
+
+EXACT_GRID_POINTS = 1000    # grid cells per smallest ε_i (h = min ε_i / 1000)
+
+
+def laplace_loss_pmf(epsilon: float, h: float) -> tuple[np.ndarray, np.ndarray, int]:
+    """(P_D, P_D′, N): the privacy loss of one Laplace release of ε = Δ/b (Lap(b) noise on a
+    statistic of sensitivity Δ; Dwork & Roth 2014, Def. 3.3) on the grid k·h, k = −N … N
+    (N = round(ε/h)).  With y the release and c_D its clean value, L = (|y − c_D| −
+    |y − c_D − Δ|)/b: −ε with probability ½ under D (y ≤ c_D), +ε with probability ½e^{−ε}
+    (y ≥ c_D + Δ), and between x = (2(y − c_D) − Δ)/b with density ¼e^{−x/2 − ε/2} on (−ε, ε)
+    (the Laplace density changed variables).  Cell k is [(k − ½)h, (k + ½)h] ∩ [−ε, ε], its
+    mass integrated in closed form, the atoms at the end cells.  Under D′ the loss is the
+    mirror image (its density ¼e^{x/2 − ε/2} = e^x times D's), so P_D′ is P_D reversed."""
+    n = max(1, int(round(epsilon / h)))
+    k = np.arange(-n, n + 1, dtype=np.float64)
+    a = np.clip((k - 0.5) * h, -epsilon, epsilon)
+    b = np.clip((k + 0.5) * h, -epsilon, epsilon)
+    p0 = 0.5 * math.exp(-0.5 * epsilon) * (np.exp(-0.5 * a) - np.exp(-0.5 * b))
+    p0[0] += 0.5
+    p0[-1] += 0.5 * math.exp(-epsilon)
+    return p0, p0[::-1].copy(), n
+
+
+def _fft_conv(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    from scipy.signal import fftconvolve
+    return np.maximum(fftconvolve(x, y), 0.0)
+
+
+def _fft_power(p: np.ndarray, count: int) -> np.ndarray:
+    """``count``-fold self-convolution by binary powering."""
+    out = None
+    while count:
+        if count & 1:
+            out = p if out is None else _fft_conv(out, p)
+        count >>= 1
+        if count:
+            p = _fft_conv(p, p)
+    return out
+
+
+def composed_laplace_loss(groups, h: float | None = None):
+    """(grid values, P_D, P_D′) of the summed privacy loss of independent Laplace releases
+    given as (ε_i, count) (losses add under composition; their distributions convolve).  The
+    grid step h is min ε_i/1000, coarsened so the composed support has at most ~4e6 points;
+    P_D′ is P_D mirrored (each factor's is, :func:`laplace_loss_pmf`)."""
+    groups = [(float(e), int(c)) for e, c in groups if c > 0]
+    if not groups:
+        raise ValueError("no releases")
+    if h is None:
+        h = min(e for e, _ in groups) / EXACT_GRID_POINTS
+        h = max(h, 2.0 * sum(e * c for e, c in groups) / 4e6)
+    q = None
+    lo = 0
+    for eps, count in groups:
+        p0, _, n = laplace_loss_pmf(eps, h)
+        r = _fft_power(p0, count)
+        q = r if q is None else _fft_conv(q, r)
+        lo -= n * count
+    x = (lo + np.arange(q.size)) * h
+    q = q / q.sum()
+    return x, q, q[::-1].copy()

@@ -278,3 +278,16 @@ def test_cli_whitebox_reports_best_possible(tmp_path):
     assert bp["currency"] == "epsilon" and 0 < bp["value"] <= j["certificate"]["pure_epsilon"]
     assert bp["ratio"] == pytest.approx(bp["value"] / j["certificate"]["pure_epsilon"])
     assert "best possible at this n" in r.stdout
+
+
+def test_best_possible_validates_its_options():
+    """best_possible checks confidence and selection fraction as the audits do (a fraction of
+    1.5 returned 0.0 silently) and reads μ from the composition's own GDP μ."""
+    from dpledger.accounting.releases import GaussianRelease
+    from dpledger.errors import DpledgerError
+    lap = Composition.of([(LaplaceRelease(scale=4.0), 1)])
+    for bad in ({"selection_fraction": 1.5}, {"selection_fraction": 0.0}, {"confidence": 1.0}):
+        with pytest.raises(DpledgerError):
+            best_possible(lap, 100_000, **bad)
+    g = Composition.of([(GaussianRelease(sigma=1.0), 9)])
+    assert best_possible(g, 10 ** 6)["gdp_mu"] == g.gdp_mu() >= 3.0
