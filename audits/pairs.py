@@ -55,7 +55,7 @@ from typing import Callable
 
 import numpy as np
 
-from dpledger.errors import DpledgerError
+from dpledger.errors import DpledgerError, check_positive
 
 
 @dataclass(frozen=True)
@@ -191,6 +191,14 @@ def laplace_difference_tail(u: float) -> float:
     return 1.0 - math.exp(u) * (2.0 - u) / 4.0
 
 
+def _witness_arm_table(T: int, K: int, arm: int, value: float,
+                       others: float = 0.0) -> np.ndarray:
+    """A (T, K) reward table: every reward of ``arm`` at ``value``, every other at ``others``."""
+    tab = np.full((T, K), float(others))
+    tab[:, arm] = value
+    return tab
+
+
 # DP-SE's default straddle (offset): just under one range, so that a policy drawing no noise is
 # still caught (D never eliminates, D′ always does), as far from the threshold as that allows
 # (the black-box bound grows with the offset: notes below).  0.95 leaves 0.05 of slack for the
@@ -208,12 +216,13 @@ def dp_se_design(policy, T: int, K: int, t_star: int, arm: int, offset: float = 
     two Lap(1/ε) epoch-sum noises; arm 0's own elimination is n₁·(4h₁ + 4c₁) away), so with
     u = ε·offset, P_D(E) = P(Z > u) and P_D′(E) = P(Z > u − ε) for Z the difference of two
     Lap(1) (:func:`laplace_difference_tail`); later epochs use fresh rewards and fresh noise and
-    carry no information about the witness.  ln P_D′(E)/P_D(E) = ε + ln((1 + u)/(2 + u)) for
-    u ≥ ε: it tends to ε only as u → ∞, where E becomes rare — the audit's bound is limited by
-    the trial count, not by the policy.  Offset 0.95 (default; a noise-free policy still acts
-    differently on D and D′): event log-ratio 0.586 at ε = 1, expected bound ≈ 0.57 at 1e5
-    trials per side; offset ≈ 4.3 gives ε_E = 0.85 and ≈ 0.75 at 1e5, ≈ 5.8 gives ≈ 0.82 at
-    1e6, but a policy drawing no noise then acts alike on D and D′.  Every reward lies in one
+    carry no information about the witness.  With P(Z > u) = (2 + u)e^{−u}/4 for u ≥ 0,
+    ln P_D′(E)/P_D(E) = ε + ln((2 + u − ε)/(2 + u)) for u ≥ ε: it tends to ε only as u → ∞,
+    where E becomes rare — the audit's bound is limited by the trial count, not by the policy.
+    Offset 0.95 (default; a noise-free policy still acts differently on D and D′), at ε = 1:
+    event log-ratio 0.586, expected bound ≈ 0.57 at 1e5 trials per side; offset ≈ 4.3 gives
+    ε_E = 0.85 and ≈ 0.75 at 1e5, ≈ 5.8 gives ≈ 0.82 at 1e6 (all at ε = 1), but a policy
+    drawing no noise then acts alike on D and D′.  Every reward lies in one
     epoch sum released once with Lap(1/ε), so the witness attains the certificate (ε).  Needs
     K·n₁ ≤ T (T = 3000 at ε = 1, β = 1/T, K = 2); the score reads the rounds up to K·n₁ + 2K."""
     from dpledger.policies.dp_se import epoch_length
@@ -226,10 +235,7 @@ def dp_se_design(policy, T: int, K: int, t_star: int, arm: int, offset: float = 
     if K * n1 > T:
         notes.append(f"epoch 1 needs K·n1 = {K * n1} rounds > T = {T}: DP-SE makes no release and "
                      "plays round-robin, so its actions do not depend on the rewards")
-    if isinstance(offset, bool) or not isinstance(offset, (int, float)) or not (
-            0.0 < offset and math.isfinite(offset)):
-        raise DpledgerError(f"offset must be a positive number, got {offset!r}")
-    offset = float(offset)
+    offset = check_positive("offset", offset)
     target = n1 * thr - offset           # arm 0's clean epoch-1 sum in D (D′: + 1)
     v = target / (n1 - 1)
     if not 0.0 <= v <= 1.0:
@@ -239,8 +245,7 @@ def dp_se_design(policy, T: int, K: int, t_star: int, arm: int, offset: float = 
         notes.append(f"offset {offset:g} >= 1: without noise neither D nor D′ eliminates, so a "
                      "policy that draws no noise acts alike on both (the default offset "
                      f"{DP_SE_OFFSET} keeps that case visible)")
-    tab = np.zeros((T, K))
-    tab[:, arm] = v
+    tab = _witness_arm_table(T, K, arm, v)
     tab[t_star - 1, arm] = 0.0
     stop = min(T, K * n1 + 2 * K)
     u = eps * offset
@@ -257,10 +262,10 @@ def dp_se_design(policy, T: int, K: int, t_star: int, arm: int, offset: float = 
                   limit_reason=f"the actions reveal only the elimination event of epoch 1, a "
                                f"threshold on the difference Z of two Lap(1/ε) noises: its "
                                f"log-ratio ln P(Z > u − ε)/P(Z > u) is {ratio:.4f} at u = "
-                               f"ε·offset = {u:g} and ε + ln((1 + u)/(2 + u)) for u ≥ ε, "
-                               "reaching ε only where the event gets rare (offset ≈ 4.3 gives "
-                               "the best expected bound at 1e5 trials per side, ≈ 0.75·ε, but "
-                               "hides a policy that draws no noise)")
+                               f"ε·offset = {u:g} and ε + ln((2 + u − ε)/(2 + u)) for u ≥ ε, "
+                               "reaching ε only where the event gets rare (at ε = 1, offset "
+                               "≈ 4.3 gives the best expected bound at 1e5 trials per side, "
+                               "≈ 0.75·ε, but hides a policy that draws no noise)")
 
 
 # DP-TS-MT's default straddle of the gap test, in noise scales of the batch sum (Lap(2K/ε)):
@@ -270,9 +275,13 @@ def dp_se_design(policy, T: int, K: int, t_star: int, arm: int, offset: float = 
 DP_TS_MT_OFFSET_SCALES = 2.1
 
 
+# Rounds of the trees' Thompson sampling the DP-TS-MT score reads after the random pulls: an exit
+# shows in the first few dozen (arm 0 favoured), a longer window only adds noise to the score.
+DP_TS_MT_WINDOW = 64
+
+
 def private_ts_gap_design(policy, T: int, K: int, t_star: int, arm: int,
-                          offset: float | None = None, post: str = "favour",
-                          window: int | None = None, **_) -> Design:
+                          offset: float | None = None, **_) -> Design:
     """Private TS (Mishra & Thakurta 2015, Algorithm 2), black-box: the first gap-estimation
     test.  Gap estimation pulls every arm m = ⌈192·K·ln T/ε⌉ times round-robin, releases each
     arm's batch sum with Lap(2K/ε) (ε/(2K), the certificate's worst candidate) and exits when the
@@ -285,17 +294,17 @@ def private_ts_gap_design(policy, T: int, K: int, t_star: int, arm: int,
     Arm 0's gap rewards sum to m/2 − ``offset`` in D (one more in D′), the other arms' to 0, so
     the exit event is {L₀ − L₁ > offset} in D and {… > offset − 1} in D′, L ~ Lap(2K/ε) (the
     DP-SE event at a quarter of the scale, :func:`dp_se_design`); the witness is arm 0's last
-    gap reward (round K·m − K + 1), in the same batch release: it attains ε/(2K).  ``post``
-    ("favour": arm 0's later rewards at the high end, the others low, so that after an exit the
-    trees pull arm 0 more than round-robin's half; "flat": all low).  The score reads ``window``
-    rounds after the batch (default T − K·m: all of them)."""
+    gap reward (round K·m − K + 1), in the same batch release: it attains ε/(2K).  After the
+    batch arm 0's rewards are at the high end, the others low, so that after an exit the trees
+    pull arm 0 more than round-robin's half.  The score reads the random pulls and
+    DP_TS_MT_WINDOW rounds of Thompson sampling after them."""
     p = policy.params
     eps = float(p["epsilon"])
     sch = policy.schedule(T, K)
     notes, limit = [], ""
     if not p.get("gap_estimation", True) or not sch["m"]:
         why = ("gap estimation is off" if not p.get("gap_estimation", True) else
-               f"the first gap batch (K·m = {K * _mt_first_batch(eps, T, K)} rounds) does not fit "
+               f"the first gap batch (K·m = {K * policy.gap_batch(T, K)} rounds) does not fit "
                f"in T = {T}")
         d = generic_design(policy, T, K, t_star, arm)
         P0 = sch["exits"][0]["P"] if sch["exits"] else None
@@ -317,13 +326,8 @@ def private_ts_gap_design(policy, T: int, K: int, t_star: int, arm: int,
                       limit_reason=limit)
     m = int(sch["m"][0])
     tau = K * m
-    if post not in ("favour", "flat"):
-        raise DpledgerError(f"post must be 'favour' or 'flat', got {post!r}")
-    b = 2.0 * K / eps
-    offset = DP_TS_MT_OFFSET_SCALES * b if offset is None else offset
-    if isinstance(offset, bool) or not isinstance(offset, (int, float)) or not (
-            offset > 0.0 and math.isfinite(offset)):
-        raise DpledgerError(f"offset must be a positive number, got {offset!r}")
+    b = policy.gap_scale(K)
+    offset = DP_TS_MT_OFFSET_SCALES * b if offset is None else check_positive("offset", offset)
     v = (m / 2.0 - offset) / (m - 1)
     if not 0.0 <= v <= 1.0:
         raise DpledgerError(f"dp-ts-mt adversarial table: offset {offset!r} puts the per-reward "
@@ -336,14 +340,12 @@ def private_ts_gap_design(policy, T: int, K: int, t_star: int, arm: int,
                  "so the actions are the same fixed sequence on D and D′ (total variation 0, "
                  "black-box bound 0 at any trial count); the design needs an integer "
                  "random_pulls with K·P well inside T − K·m (--set random_pulls=400 at T = 1e4)")
-    tab = np.zeros((T, K))
+    tab = _witness_arm_table(T, K, arm, 1.0)
     tab[:tau, arm] = v
-    if post == "favour":
-        tab[tau:, arm] = 1.0
     ts = tau - K + 1
-    # the score reads the random pulls (round-robin either way) and ``window`` rounds of
-    # Thompson sampling after them
-    stop = min(T, tau + K * min(P, T) + (64 if window is None else max(1, int(window))))
+    # the score reads the random pulls (round-robin either way) and a window of Thompson
+    # sampling after them
+    stop = min(T, tau + K * min(P, T) + DP_TS_MT_WINDOW)
     u = offset / b
     pe0, pe1 = laplace_difference_tail(u), laplace_difference_tail(u - 1.0 / b)
     if offset >= 1.0:
@@ -355,7 +357,7 @@ def private_ts_gap_design(policy, T: int, K: int, t_star: int, arm: int,
             f"(ε/(2K): the certificate's worst candidate).  Exit (the two private means more than "
             f"½ apart) has P = {pe0:.4g} on D, {pe1:.4g} on D′ (log-ratio "
             f"{math.log(pe1 / pe0):.4f}); without an exit every later round is round-robin, "
-            f"after one the trees' Thompson sampling plays ({'arm ' + str(arm) + ' high, others low' if post == 'favour' else 'all rewards low'})")
+            f"after one the trees' Thompson sampling plays (arm {arm} high, others low)")
     if not limit:
         limit = (f"the actions reveal one event, the exit of the gap test, a threshold on the "
                  f"difference of two Lap(2K/ε) noises (log-ratio {math.log(pe1 / pe0):.4f} of "
@@ -365,10 +367,6 @@ def private_ts_gap_design(policy, T: int, K: int, t_star: int, arm: int,
                  "actions only when the trees' Thompson sampling leaves round-robin (≈ every "
                  "exit with random_pulls = 400 and arm 0 favoured)")
     return Design(tab, desc, stop_hint=stop, notes=tuple(notes), round=ts, limit_reason=limit)
-
-
-def _mt_first_batch(eps: float, T: int, K: int) -> int:
-    return int(math.ceil(192.0 * K * math.log(T) / eps))
 
 
 def dp_ts_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
@@ -391,8 +389,7 @@ def tree_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> 
     arm's tree as the arm's pulls reach 1, 2, 4, …; the certificate counts every level, so the
     witness arm is made good (every reward at the high end) and the others bad, so that it is
     pulled often enough to close every level within T."""
-    tab = np.zeros((T, K))
-    tab[:, arm] = 1.0
+    tab = _witness_arm_table(T, K, arm, 1.0)
     return Design(tab, f"arm {arm} (witness) good: every reward at the high end; the other arms "
                        "bad: every reward at the low end (the witness arm's tree closes every "
                        "level)")
@@ -429,17 +426,32 @@ def lazy_epoch_design(policy, T: int, K: int, t_star: int, arm: int, fraction: f
 
 def dp_ts_unclipped_from(eps: float, K: int, limit: int = 10 ** 8) -> int | None:
     """O*: the smallest observation count O whose DP-TS shift υ(ε, O, O + K) is at most 1 (the
-    first state whose Beta mean can be unclipped by its clean sum alone), None if none ≤ limit."""
+    first state whose Beta mean can be unclipped by its clean sum alone), None if none ≤ limit.
+
+    υ ∝ ln a·ln b/O with a = O + 1, b = O + K, whose derivative has the sign of
+    O·ln b/a + O·ln a/b − ln a·ln b < ln a + ln b − ln a·ln b = 1 − (ln a − 1)(ln b − 1) ≤ 0
+    once ln a, ln b ≥ 2 (O ≥ 7): so O ≤ 7 is scanned and beyond υ is decreasing — an
+    exponential search and a bisection, O(log limit) evaluations."""
     from dpledger.policies.hu_hegde import dp_ts_shift
-    lo = 1
-    while lo <= limit:
-        hi = min(limit, 2 * lo + 1024)
-        o = np.arange(lo, hi + 1, dtype=np.float64)
-        ok = np.flatnonzero(dp_ts_shift(float(eps), o, o + K) <= 1.0)
-        if ok.size:
-            return int(lo + ok[0])
-        lo = hi + 1
-    return None
+
+    def ok(o: int) -> bool:
+        return float(dp_ts_shift(float(eps), float(o), float(o + K))) <= 1.0
+
+    for o in range(1, min(7, limit) + 1):
+        if ok(o):
+            return o
+    if limit <= 7 or not ok(limit):
+        return None
+    lo, hi = 7, 8                     # υ(lo) > 1, search for υ(hi) ≤ 1
+    while not ok(hi):
+        lo, hi = hi, min(limit, 2 * hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def dp_ts_clipping_bound(eps: float, T: int, K: int) -> tuple[float, int | None]:
@@ -518,7 +530,9 @@ def dp_ts_blackbox_design(policy, T: int, K: int, t_star: int, arm: int, **_) ->
                  f"variation {n_tv:.3g}: with 1e5 trials per side any event's expected counts "
                  f"differ by ≤ {1e5 * n_tv:.2g} trials, and a positive bound needs about a dozen "
                  "more hits on one side than on the other — the black-box bound is 0.  An "
-                 f"unclipped state needs υ < 1, i.e. some arm with at least {o_any} observations")
+                 "unclipped state needs υ < 1, i.e. some arm with at least "
+                 + (f"{o_any} observations" if o_any is not None else
+                    "10^8 observations (none below)"))
     else:
         limit = (f"the shift υ(ε, O, t) exceeds 1 for every arm with fewer than O* = {o_star} "
                  f"observations (m = 1: the Beta(O + 1, 1) draws ignore the released means); "
@@ -550,15 +564,15 @@ def tree_blackbox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> 
     log-ratio is below ε0/3 = ½·certificate: exactly (numerical integral over the two arms'
     first noises) 0.4925·certificate at the default γ = 0.1 (per_tree_budget = full; 0.4904
     split), tending to ½ only as γ → 0, where the outcome gets rare; the outcomes that read both
-    witness p-sums are masked by arm 1's noise (0.27·certificate, Monte Carlo, 2e6 runs per
-    side).  So no black-box score on this pair reaches ½ even with unlimited trials; the audit
+    witness p-sums are masked by arm 1's noise (≈ 0.27·certificate, a Monte Carlo estimate with
+    2e6 runs per side).  So no black-box score on this pair is expected to reach ½ even with
+    unlimited trials (proven for the first outcome, estimated for the others); the audit
     at 1e5 trials per side certifies ≈ 0.43–0.45 (full) / 0.36–0.375 (split).  At T = 1000
     each of the witness's ten p-sums is ε0/10 and the measured black-box bound is 0 at 2e4
     trials per side; the white-box likelihood-ratio audit of all ten (the Neyman–Pearson
     statistic of the releases, of which the actions are post-processing) reaches
     0.56·certificate at 1e5, a ceiling no action-only score can beat."""
-    tab = np.zeros((T, K))
-    tab[:, arm] = 1.0
+    tab = _witness_arm_table(T, K, arm, 1.0)
     levels = int(T).bit_length()
     nodes = int(T - K + 1).bit_length()
     return Design(tab, f"arm {arm} (witness) good: every reward at the high end; the other arms "
@@ -575,9 +589,12 @@ def tree_blackbox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> 
                       "certificate at T = 1000, 1e5 trials per side).  Best design: T = 4 "
                       "(certificate: two witness p-sums of ε0/3), whose most revealing action "
                       "outcome (arm 1 at rounds 3 and 4) reads only the first witness p-sum: "
-                      "log-ratio 0.4925·certificate exactly at γ = 0.1 (full; 0.4904 split), "
-                      "→ ½ only as γ → 0; the other outcomes ≤ 0.27 (Monte Carlo), so no event "
-                      "reaches ½·certificate at any trial count; ≈ 0.43–0.45 at 1e5 per side"))
+                      "log-ratio 0.4925·certificate by numerical integration at γ = 0.1, "
+                      "ε = 1 (full; 0.4904 split), → ½ only as γ → 0; the other three outcomes "
+                      "≈ 0.27·certificate (a Monte Carlo estimate, 2e6 runs per side, not a "
+                      "bound), so no event — a union of outcomes — is expected to reach "
+                      "½·certificate at any trial count; ≈ 0.43–0.45 measured at 1e5 per side "
+                      "(these figures at γ = 0.1, ε = 1; other parameters move them)"))
 
 
 def azize_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) -> Design:
@@ -588,8 +605,7 @@ def azize_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) ->
     initial one (ε), while ``mechanism=renoise-cumulative`` re-noises the arm's whole cumulative
     sum — witness included — at every phase end, and the captured vector holds every one of
     those releases (their LLR sum is what the variant's certificate, phases × ε, bounds)."""
-    tab = np.zeros((T, K))
-    tab[:, arm] = 1.0
+    tab = _witness_arm_table(T, K, arm, 1.0)
     return Design(tab, f"arm {arm} (witness) good: every reward at the high end; the other arms "
                        "bad: every reward at the low end (the witness arm runs through many "
                        "phases; renoise-cumulative re-releases the witness at each phase end)",
@@ -630,14 +646,14 @@ def gaussian_ts_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, *
     K rounds) keep a* from the argmax most of the time, so its reads stay at k = 1 (the
     certificate's count); 1e6 trials per side then certify 0.97·μ."""
     b = int(getattr(policy, "b", 0))
-    tab = np.ones((T, K))
     if b >= 1:
-        tab[:, 0] = 0.0
+        tab = _witness_arm_table(T, K, 0, 0.0, others=1.0)
         return Design(tab, f"arm 0's round-1 pre-pull reward is the witness (read at k = b = {b} "
                            "by every later sample while arm 0 is not pulled again); arm 0's "
                            "other rewards at the low end, every other arm's at the high end, "
                            "so arm 0 is almost never the argmax and every read of the witness "
                            "is at k = b, as the certificate counts", round=1)
+    tab = np.ones((T, K))
     return Design(tab, "round 1 (every arm at k = 0: a random arm a* is played and its reward "
                        "is the witness, read at k = 1 by every later sample while a* is not "
                        "pulled again); every other reward at the high end, so the K − 1 other "
@@ -652,8 +668,7 @@ def dp_ts_ucb_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_
     rewards are at the low end and every other arm's at the high end: in D′ arm 0's model has
     the others' epoch-0 mean, so it is pulled about 1/K of the rounds and, with many arms, hardly
     ever twice within its budget (e.g. K = 64, 9 reads: under 1 %)."""
-    tab = np.ones((T, K))
-    tab[:, 0] = 0.0
+    tab = _witness_arm_table(T, K, 0, 0.0, others=1.0)
     return Design(tab, "arm 0's round-1 reward is the witness: its epoch-0 model (n = 1) is "
                        "sampled every round from K + 1 while its budget lasts (the certificate's "
                        "min(φ, T − K) samples) unless arm 0 is pulled twice first; arm 0's other "
@@ -671,8 +686,7 @@ def dp_ts_mt_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_)
     p = policy.params
     if p.get("gap_estimation", True) or p.get("random_pulls") in (0, "printed"):
         return generic_design(policy, T, K, t_star, arm)
-    tab = np.zeros((T, K))
-    tab[:, 0] = 1.0
+    tab = _witness_arm_table(T, K, 0, 1.0)
     return Design(tab, "round 1 = arm 0's first random pull, inside arm 0's first tree item "
                        "(the certificate's witness: the first item of a tree, in one p-sum per "
                        "level it reaches); arm 0 good (every reward at the high end), the other "

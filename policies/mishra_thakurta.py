@@ -455,6 +455,15 @@ class PrivateTS(KernelPolicy):
         # with gap estimation the tree depth depends on τ (data-dependent): adaptive
         self.adaptive = bool(self.params["gap_estimation"])
 
+    def gap_batch(self, T: int, K: int, j: int = 0) -> int:
+        """m_j = ⌈192·K·ln T·4^j/ε⌉ pulls per arm in gap iteration j (Algorithm 2; capped at
+        T + 1, which never fits)."""
+        return _ceil_capped(192.0 * K * math.log(T) * 4.0 ** j / self.params["epsilon"], T + 1)
+
+    def gap_scale(self, K: int) -> float:
+        """The Laplace scale 2K/ε of a gap batch's sum (ε/(2K) per batch release)."""
+        return 2.0 * K / self.params["epsilon"]
+
     def schedule(self, T: int, K: int) -> dict:
         """The deterministic skeleton: gap batch sizes m_j (for the iterations whose batch fits
         within T), and for each exit e (number of completed gap iterations; e = 0 without gap
@@ -466,7 +475,7 @@ class PrivateTS(KernelPolicy):
         if self.params["gap_estimation"]:
             j = 0
             while True:
-                m = _ceil_capped(192.0 * K * lnT * 4.0 ** j / eps, cap)
+                m = self.gap_batch(T, K, j)
                 if taus[-1] + K * m > T:
                     break
                 ms.append(m)
@@ -493,7 +502,7 @@ class PrivateTS(KernelPolicy):
     def releases(self, T, K):
         eps = self.params["epsilon"]
         eps0 = eps / (2 * K)
-        return ([LaplaceRelease(scale=2.0 * K / eps, sensitivity=1.0)]
+        return ([LaplaceRelease(scale=self.gap_scale(K), sensitivity=1.0)]
                 + [LaplaceRelease(scale=lv / eps0, sensitivity=1.0)
                    for lv in self._tree_levels(T, K)])
 
@@ -538,7 +547,7 @@ class PrivateTS(KernelPolicy):
         cands = []
         if sch["m"]:
             cands.append(Candidate(
-                Composition.of([LaplaceRelease(scale=2.0 * K / eps, sensitivity=1.0)]),
+                Composition.of([LaplaceRelease(scale=self.gap_scale(K), sensitivity=1.0)]),
                 Witness(arm=0, index=0, round=1),
                 "a gap-estimation reward lies in one batch mean released once with "
                 "Lap(2K/(εm)) (sensitivity 1/m): ε/(2K); batches are disjoint"))
