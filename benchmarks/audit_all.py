@@ -59,7 +59,7 @@ POLICY_CONFIGS: dict[str, dict] = {
                  "note": "T = 10⁴ (first gap batch needs K·m₀ = 2·⌈192·2·ln T⌉ rounds); WB: "
                          "single capture; BB: gap-exit straddle, random_pulls = 400 (the "
                          "printed value plays round-robin throughout: TV 0)"},
-    "dp-ts": {"note": "BB: limit_reason, the shift clips every Beta mean to 1 (TV ≤ 4.8e-6)"},
+    "dp-ts": {"note": "BB: limit_reason, the shift clips every Beta mean to 1 (TV ≤ {dp_ts_tv})"},
     "lazy-dp-ts": {"note": "BB: late-epoch design"},
     "adap-ucb": {},
     "adap-klucb": {"note": "BB: late-epoch design"},
@@ -77,10 +77,7 @@ PILOT = (2000, 10_000)
 
 def whitebox_config_rows() -> dict[str, dict]:
     """One white-box row per entry of ``audits.pairs.WHITEBOX_CONFIGS`` (params, T, K, why)."""
-    try:
-        from dpledger.audits.pairs import WHITEBOX_CONFIGS
-    except ImportError:
-        return {}
+    from dpledger.audits.pairs import WHITEBOX_CONFIGS
     return {f"{name} (WB: T = {T}; K = {K})": {"policy": name, "params": dict(params), "T": T,
                                                "K": K, "modes": ["whitebox"], "note": why}
             for name, (params, T, K, why) in WHITEBOX_CONFIGS.items()}
@@ -90,7 +87,12 @@ def rows_to_run(selected: list[str] | None) -> dict[str, dict]:
     """The rows of POLICY_CONFIGS (plus default rows for registered private policies without
     one), restricted to ``selected`` labels or policy names."""
     from dpledger.policies.registry import available, policy_class
+    from dpledger.audits.pairs import dp_ts_clipping_bound
     rows = {label: dict(cfg, policy=cfg.get("policy", label)) for label, cfg in POLICY_CONFIGS.items()}
+    # DP-TS's total-variation bound at its row's T, K and ε = 1, computed, not copied
+    dp_ts = rows["dp-ts"]
+    tv = 2.0 * dp_ts_clipping_bound(1.0, dp_ts.get("T", DEFAULT_T), dp_ts.get("K", DEFAULT_K))[0]
+    dp_ts["note"] = dp_ts["note"].replace("{dp_ts_tv}", f"{tv:.2g}")
     rows.update(whitebox_config_rows())
     covered = {r["policy"] for r in rows.values()}
     for name in available():
@@ -129,16 +131,20 @@ def _run(row, mode, trials, seed, workers):
     return r, time.perf_counter() - t
 
 
-def estimate_seconds(row, mode, trials, seed, workers) -> float:
+def estimate_seconds(row, mode, trials, seed, workers, _slopes: dict = {}) -> float:
     """Seconds an audit of ``trials`` per side should take: the slope between two pilot audits
-    (PILOT trials per side; the first also pays the kernel's compilation) times ``trials``."""
-    _run(row, mode, PILOT[0], seed, workers)
-    _, t0 = _run(row, mode, PILOT[0], seed, workers)
-    _, t1 = _run(row, mode, PILOT[1], seed, workers)
-    slope = (t1 - t0) / (PILOT[1] - PILOT[0])
-    # a non-positive slope is timing noise (a loaded machine): fall back to the pessimistic
-    # proportional estimate, which also charges the fixed costs per trial
-    return slope * trials if slope > 0 else t1 * trials / PILOT[1]
+    (PILOT trials per side; the first also pays the kernel's compilation) times ``trials``.
+    The pilots run once per (row, mode, seed, workers); every size reuses their slope."""
+    key = (json.dumps(row, sort_keys=True, default=str), mode, seed, workers)
+    if key not in _slopes:
+        _run(row, mode, PILOT[0], seed, workers)
+        _, t0 = _run(row, mode, PILOT[0], seed, workers)
+        _, t1 = _run(row, mode, PILOT[1], seed, workers)
+        # a non-positive slope is timing noise (a loaded machine): fall back to the pessimistic
+        # proportional estimate, which also charges the fixed costs per trial
+        slope = (t1 - t0) / (PILOT[1] - PILOT[0])
+        _slopes[key] = slope if slope > 0 else t1 / PILOT[1]
+    return _slopes[key] * trials
 
 
 def entry_key(mode: str, trials: int) -> str:
@@ -203,7 +209,7 @@ def markdown(results: dict, seed: int = 0) -> str:
                                        [v.get("note", "")]) + " |")
     sizes = sorted({int(k.split("@")[1]) for k in keys})
     from dpledger.audits.stats import ceiling
-    ce = ", ".join(f"{_fmt_size(n)}: ε {ceiling(n):.2f}, μ {ceiling(n, currency='mu', delta=1e-5):.2f}"
+    ce = ", ".join(f"{_fmt_size(n)}: ε {ceiling(n):.2f}, μ {ceiling(n, currency='mu'):.2f}"
                    for n in sizes)
     lines.append("")
     lines.append(f"Entries: audit / certificate, and in parentheses the ceiling / certificate (the "
@@ -211,6 +217,19 @@ def markdown(results: dict, seed: int = 0) -> str:
                  f"K = 2 unless the row says, seed {seed}, 95 %, selection fraction 0.1; WB = white-box, BB = "
                  "black-box; – = not run (~s: the time estimated from pilots when it was skipped).")
     return "\n".join(lines) + "\n"
+
+
+def load_results(path: str, ap: argparse.ArgumentParser) -> dict:
+    """The results JSON written by an earlier run: a dict of rows, each a dict; anything else
+    is a clear error (exit 2), never a traceback."""
+    try:
+        with open(path) as fh:
+            results = json.load(fh)
+    except (OSError, ValueError) as exc:
+        ap.error(f"--out {path}: cannot read it as JSON ({exc})")
+    if not isinstance(results, dict) or not all(isinstance(v, dict) for v in results.values()):
+        ap.error(f"--out {path}: not an audit_all results file (a JSON object of rows)")
+    return results
 
 
 def main(argv=None) -> int:
@@ -236,10 +255,15 @@ def main(argv=None) -> int:
     from dpledger.accounting.schema import write_json_atomic
     from dpledger.errors import DpledgerError
 
+    if args.markdown:
+        parent = os.path.dirname(os.path.abspath(args.markdown))
+        if not os.path.isdir(parent):
+            ap.error(f"--markdown: no folder {parent}")
     results: dict = {}
+    if args.table_only and not os.path.exists(args.out):
+        ap.error(f"--table-only: no results file {args.out} (run the audits first)")
     if (args.merge or args.table_only) and os.path.exists(args.out):
-        with open(args.out) as fh:
-            results = json.load(fh)
+        results = load_results(args.out, ap)
     bad = False
     if not args.table_only:
         try:

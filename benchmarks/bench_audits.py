@@ -127,6 +127,10 @@ def p6(trials: int, workers: int, policies: str | None, skip_blackbox: bool) -> 
              + _row_text(r, 120.0))
     names = (policies.split(",") if policies else
              [n for n in available() if policy_class(n).private])
+    unknown = [n for n in names if n not in available()]
+    if unknown:
+        raise SystemExit(f"bench_audits: unknown policy {', '.join(unknown)}; known: "
+                         f"{', '.join(available())}")
     for name in names:
         p = make_policy(name)
         t = time.perf_counter()
