@@ -45,6 +45,7 @@ import numpy as np
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import mu_of_pure_epsilon
 from dpledger.accounting.numerics import sqrt_up, sum_up
+from dpledger.errors import DpledgerError
 from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteGaussianTotal,
                                           GaussianRelease, NonPrivateRelease, RdpRelease,
                                           Release, ZcdpRelease)
@@ -212,12 +213,25 @@ def _piece_totals(ledger: "RewardLedger", streams) -> PieceTotals:
     counts = np.zeros((n_ids, n_pieces), dtype=np.int64)
     if rows["run"].size and n_pieces:
         ps, pe = piece(rows, "start"), piece(rows, "stop")
-        w = rows["count"].astype(np.float64)
         size = n_ids * (n_pieces + 1)
-        diff = (np.bincount(rows["release_id"] * (n_pieces + 1) + ps, weights=w, minlength=size)
-                - np.bincount(rows["release_id"] * (n_pieces + 1) + pe, weights=w, minlength=size))
-        counts = np.cumsum(diff.reshape(n_ids, n_pieces + 1), axis=1)[:, :n_pieces]
-        counts = np.rint(counts).astype(np.int64)
+        i0 = rows["release_id"] * (n_pieces + 1) + ps
+        i1 = rows["release_id"] * (n_pieces + 1) + pe
+        cnt = np.asarray(rows["count"], dtype=np.int64)
+        if float(cnt.sum(dtype=np.float64)) < 2.0 ** 52 and int(cnt.max()) < 1 << 52:
+            # float64 weights: exact, every partial sum is an integer below 2^53
+            w = cnt.astype(np.float64)
+            diff = (np.bincount(i0, weights=w, minlength=size)
+                    - np.bincount(i1, weights=w, minlength=size))
+            counts = np.cumsum(diff.reshape(n_ids, n_pieces + 1), axis=1)[:, :n_pieces]
+            counts = np.rint(counts).astype(np.int64)
+        else:
+            # counts whose sums reach 2^52: integer arithmetic (float64 would round them down)
+            if sum(int(c) for c in cnt.tolist()) >= 1 << 62:
+                raise DpledgerError("the counts of one release sum beyond 2^62")
+            idiff = np.zeros(size, dtype=np.int64)
+            np.add.at(idiff, i0, cnt)
+            np.add.at(idiff, i1, -cnt)
+            counts = np.cumsum(idiff.reshape(n_ids, n_pieces + 1), axis=1)[:, :n_pieces]
     mu2 = np.zeros(n_pieces, dtype=np.float64)
     abs_err = 0.0
     if n_gauss and n_pieces:

@@ -544,3 +544,18 @@ def test_rebuilt_spend_error_bound_does_not_grow_with_history(tmp_path):
     with LedgerStore.open(path) as s:                # and one more ε = 0.2 there is refused
         with pytest.raises(BudgetExceeded):
             s.append(0, 0, 1, LaplaceRelease.from_epsilon(0.2))
+
+
+def test_counts_past_2_to_the_53_are_summed_exactly(tmp_path):
+    """Counts whose sum reaches 2^53 (a huge count of a tiny Gaussian) are summed in integers:
+    float64 weights rounded 2^53 + 1 down to 2^53 and under-reported the reward's μ."""
+    from dpledger.accounting.releases import GaussianRelease
+    g = GaussianRelease.from_mu(1e-9)
+    path = tmp_path / "s.db"
+    with LedgerStore.create(path) as s:
+        s.append(0, 0, 1, g, count=2 ** 53)
+        s.append(0, 0, 1, g, count=1)
+        status = s.status()
+        led = s.to_ledger()
+    assert [c["count"] for c in status["worst_reward"]["composition"]] == [2 ** 53 + 1]
+    assert [c for _, c in led.worst_reward().composition.items] == [2 ** 53 + 1]
