@@ -469,8 +469,15 @@ class LedgerStore:
             parts.append(blob)
         if not parts:
             return np.zeros((0, 6), dtype=np.int64)
-        return np.frombuffer(b"".join(parts), dtype="<i8").reshape(-1, 6).astype(np.int64,
+        data = np.frombuffer(b"".join(parts), dtype="<i8").reshape(-1, 6).astype(np.int64,
                                                                                   copy=False)
+        if not check:                      # verify reports every problem itself
+            self._load_releases()          # release ids written by another writer
+            bad = row_problems(data, len(self._releases))
+            if bad:
+                raise DpledgerError(f"{self.path}: damaged ledger store: {bad[0]} "
+                                    "(dpledger verify lists every problem)")
+        return data
 
     def to_ledger(self, data: np.ndarray | None = None):
         """The stored rows as a :class:`~dpledger.accounting.ledger.RewardLedger` (one
@@ -633,6 +640,24 @@ def verify_store(path: str | os.PathLike) -> list[str]:
         store.close()
 
 
+def row_problems(data: np.ndarray, n_releases: int) -> list[str]:
+    """What is wrong with stored rows (run, arm, start, stop, release_id, count): the bounds
+    every append checks, re-checked on every read (a file edited outside dpledger)."""
+    out = []
+    if data.size:
+        if (data[:, 2] < 0).any() or (data[:, 3] <= data[:, 2]).any():
+            out.append("a row has start < 0 or stop <= start")
+        if (data[:, 5] < 1).any():
+            out.append("a row has count < 1")
+        if (data[:, 0] < 0).any() or (data[:, 1] < 0).any():
+            out.append("a row has a negative run or arm")
+        if (data[:, 1] >= _MAX_ARM).any() or (data[:, 0] >= 1 << 31).any():
+            out.append("a row has an arm >= 2^20 or a run >= 2^31")
+        if (data[:, 4] < 0).any() or (data[:, 4] >= n_releases).any():
+            out.append("a row names a release id not in the releases table")
+    return out
+
+
 def _verify_open_store(store: "LedgerStore", problems: list[str]) -> list[str]:
     """The checks of :func:`verify_store` on an open, read-only store (one snapshot)."""
     qc = store._conn.execute("PRAGMA quick_check").fetchall()
@@ -643,17 +668,7 @@ def _verify_open_store(store: "LedgerStore", problems: list[str]) -> list[str]:
         data = store.rows_array(check=True)
     except DpledgerError as exc:
         return problems + [str(exc)]
-    if data.size:
-        if (data[:, 2] < 0).any() or (data[:, 3] <= data[:, 2]).any():
-            problems.append("a row has start < 0 or stop <= start")
-        if (data[:, 5] < 1).any():
-            problems.append("a row has count < 1")
-        if (data[:, 0] < 0).any() or (data[:, 1] < 0).any():
-            problems.append("a row has a negative run or arm")
-        if (data[:, 1] >= _MAX_ARM).any() or (data[:, 0] >= 1 << 31).any():
-            problems.append("a row has an arm >= 2^20 or a run >= 2^31")
-        if (data[:, 4] < 0).any() or (data[:, 4] >= len(store._releases)).any():
-            problems.append("a row names a release id not in the releases table")
+    problems += row_problems(data, len(store._releases))
     if store.budget is not None and data.size and not problems:
         spent, where = max_spend(store, data)
         if not spent <= store.budget.limit:

@@ -559,3 +559,35 @@ def test_counts_past_2_to_the_53_are_summed_exactly(tmp_path):
         led = s.to_ledger()
     assert [c["count"] for c in status["worst_reward"]["composition"]] == [2 ** 53 + 1]
     assert [c for _, c in led.worst_reward().composition.items] == [2 ** 53 + 1]
+
+
+@pytest.mark.parametrize("field,value,needle", [(5, -3, "count < 1"),
+                                                (4, 99, "release id"),
+                                                (1, -5, "negative run or arm")])
+def test_rows_edited_outside_dpledger_are_refused_on_read(tmp_path, field, value, needle):
+    """A batch rewritten with a valid sha256 but a bad row (count −3, an unknown release id, a
+    negative arm) is refused by every read — status, record, show — with one line (exit 2),
+    not read as a negative spend or a traceback; verify lists it."""
+    import hashlib
+    import sqlite3
+    path = tmp_path / "r.db"
+    with LedgerStore.create(path, budget="eps=1") as s:
+        s.append(0, 0, 1, LaplaceRelease.from_epsilon(0.3))
+    conn = sqlite3.connect(path)
+    seq, blob = conn.execute("SELECT seq, data FROM batches").fetchone()
+    rows = np.frombuffer(blob, "<i8").copy()
+    rows[field] = value
+    new = rows.astype("<i8").tobytes()
+    conn.execute("UPDATE batches SET data = ?, sha256 = ? WHERE seq = ?",
+                 (new, hashlib.sha256(new).hexdigest(), seq))
+    conn.commit()
+    conn.close()
+    with LedgerStore.open(path, readonly=True) as s:
+        with pytest.raises(DpledgerError, match=needle):
+            s.rows_array()
+    for cmd in (["ledger", "status", str(path)], ["show", str(path)],
+                ["ledger", "record", str(path), "--arm", "0", "--start", "0", "--stop", "1",
+                 "laplace:eps=0.1"]):
+        r = _cli(*cmd)
+        assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert any(needle in p for p in verify_store(path))
