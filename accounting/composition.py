@@ -191,7 +191,7 @@ class Composition:
         total = Fraction(0)
         for r, c in self.items:
             if isinstance(r, GaussianRelease):
-                total += c * Fraction(r.mu2)
+                total += c * r.mu2_exact        # exact (its float μ² may overflow to ∞)
             else:   # μ of randomized response, itself an upper bound; its square exact
                 mu = mu_of_pure_epsilon(r.epsilon)
                 total += c * Fraction(mu) * Fraction(mu)
@@ -227,8 +227,10 @@ class Composition:
         total = Fraction(0)
         for r, c in self.items:
             if isinstance(r, GaussianRelease):
-                total += c * Fraction(r.mu2) / 2
-            elif isinstance(r, (DiscreteGaussianRelease, DiscreteGaussianTotal, ZcdpRelease)):
+                total += c * r.mu2_exact / 2    # exact (its float μ² may overflow to ∞)
+            elif isinstance(r, DiscreteGaussianRelease):
+                total += c * r.rho_exact        # exact (its float ρ may overflow to ∞)
+            elif isinstance(r, (DiscreteGaussianTotal, ZcdpRelease)):
                 total += c * Fraction(r.rho)
             elif isinstance(r, LaplaceRelease):
                 total += c * Fraction(_rdp.laplace_zcdp(r.epsilon))

@@ -292,6 +292,12 @@ def _release_llr(release, clean: float, rng: np.random.Generator, n: int) -> np.
         z = rng.geometric(p, n) - rng.geometric(p, n)
         y = (clean * d + z).astype(np.float64)
         return np.clip(2.0 * y - d, -d, d) / t
+    if kind in ("gaussian", "discrete_gaussian") and not (
+            float(release.sensitivity) / float(release.sigma) < 1e154):
+        raise DpledgerError(f"{kind} release with μ = Δ/σ = "
+                            f"{float(release.sensitivity) / float(release.sigma):.3g}: its "
+                            "log-likelihood ratio overflows float64 (μ ≥ 1e154); no audit "
+                            "can score it")
     if kind == "gaussian":
         d, s = float(release.sensitivity), float(release.sigma)
         y = clean * d + rng.normal(0.0, s, n)
@@ -306,7 +312,10 @@ def _release_llr(release, clean: float, rng: np.random.Generator, n: int) -> np.
         return (y * d - 0.5 * d * d) / (s * s)
     if kind == "pure":
         e = float(release.epsilon)
-        p1 = 1.0 / (1.0 + math.exp(-e)) if clean else 1.0 / (1.0 + math.exp(e))
+        # randomized response: P(y = 1) = e^ε/(1 + e^ε) on D′ (clean 1), 1/(1 + e^ε) on D;
+        # the logistic function, which cannot overflow for large ε
+        from scipy.special import expit
+        p1 = float(expit(e if clean else -e))
         y = (rng.random(n) < p1).astype(np.float64)
         return e * (2.0 * y - 1.0)
     if kind == "non_private":

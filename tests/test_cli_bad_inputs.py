@@ -555,3 +555,39 @@ def test_audit_workers_default_auto_gives_the_same_bytes(tmp_path):
             assert main(argv) == 0
             outs.append(out.read_bytes())
         assert outs[0] == outs[1] == outs[2], mode
+
+
+@pytest.mark.parametrize("argv,want", [
+    (["compose", "gaussian:mu=1e300"], 0),
+    (["compose", "discrete_gaussian:sigma=1e-300,sensitivity=1"], 0),
+    (["audit", "pure:eps=710", "--trials", "200"], 0),
+    (["audit", "gaussian:mu=1e160", "--trials", "200"], 2),
+    (["audit", "discrete_gaussian:sigma=1e-300,sensitivity=1", "--trials", "200"], 2),
+])
+def test_huge_release_parameters_get_answers_not_tracebacks(tmp_path, capsys, argv, want):
+    """Finite parameters whose μ², ρ or e^ε overflow float64: compose reports ∞ (the exact
+    rationals are kept until the last rounding), the randomized-response audit uses the
+    logistic function, and a Gaussian audit whose LLR cannot be scored says so in one line."""
+    if argv[0] == "audit":
+        argv = argv + ["--out", str(tmp_path / "a.json"), "--quiet"]
+    assert main(argv) == want
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    if want == 2:
+        assert "overflows float64" in err
+
+
+def test_gaussian_composition_keeps_exact_rationals():
+    """GDP μ² and zCDP ρ of Gaussians sum the exact Δ²/σ² (their float values may overflow):
+    a μ = 1e200 Gaussian has GDP μ ∞ only after the final rounding, and a small one is
+    unchanged: ρ = μ²/2 exactly rounded up."""
+    from fractions import Fraction
+
+    from dpledger.accounting.composition import Composition
+    from dpledger.accounting.releases import GaussianRelease
+    big = Composition.of([(GaussianRelease(sigma=1e-200), 1)])
+    assert big.gdp_mu() == float("inf") or big.gdp_mu() >= 1e200
+    g = GaussianRelease(sigma=3.0)
+    comp = Composition.of([(g, 5)])
+    assert Fraction(comp.zcdp_rho()) >= 5 * Fraction(1, 9) / 2
+    assert comp.zcdp_rho() == pytest.approx(5 / 18, rel=1e-15)
