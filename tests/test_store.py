@@ -591,3 +591,18 @@ def test_rows_edited_outside_dpledger_are_refused_on_read(tmp_path, field, value
         r = _cli(*cmd)
         assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert any(needle in p for p in verify_store(path))
+
+
+def test_curve_on_a_store_checks_its_plot_and_prints_delta_of_epsilon(tmp_path):
+    """`curve STORE` goes through curve's own path: --plot is checked before any work (a .txt
+    ended in a traceback after the table, an empty name was ignored) and the δ(ε) table of
+    --epsilons is printed (it was computed and dropped)."""
+    path = tmp_path / "c.db"
+    with LedgerStore.create(path) as s:
+        s.append(0, 0, 1, LaplaceRelease.from_epsilon(0.5))
+    r = _cli("curve", str(path), "--epsilons", "0.1,1", "--deltas", "1e-5")
+    assert r.returncode == 0 and "δ(ε)" in r.stdout and "realized/pure" in r.stdout, r.stderr
+    for bad in (str(tmp_path / "x.txt"), ""):
+        r = _cli("curve", str(path), "--plot", bad)
+        assert r.returncode == 2 and "--plot" in r.stderr and "Traceback" not in r.stderr
+        assert "ε(δ)" not in r.stdout

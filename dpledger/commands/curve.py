@@ -15,7 +15,8 @@ DEFAULT_GRID = [10.0 ** -k for k in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 
 
 def register(sub) -> None:
     p = sub.add_parser("curve", help="ε(δ) and δ(ε) curves of a run's worst reward")
-    p.add_argument("file", help="a run.json written by `dpledger run`")
+    p.add_argument("file", help="a run.json written by `dpledger run`, or a ledger store "
+                                "(`dpledger ledger init`)")
     p.add_argument("--deltas", default=None,
                    help="comma-separated δ grid for ε(δ), each in (0, 1) (default 1e-1 … 1e-30)")
     p.add_argument("--epsilons", default=None,
@@ -64,18 +65,24 @@ def curves(rep: dict, which: str, deltas, epsilons):
 
 
 def run(args) -> int:
-    from dpledger.commands.ledger import store_dispatch
-    code = store_dispatch("curve", args)     # a ledger store, not a run.json
-    if code is not None:
-        return code
+    from dpledger.accounting.store import is_store
     deltas = _grid("--deltas", args.deltas, DEFAULT_GRID, minimum=0.0, maximum=1.0,
                    open_interval=True)
     epsilons = _grid("--epsilons", args.epsilons, [0.1, 0.5, 1.0, 2.0, 5.0], minimum=0.0)
     if args.plot is not None:
         check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
-    rep = load_run_json(args.file)
+    which = args.which
+    if is_store(args.file):                  # a ledger store: its worst reward's composition
+        from dpledger.commands.ledger import store_report
+        rep = store_report(args.file, which)
+        if rep is None:
+            sys.stdout.write("no releases recorded\n")
+            return 0
+        which = "realized"
+    else:
+        rep = load_run_json(args.file)
     try:
-        data = curves(rep, args.which, deltas, epsilons)
+        data = curves(rep, which, deltas, epsilons)
     except DpledgerError as exc:
         raise DpledgerError(f"{args.file}: {exc}") from None
     except (KeyError, TypeError, IndexError) as exc:     # a composition the loader does not parse

@@ -123,7 +123,7 @@ def store_dispatch(command: str, args: argparse.Namespace) -> int | None:
     from dpledger.accounting.store import is_store
     if not is_store(args.file):
         return None
-    return {"verify": _verify, "curve": _curve, "show": _show}[command](args)
+    return {"verify": _verify, "show": _show}[command](args)
 
 
 def _verify(args) -> int:
@@ -145,44 +145,20 @@ def _verify(args) -> int:
     return 0
 
 
-def _worst_composition(path: str):
+def store_report(path: str, which: str) -> dict | None:
+    """A store's worst reward as the privacy block ``curve`` reads from a run.json (its
+    realized composition; a store has no certificate), or None when nothing is recorded."""
     from dpledger.accounting.store import LedgerStore
-    with LedgerStore.open(path, readonly=True) as store:
-        return store.status()
-
-
-def _curve(args) -> int:
-    from dpledger.commands.curve import DEFAULT_GRID, _grid, curves
-    if getattr(args, "which", "both") not in ("both", "realized"):
+    if which not in ("both", "realized"):
         raise DpledgerError("a ledger store has no certificate: use --which realized")
-    st = _worst_composition(args.file)
+    with LedgerStore.open(path, readonly=True) as store:
+        st = store.status()
     if st["worst_reward"] is None:
-        sys.stdout.write("no releases recorded\n")
-        return 0
-    rep = {"privacy": {"realized": {"label": "store: fully adaptive parameters (an odometer reading)",
-                                    "compositions": [st["worst_reward"]["composition"]]}},
-           "policy": {"name": args.file}}
-    deltas = _grid("--deltas", args.deltas, DEFAULT_GRID, minimum=0.0, maximum=1.0,
-                   open_interval=True)
-    epsilons = _grid("--epsilons", args.epsilons, [0.1, 0.5, 1.0, 2.0, 5.0], minimum=0.0)
-    data = curves(rep, "realized", deltas, epsilons)
-    if not data:
-        sys.stdout.write("no accountant gives a finite curve (unbounded privacy)\n")
-        return 0
-    names = list(data)
-    w = max(12, *(len(n) for n in names))
-    sys.stdout.write("ε(δ) of the worst reward\n" + f"{'δ':>8s}  "
-                     + "  ".join(f"{n:>{w}s}" for n in names) + "\n")
-    for i, d in enumerate(deltas):
-        cells = [data[n][0][i] for n in names]
-        sys.stdout.write(f"{d:8.0e}  " + "  ".join(
-            f"{c:>{w}.6g}" if c is not None else f"{'—':>{w}s}" for c in cells) + "\n")
-    if args.plot:
-        from dpledger.plots import plot_curve
-        plot_curve({n: (deltas, data[n][0]) for n in names}, args.plot,
-                   f"{args.file}: worst reward's ε(δ)")
-        sys.stdout.write(f"wrote {args.plot}\n")
-    return 0
+        return None
+    return {"privacy": {"realized": {"label": "store: fully adaptive parameters (an odometer "
+                                              "reading)",
+                                     "compositions": [st["worst_reward"]["composition"]]}},
+            "policy": {"name": path}}
 
 
 def _show(args) -> int:

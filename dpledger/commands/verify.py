@@ -11,7 +11,7 @@ from dpledger.verify import verify_run
 def register(sub) -> None:
     p = sub.add_parser("verify", help="re-check a run.json's privacy numbers, its ledger file "
                        "and invariants; --resimulate reruns it and compares the bytes")
-    p.add_argument("file", help="the run.json to check")
+    p.add_argument("file", help="the run.json to check, or a ledger store (`dpledger ledger init`)")
     p.add_argument("--ledger", default=None, metavar="FILE",
                    help="the run's ledger file, when it is not where run.json's ledger.file "
                         "says (relative to run.json); its sha256 must match run.json's record "
