@@ -742,9 +742,18 @@ def _fmt_bytes(n: int) -> str:
     return f"{n} B"
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
 def default_workers() -> int:
-    return max(1, min(2, os.cpu_count() or 1))
+    """Worker processes of ``run`` by default: at most 2 (each holds a chunk's arrays)."""
+    return min(2, available_cpus())
 
 
 __all__ = ["simulate", "SimulationResult", "run_generator", "checkpoints", "default_workers",
+           "available_cpus",
            "memory_estimate", "check_memory", "available_memory"]

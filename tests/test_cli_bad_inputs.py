@@ -542,7 +542,7 @@ def test_audit_workers_default_auto_gives_the_same_bytes(tmp_path):
     """``audit --workers`` defaults to auto (the CPUs this process may use); a white-box and a
     black-box audit.json are byte-identical with auto, 1 and 3 workers (chunk c of side s
     draws from its own seed stream, whichever thread runs it)."""
-    from dpledger.commands.audit import available_cpus
+    from dpledger.policies.simulator import available_cpus
     assert available_cpus() >= 1
     for mode, extra in (("whitebox", []), ("blackbox", ["--horizon", "200"])):
         outs = []
@@ -591,3 +591,20 @@ def test_gaussian_composition_keeps_exact_rationals():
     comp = Composition.of([(g, 5)])
     assert Fraction(comp.zcdp_rho()) >= 5 * Fraction(1, 9) / 2
     assert comp.zcdp_rho() == pytest.approx(5 / 18, rel=1e-15)
+
+
+def test_workers_checked_for_spec_audits_and_refused_for_stores(tmp_path, capsys):
+    """A release-spec audit accepts any valid --workers (the old default 1 was refused as
+    "applies to policy audits") and refuses a bad one with its own message; verify refuses
+    --workers on a ledger store (no simulation) instead of ignoring it."""
+    out = str(tmp_path / "a.json")
+    assert main(["audit", "laplace:eps=1", "--trials", "200", "--workers", "1", "--out", out,
+                 "--quiet"]) == 0
+    assert main(["audit", "laplace:eps=1", "--trials", "200", "--workers", "0", "--out",
+                 out]) == 2
+    assert "--workers must be >= 1" in capsys.readouterr().err
+    store = str(tmp_path / "s.db")
+    assert main(["ledger", "init", store]) == 0
+    assert main(["verify", store]) == 0
+    assert main(["verify", store, "--workers", "nan"]) == 2
+    assert "--workers does not apply to a ledger store" in capsys.readouterr().err

@@ -23,7 +23,6 @@ audit.json is written first), 2 on bad input.  Progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
@@ -83,8 +82,9 @@ def register(sub) -> None:
                         "the bound against trials (default: no plot)")
     p.add_argument("--workers", default="auto",
                    help="threads that run trials in parallel (processes for a policy without a "
-                        "compiled kernel): an integer >= 1, or auto = the CPUs this process may "
-                        "use (default auto); the result does not depend on it")
+                        "compiled kernel; a release-spec audit uses one): an integer >= 1, or "
+                        "auto = the CPUs this process may use (default auto); the result does "
+                        "not depend on it")
     p.add_argument("--out", default="audit.json",
                    help="audit result to write (default audit.json); checked before the trials")
     p.add_argument("--quiet", action="store_true",
@@ -133,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
                                                               minimum=0.0, open_interval=True)
     max_trials = None if args.max_trials is None else parse_int(
         "--max-trials", args.max_trials, minimum=trials, maximum=MAX_COUNT)
+    # checked for both kinds of audit (a release-spec audit is one vectorised draw and uses
+    # one worker whatever the count: the result never depends on it)
+    workers = parse_workers(args.workers)
     if _is_release_spec(args.policy):
         return _run_spec(args, trials, until, max_trials)
     if args.releases:
@@ -144,8 +147,6 @@ def run(args: argparse.Namespace) -> int:
                            maximum=1.0, open_interval=True)
     seed = parse_int("--seed", args.seed, minimum=0)
     K = parse_int("--arms", args.arms, minimum=2)
-    workers = (available_cpus() if str(args.workers).strip().lower() == "auto"
-               else parse_int("--workers", args.workers, minimum=1))
     T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
     stop = None if args.stop_at is None else parse_int("--stop-at", args.stop_at, minimum=1)
     lohi = split_list("--range", args.range)
@@ -216,11 +217,13 @@ def _is_release_spec(text: str) -> bool:
     return ":" in text or kind in RELEASE_TYPES or kind in _KIND_ALIASES
 
 
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+def parse_workers(text) -> int:
+    """``--workers``: an integer ≥ 1, or auto = every CPU this process may use
+    (:func:`~dpledger.policies.simulator.available_cpus`)."""
+    from dpledger.policies.simulator import available_cpus
+    if str(text).strip().lower() == "auto":
+        return available_cpus()
+    return parse_int("--workers", text, minimum=1)
 
 
 def _run_spec(args, trials, until, max_trials) -> int:
@@ -231,7 +234,7 @@ def _run_spec(args, trials, until, max_trials) -> int:
         ("--set", args.set, []), ("--mode", args.mode, "blackbox"), ("--horizon", args.horizon, None),
         ("--arms", args.arms, "2"), ("--score", args.score, "auto"), ("--stop-at", args.stop_at, None),
         ("--range", args.range, "0,1"), ("--pair", args.pair, None),
-        ("--sampler", args.sampler, "float"), ("--workers", args.workers, "auto")) if val != default]
+        ("--sampler", args.sampler, "float")) if val != default]
     if ignored:
         raise DpledgerError(f"{', '.join(ignored)} apply to policy audits, not to release specs")
     res = audit_spec([args.policy] + list(args.releases), trials,

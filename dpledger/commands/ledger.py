@@ -51,10 +51,8 @@ def register(sub) -> None:
 
 
 def _int(name: str, text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise DpledgerError(f"--{name} must be an integer, got {text!r}") from None
+    from dpledger.inputs import parse_int
+    return parse_int(f"--{name}", text, minimum=0)
 
 
 def run_init(args: argparse.Namespace) -> int:
@@ -131,6 +129,8 @@ def _verify(args) -> int:
     for opt in ("ledger", "table"):
         if getattr(args, opt, None):
             raise DpledgerError(f"--{opt} does not apply to a ledger store")
+    if getattr(args, "workers", "1") != "1":
+        raise DpledgerError("--workers does not apply to a ledger store (no simulation)")
     if getattr(args, "resimulate", False):
         raise DpledgerError("--resimulate does not apply to a ledger store (no simulation)")
     problems = verify_store(args.file)
