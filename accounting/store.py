@@ -244,6 +244,12 @@ class LedgerStore:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.DatabaseError as exc:
             conn.close()
+            folder = os.path.dirname(os.path.abspath(path))
+            if readonly and "unable to open" in str(exc) and not os.access(folder, os.W_OK):
+                raise DpledgerError(f"{os.fspath(path)}: cannot read a ledger store in a "
+                                    f"read-only folder ({folder}): SQLite needs to create its "
+                                    "-shm file beside it; copy the store to a writable "
+                                    "folder") from None
             raise DpledgerError(f"{os.fspath(path)} is not a ledger store ({exc})") from None
         if meta.get("format") != FORMAT:
             conn.close()
@@ -258,9 +264,11 @@ class LedgerStore:
                 _enable_wal(conn, path)
             store = cls(path, conn, budget, readonly)
             store._load_releases()
-        except DpledgerError:
+        except DpledgerError as exc:
             conn.close()
-            raise
+            if os.fspath(path) in str(exc):
+                raise
+            raise DpledgerError(f"{os.fspath(path)}: {exc}") from None
         except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
             conn.close()
             raise DpledgerError(f"{os.fspath(path)}: damaged ledger store ({exc})") from None
@@ -717,8 +725,8 @@ def _check_columns(out: list[np.ndarray]) -> list[np.ndarray]:
 
 def _check_path(path) -> str:
     path = os.fspath(path)
-    if not isinstance(path, str) or "\0" in path:
-        raise DpledgerError(f"a store path must be text without NUL bytes, got {path!r}")
+    if not isinstance(path, str) or "\0" in path or not path.strip():
+        raise DpledgerError(f"a store path must be non-empty text without NUL bytes, got {path!r}")
     return path
 
 

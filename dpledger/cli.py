@@ -105,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except sqlite3.DatabaseError as exc:
-        # a ledger store damaged on disk (or mid-write by a foreign program): SQLite says what
-        sys.stderr.write(f"dpledger {args.command}: error: the ledger store cannot be read: "
+        # a ledger store damaged on disk, or not writable: SQLite says what
+        what = "written" if "readonly" in str(exc) or "read-only" in str(exc) else "read"
+        sys.stderr.write(f"dpledger {args.command}: error: the ledger store cannot be {what}: "
                          f"{_one_line(exc)}\n")
         return 2
     except OSError as exc:
