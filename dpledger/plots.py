@@ -39,24 +39,36 @@ def plot_regret(reports: Sequence[dict], path: str, labels: Sequence[str] | None
         ax.plot(c["t"], c["mean"], label=label)
         ax.fill_between(c["t"], c["lo"], c["hi"], alpha=0.25)
     ax.set_xscale("log")
-    ax.set_xlabel("round t")
-    ax.set_ylabel("pseudo-regret")
     runs = sorted({int(rep["runs"]) for rep in reports})
     # the band's width depends on R: say how many runs each curve averages (issue 13)
     size = (f"{runs[0]} run{'s' if runs[0] != 1 else ''}" + (" each" if len(reports) > 1 else "")
             if len(runs) == 1 else "R = " + ", ".join(str(int(r["runs"])) for r in reports)
             + " runs (in legend order)")
-    ax.set_title(f"{size}; band = mean ± 1.96·std/√R")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    _save(fig, path)
-    plt.close(fig)
+    _finish(fig, ax, path, "round t", "pseudo-regret", f"{size}; band = mean ± 1.96·std/√R",
+            fontsize=8)
 
 
 def _label(rep: dict) -> str:
     params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in rep["policy"]["params"].items())
     return f"{rep['policy']['name']}({params})"
+
+
+def _finish(fig, ax, path: str, xlabel: str, ylabel: str, title: str, **legend) -> None:
+    """Labels, legend, grid, then write ``path`` and close the figure: every plot's ending."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(**legend)
+    ax.grid(alpha=0.3, which="both")
+    _save(fig, path)
+    _plt().close(fig)
+
+
+def _stream_steps(ax, xs, ys, i: int, many: bool) -> None:
+    """One (run, arm) stream's per-reward privacy as a step line (thin and faint when many)."""
+    ax.step(xs, ys, where="post", lw=0.8 if many else 1.2, alpha=0.5 if many else 0.8,
+            color="tab:blue", label="rewards of one (run, arm) stream" if i == 0 else None)
 
 
 def plot_curve(series: dict[str, tuple[list[float], list[float]]], path: str, title: str) -> None:
@@ -96,13 +108,8 @@ def plot_curve(series: dict[str, tuple[list[float], list[float]]], path: str, ti
     ax.set_xscale("log")
     if top is not None:
         ax.set_ylim(0, top)
-    ax.set_xlabel("δ")
-    ax.set_ylabel("ε(δ) of the worst-off reward")
-    ax.set_title(title)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    ax.grid(alpha=0.3, which="both")
-    _save(fig, path)
-    plt.close(fig)
+    _finish(fig, ax, path, "δ", "ε(δ) of the worst-off reward", title, fontsize=7,
+            loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
 def plot_per_reward(rounds, values, streams, worst_round, worst_value, path: str, ylabel: str,
@@ -117,20 +124,14 @@ def plot_per_reward(rounds, values, streams, worst_round, worst_value, path: str
     cuts = np.flatnonzero(np.diff(streams)) + 1
     many = cuts.size + 1 > 12
     for i, (xs, ys) in enumerate(zip(np.split(rounds, cuts), np.split(values, cuts))):
-        ax.step(xs, ys, where="post", lw=0.8 if many else 1.2, alpha=0.5 if many else 0.8,
-                color="tab:blue", label="rewards of one (run, arm) stream" if i == 0 else None)
+        _stream_steps(ax, xs, ys, i, many)
     ax.scatter([worst_round], [worst_value], color="red", s=40, marker="x", zorder=4,
                label="worst reward")
     if cert is not None:
         ax.axhline(cert, color="black", ls="--", lw=1, label="certificate")
     ax.set_xscale("log")
-    ax.set_xlabel("round the reward was observed")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=8, loc="lower left")
-    ax.grid(alpha=0.3)
-    _save(fig, path)
-    plt.close(fig)
+    _finish(fig, ax, path, "round the reward was observed", ylabel, title, fontsize=8,
+            loc="lower left")
 
 
 def plot_store_rewards(run, arm, start, stop, values, worst: tuple[int, int, int],
@@ -139,14 +140,15 @@ def plot_store_rewards(run, arm, start, stop, values, worst: tuple[int, int, int
     """A ledger store's per-reward privacy against the observation index: one step line per
     (run, arm) stream — value ``values[p]`` on ``[start[p], stop[p])``, 0 where no record
     touched a reward — with the worst reward marked and the budget as a line.  Beyond
-    ``max_points`` ranges an even sample is drawn (the worst stream's ranges all kept)."""
+    ``max_points`` ranges an even sample is drawn, plus the worst stream's first ``max_points``
+    ranges (a drawing, not a privacy number: the status line gives the worst reward)."""
     import numpy as np
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.8, 4.2))
     stream = np.asarray(run, dtype=np.int64) * (1 << 31) + np.asarray(arm, dtype=np.int64)
+    wkey = worst[0] * (1 << 31) + worst[1]
     keep = np.arange(stream.size)
     if keep.size > max_points:
-        wkey = worst[0] * (1 << 31) + worst[1]
         keep = np.unique(np.r_[np.linspace(0, stream.size - 1, max_points).astype(np.int64),
                                np.flatnonzero(stream == wkey)[:max_points]])
     # a range is followed by 0 where no record touched the next rewards (a gap, or the end
@@ -161,19 +163,13 @@ def plot_store_rewards(run, arm, start, stop, values, worst: tuple[int, int, int
         ys = np.r_[values[sel], np.zeros(g.size)]
         o = np.argsort(xs, kind="stable")
         xs, ys = xs[o], ys[o]
-        ax.step(xs, ys, where="post", lw=0.8 if many else 1.2, alpha=0.5 if many else 0.8,
-                color="tab:blue", label="rewards of one (run, arm) stream" if i == 0 else None)
-    p = np.flatnonzero((stream == worst[0] * (1 << 31) + worst[1]) & (start <= worst[2])
+        _stream_steps(ax, xs, ys, i, many)
+    p = np.flatnonzero((stream == wkey) & (start <= worst[2])
                        & (worst[2] < stop))
     if p.size:
         ax.scatter([worst[2]], [values[p[0]]], color="red", s=40, marker="x", zorder=4,
                    label=f"worst reward (run {worst[0]}, arm {worst[1]})")
     if limit is not None:
         ax.axhline(limit, color="black", ls="--", lw=1, label="budget")
-    ax.set_xlabel("observation index within its arm")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=8, loc="best")
-    ax.grid(alpha=0.3)
-    _save(fig, path)
-    plt.close(fig)
+    _finish(fig, ax, path, "observation index within its arm", ylabel, title, fontsize=8,
+            loc="best")
