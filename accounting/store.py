@@ -35,6 +35,7 @@ then an exact rational sum for every piece whose float spend comes near the limi
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -276,6 +277,16 @@ class LedgerStore:
 
     def close(self) -> None:
         self._conn.close()
+
+    @contextlib.contextmanager
+    def snapshot(self):
+        """One read transaction: every query inside sees the same state, while writers in
+        other processes go on appending (WAL)."""
+        self._conn.execute("BEGIN")
+        try:
+            yield self
+        finally:
+            self._conn.execute("COMMIT")
 
     def __enter__(self) -> "LedgerStore":
         return self
@@ -671,18 +682,17 @@ def _verify_open_store(store: "LedgerStore", problems: list[str]) -> list[str]:
     qc = store._conn.execute("PRAGMA quick_check").fetchall()
     if qc != [("ok",)]:
         problems.append(f"sqlite quick_check: {qc[:3]}")
-    store._conn.execute("BEGIN")            # one snapshot for every check below
-    try:
-        data = store.rows_array(check=True)
-    except DpledgerError as exc:
-        return problems + [str(exc)]
-    problems += row_problems(data, len(store._releases))
-    if store.budget is not None and data.size and not problems:
-        spent, where = max_spend(store, data)
-        if not spent <= store.budget.limit:
-            problems.append(f"reward run={where[0]} arm={where[1]} index={where[2]} spent "
-                            f"{spent!r} > budget {store.budget.describe()}")
-    store._conn.execute("COMMIT")
+    with store.snapshot():                  # one snapshot for every check below
+        try:
+            data = store.rows_array(check=True)
+        except DpledgerError as exc:
+            return problems + [str(exc)]
+        problems += row_problems(data, len(store._releases))
+        if store.budget is not None and data.size and not problems:
+            spent, where = max_spend(store, data)
+            if not spent <= store.budget.limit:
+                problems.append(f"reward run={where[0]} arm={where[1]} index={where[2]} spent "
+                                f"{spent!r} > budget {store.budget.describe()}")
     return problems
 
 

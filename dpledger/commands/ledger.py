@@ -169,12 +169,10 @@ def _show(args) -> int:
         raise DpledgerError("--ledger does not apply to a ledger store")
     if args.plot is not None:
         check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
-    with LedgerStore.open(args.file, readonly=True) as store:
-        store._conn.execute("BEGIN")            # one snapshot for the status and the pieces
-        data = store.rows_array()
+    with LedgerStore.open(args.file, readonly=True) as store, store.snapshot():
+        data = store.rows_array()               # one snapshot for the status and the pieces
         st = store.status()
         pt, values, name, limit = per_reward_values(store, data)
-        store._conn.execute("COMMIT")
     sys.stdout.write(format_status(st))
     if st["worst_reward"] is None:
         if args.plot is not None:
