@@ -458,17 +458,12 @@ def run_trials(policy, env, T: int, n: int, *, seed: int, side: int, stop: int, 
             parts.append(_run_chunk(*a))
             if progress is not None:
                 progress(a[5])
-    elif _uses_kernel(policy):
-        # the compiled chunk loops release the GIL (nogil): threads share one compiled copy —
-        # no pickling, no compile per process; a chunk's trials do not depend on its thread
-        with ThreadPoolExecutor(max_workers=min(workers, len(args))) as pool:
-            futs = [pool.submit(_run_chunk, *a) for a in args]
-            for a, f in zip(args, futs):
-                parts.append(f.result())
-                if progress is not None:
-                    progress(a[5])
     else:
-        with ProcessPoolExecutor(max_workers=min(workers, len(args))) as pool:
+        # the compiled chunk loops release the GIL (nogil): threads share one compiled copy —
+        # no pickling, no compile per process; a chunk's trials do not depend on its thread.
+        # Python-only policies run in processes.
+        pool_type = ThreadPoolExecutor if _uses_kernel(policy) else ProcessPoolExecutor
+        with pool_type(max_workers=min(workers, len(args))) as pool:
             futs = [pool.submit(_run_chunk, *a) for a in args]
             for a, f in zip(args, futs):
                 parts.append(f.result())
