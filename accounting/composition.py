@@ -188,10 +188,15 @@ class Composition:
         return [(r.epsilon, c) for r, c in self.items]
 
     def _gdp_mu2_exact(self) -> Fraction | float:
+        """Σ count·μ_i² exactly over each release's rounded-up μ² (the value the ledger's
+        per-reward keys sum too); ∞ when one overflows float64 (a finite σ can give
+        μ² > 1.8e308)."""
         total = Fraction(0)
         for r, c in self.items:
             if isinstance(r, GaussianRelease):
-                total += c * r.mu2_exact        # exact (its float μ² may overflow to ∞)
+                if math.isinf(r.mu2):
+                    return math.inf
+                total += c * Fraction(r.mu2)
             else:   # μ of randomized response, itself an upper bound; its square exact
                 mu = mu_of_pure_epsilon(r.epsilon)
                 total += c * Fraction(mu) * Fraction(mu)
@@ -202,13 +207,15 @@ class Composition:
         DRS Thm 3.2), exact then rounded up.  ∞ when a release has no GDP guarantee."""
         if self.status("gdp") in (UNBOUNDED, NOT_APPLICABLE):
             return math.inf
-        return float_up(self._gdp_mu2_exact())
+        total = self._gdp_mu2_exact()
+        return math.inf if total == math.inf else float_up(total)
 
     def gdp_mu_bound(self) -> float:
         """√(Σ count·μ_i²) rounded up (the GDP accountant's μ, a bound for non-Gaussians)."""
         if self.status("gdp") in (UNBOUNDED, NOT_APPLICABLE):
             return math.inf
-        return sqrt_up(self._gdp_mu2_exact())
+        total = self._gdp_mu2_exact()
+        return math.inf if total == math.inf else sqrt_up(total)
 
     def gdp_mu(self) -> float | None:
         """Exact GDP μ when every release is Gaussian (rounded up); None otherwise (SPEC §3)."""
@@ -226,11 +233,14 @@ class Composition:
             return math.inf
         total = Fraction(0)
         for r, c in self.items:
+            # the rounded-up per-release value (as everywhere); ∞ when it overflows float64
             if isinstance(r, GaussianRelease):
-                total += c * r.mu2_exact / 2    # exact (its float μ² may overflow to ∞)
-            elif isinstance(r, DiscreteGaussianRelease):
-                total += c * r.rho_exact        # exact (its float ρ may overflow to ∞)
-            elif isinstance(r, (DiscreteGaussianTotal, ZcdpRelease)):
+                if math.isinf(r.mu2):
+                    return math.inf
+                total += c * Fraction(r.mu2) / 2
+            elif isinstance(r, (DiscreteGaussianRelease, DiscreteGaussianTotal, ZcdpRelease)):
+                if math.isinf(r.rho):
+                    return math.inf
                 total += c * Fraction(r.rho)
             elif isinstance(r, LaplaceRelease):
                 total += c * Fraction(_rdp.laplace_zcdp(r.epsilon))

@@ -565,9 +565,9 @@ def test_audit_workers_default_auto_gives_the_same_bytes(tmp_path):
     (["audit", "discrete_gaussian:sigma=1e-300,sensitivity=1", "--trials", "200"], 2),
 ])
 def test_huge_release_parameters_get_answers_not_tracebacks(tmp_path, capsys, argv, want):
-    """Finite parameters whose μ², ρ or e^ε overflow float64: compose reports ∞ (the exact
-    rationals are kept until the last rounding), the randomized-response audit uses the
-    logistic function, and a Gaussian audit whose LLR cannot be scored says so in one line."""
+    """Finite parameters whose μ², ρ or e^ε overflow float64: compose reports ∞, the
+    randomized-response audit uses the logistic function, and a Gaussian audit whose LLR cannot
+    be scored says so in one line."""
     if argv[0] == "audit":
         argv = argv + ["--out", str(tmp_path / "a.json"), "--quiet"]
     assert main(argv) == want
@@ -578,9 +578,8 @@ def test_huge_release_parameters_get_answers_not_tracebacks(tmp_path, capsys, ar
 
 
 def test_gaussian_composition_keeps_exact_rationals():
-    """GDP μ² and zCDP ρ of Gaussians sum the exact Δ²/σ² (their float values may overflow):
-    a μ = 1e200 Gaussian has GDP μ ∞ only after the final rounding, and a small one is
-    unchanged: ρ = μ²/2 exactly rounded up."""
+    """GDP μ² and zCDP ρ of Gaussians whose float μ² overflows are ∞, not a traceback
+    (Fraction(∞)); a small one is unchanged: ρ = μ²/2, an upper bound within one rounding."""
     from fractions import Fraction
 
     from dpledger.accounting.composition import Composition
