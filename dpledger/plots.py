@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from typing import Sequence
 
 
@@ -21,8 +22,12 @@ def _save(fig, path: str) -> None:
     os.makedirs(folder, exist_ok=True)
     tmp = os.path.join(folder, f".tmp-{os.getpid()}-{os.path.basename(path)}")
     try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight",
-                    format=os.path.splitext(path)[1][1:].lower() or "png")
+        with warnings.catch_warnings():
+            # a label character the font lacks (a user's --labels text) is drawn as a box;
+            # matplotlib's per-glyph warning is noise in front of the user, not an error
+            warnings.filterwarnings("ignore", message=r"Glyph .* missing from font")
+            fig.savefig(tmp, dpi=120, bbox_inches="tight",
+                        format=os.path.splitext(path)[1][1:].lower() or "png")
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
