@@ -28,8 +28,9 @@ float upper bounds: count × cost stepped up when the float product fell short (
 error-free product); a batch of several ranges sums per piece by a difference array, exact
 when the costs are dyadic on a common grid, otherwise with an error of at most 2·n·u·Σ cost
 (γ_n bound of recursive summation, u = 2^-53) that is added and the piece stepped up once more; the addition to the old spend steps up exactly when it rounded down (Knuth's
-TwoSum), so single records of dyadic costs (4 × ε = 0.25) keep their exact spend.  When another process has written since
-(``PRAGMA data_version``), the spends are rebuilt from the file inside the write transaction.
+TwoSum), so single records of dyadic costs (4 × ε = 0.25) keep their exact spend.  When another
+process has written since (``PRAGMA data_version``, read inside the write transaction, where no
+other writer can commit), the spends are rebuilt from the file inside that transaction.
 ``verify`` recomputes every spend independently from the rows (integer counts per release,
 then an exact rational sum for every piece whose float spend comes near the limit).
 """
@@ -396,13 +397,19 @@ class LedgerStore:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # the version inside the write lock: no other writer can commit until ours does,
+            # and our own commit does not change it, so after COMMIT it names exactly the
+            # state the new spends describe (read after COMMIT, it could already count another
+            # writer's record that the spends lack: issue 26 §2)
+            version = self._read_data_version()
             ids = np.array([self._intern(rel) for rel in distinct], dtype=np.int64)[which]
             data = np.stack([cols[0], cols[1], cols[2], cols[3], ids, cols[4]], axis=1)
-            new_spend = self._check_budget(data) if self.budget is not None else None
+            new_spend = self._check_budget(data, version) if self.budget is not None else None
             blob = data.astype("<i8", copy=False).tobytes()
             conn.execute("INSERT INTO batches(n, data, sha256) VALUES (?, ?, ?)",
                          (data.shape[0], blob, hashlib.sha256(blob).hexdigest()))
             conn.execute("COMMIT")
+            self._after_commit()
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -412,17 +419,24 @@ class LedgerStore:
             raise
         if new_spend is not None:
             self._spend.update(new_spend)
-        self._data_version = self._read_data_version()
+        self._data_version = version
         return int(data.shape[0])
+
+    def _after_commit(self) -> None:
+        """Called between an append's COMMIT and the update of the cached spends: nothing here;
+        tests override it to force another writer into that window."""
 
     def _read_data_version(self) -> int:
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
-    def _check_budget(self, data: np.ndarray) -> dict:
+    def _check_budget(self, data: np.ndarray, version: int) -> dict:
         """Inside the write transaction: the new spends of the streams ``data`` touches, or
-        :class:`BudgetExceeded` naming the first reward (by run, arm, index) that overflows."""
-        if self._spend is None or self._data_version != self._read_data_version():
+        :class:`BudgetExceeded` naming the first reward (by run, arm, index) that overflows.
+        ``version``: the store's data version read inside this transaction; the cached spends
+        are rebuilt unless they were computed at that version."""
+        if self._spend is None or self._data_version != version:
             self._spend = self._rebuild_spend()
+            self._data_version = version        # kept even if this append is refused
         total = self._record_costs(data)
         limit = self.budget.limit
         for k in np.flatnonzero(~np.isfinite(total)).tolist()[:1]:
