@@ -29,7 +29,7 @@ from dpledger.accounting import rdp as _rdp
 from fractions import Fraction
 
 from dpledger.accounting.gdp import mu_of_pure_epsilon
-from dpledger.accounting.numerics import div_down, float_up, sqrt_up, sum_up
+from dpledger.accounting.numerics import div_down, div_up, float_up, sqrt_up, sum_up
 from dpledger.accounting.pure import zcdp_of_pure
 from dpledger.accounting.releases import (
     BOUND, EXACT, NOT_APPLICABLE, UNBOUNDED, DiscreteGaussianRelease, DiscreteGaussianTotal,
@@ -58,35 +58,98 @@ def _gaussian_of_mu2(mu2) -> "GaussianRelease":
     return GaussianRelease(sigma=div_down(1, sqrt_up(mu2)), sensitivity=1.0)
 
 
-def _snap(value: float, forward, target: float) -> float:
-    """The float an import should return for an exported ``target = forward(x)``.
+def costlier(a: Release, b: Release) -> Release:
+    """Of two releases with one normal form, the one whose exact privacy cost is the larger.
 
-    ``forward`` (a reciprocal, or ε ↦ 2/(1+e^ε)) is decreasing and many-to-one in floats, so a
-    plain inverse can land below the original.  First the shortest decimal near ``value`` with
-    ``forward(c) == target`` (the value a user most likely wrote); otherwise the *largest* float
-    with ``forward(c) >= target`` (the safe side: a larger ε or scale never understates a cost).
+    Normal forms hold rounded values (a continuous Laplace's ε = Δ/b rounded up, a Gaussian's
+    μ = Δ/σ rounded up), so noise multipliers one ulp apart share a form; the member with the
+    smaller multiplier (scale/Δ or σ/Δ; :func:`canonical` makes Δ = 1, rounding the multiplier
+    down) costs more under the accountants that read the multiplier itself (PLD, the Gaussian's
+    exact μ²).  Every other kind's normal form is its exact parameters."""
+    if isinstance(a, LaplaceRelease) and isinstance(b, LaplaceRelease):
+        return b if Fraction(b.scale) / Fraction(b.sensitivity) \
+            < Fraction(a.scale) / Fraction(a.sensitivity) else a
+    if isinstance(a, GaussianRelease) and isinstance(b, GaussianRelease):
+        return b if b.mu2_exact > a.mu2_exact else a
+    return a
+
+
+def _smallest_safe(start: float, safe, up: bool) -> float:
+    """The float nearest ``start`` on the costly side (above it when ``up``, below otherwise)
+    for which ``safe`` holds; ``safe`` is monotone (false toward the cheap side, true toward
+    the costly side).  An exponential search, then bisection."""
+    if safe(start):
+        return start
+    sign = 1.0 if up else -1.0
+    step = max(abs(start), 5e-324) * 2.0 ** -52
+    bad, good = start, start + sign * step
+    while not safe(good):
+        bad, step = good, step * 2.0
+        good = start + sign * step
+    while True:
+        mid = 0.5 * (bad + good)
+        if mid in (bad, good):
+            return good
+        if safe(mid):
+            good = mid
+        else:
+            bad = mid
+
+
+def _snap(value: float, forward, target: float, safe, up: bool) -> float:
+    """The release parameter an import should use for an exported ``target = forward(x)``.
+
+    ``safe(c)`` is an exact check that the release of parameter ``c`` costs at least what the
+    event states (issue 26 §3: the float preimage alone can sit below the exact value); ``up``
+    says whether larger parameters cost more.  First the shortest decimal near ``value`` with
+    ``forward(c) == target`` that is safe (the value a user most likely wrote, so exports round
+    trip); otherwise the safe float nearest ``value`` on the costly side.
     """
     for digits in range(1, 18):
         c = float(f"{value:.{digits}g}")
-        if c > 0 and forward(c) == target:
+        if c > 0 and forward(c) == target and safe(c):
             return c
-    lo, step = value, abs(value) * 2.0 ** -52
-    hi = value + step
-    while forward(hi) >= target:            # exponential search past the preimage
-        lo, step = hi, step * 2.0
-        hi = value + step
-    while True:                             # largest c in [lo, hi) with forward(c) >= target
-        mid = 0.5 * (lo + hi)
-        if not lo < mid < hi:
-            return lo
-        if forward(mid) >= target:
-            lo = mid
-        else:
-            hi = mid
+    return _smallest_safe(value, safe, up)
+
+
+def _decimal_exp_cmp(x: float, factor: float, rhs) -> int:
+    """The sign of factor·e^x − rhs (floats and an exact Decimal), exactly: decimal arithmetic
+    at growing precision until the difference clears the rounding error."""
+    from decimal import Decimal, localcontext
+    for prec in (60, 200, 1000):
+        with localcontext() as ctx:
+            ctx.prec = prec
+            lhs = Decimal(factor) * Decimal(x).exp()
+            diff = lhs - rhs
+            if abs(diff) > abs(rhs) * Decimal(10) ** (8 - prec):
+                return 1 if diff > 0 else -1
+    return 0
+
+
+def _two_minus(p: float):
+    """2 − p as an exact Decimal (a float in (0, 2) has at most 1075 decimal digits)."""
+    from decimal import Decimal, Inexact, localcontext
+    with localcontext() as ctx:
+        ctx.prec = 1200
+        ctx.traps[Inexact] = True
+        return Decimal(2) - Decimal(p)
 
 
 def _rr_parameter(epsilon: float) -> float:
-    return 2.0 / (1.0 + math.exp(epsilon))
+    """2/(1 + e^ε), the 2-bucket randomized-response noise parameter of ε, rounded down so the
+    exported event is never more private than the release (exact check: p·(1 + e^ε) ≤ 2)."""
+    e = math.exp(-epsilon)
+    p = 2.0 * e / (1.0 + e)                  # = 2/(1 + e^ε), without overflow at large ε
+    while p > 0 and _decimal_exp_cmp(epsilon, p, _two_minus(p)) > 0:
+        p = math.nextafter(p, 0.0)          # p·e^ε > 2 − p: p above the exact value
+    return p
+
+
+def _rr_epsilon_safe(p: float):
+    """The exact check that ε is at least the randomized-response event's ε = ln((2 − p)/p):
+    p·e^ε ≥ 2 − p."""
+    rhs = _two_minus(p)
+    return lambda eps: _decimal_exp_cmp(eps, p, rhs) >= 0
 
 
 def _sort_key(item: tuple[Release, int]) -> tuple:
@@ -116,6 +179,8 @@ class Composition:
             release = canonical(release)
             nf = release.normal_form()
             if nf in groups:
+                # one normal form, parameters possibly an ulp apart: keep the costlier
+                groups[nf][0] = costlier(groups[nf][0], release)
                 groups[nf][1] += count
             else:
                 groups[nf] = [release, count]
@@ -319,12 +384,14 @@ class Composition:
 
         events = []
         for r, c in self.items:
+            # every exported parameter is rounded toward less privacy (never a more private
+            # event than the release): noise multipliers down, the discrete Laplace's 1/t up
             if isinstance(r, LaplaceRelease):
-                ev = E.LaplaceDpEvent(noise_multiplier=r.scale / r.sensitivity)
+                ev = E.LaplaceDpEvent(noise_multiplier=div_down(r.scale, r.sensitivity))
             elif isinstance(r, GaussianRelease):
-                ev = E.GaussianDpEvent(noise_multiplier=r.sigma / r.sensitivity)
+                ev = E.GaussianDpEvent(noise_multiplier=div_down(r.sigma, r.sensitivity))
             elif isinstance(r, DiscreteLaplaceRelease):
-                ev = E.DiscreteLaplaceDpEvent(noise_parameter=1.0 / r.scale,
+                ev = E.DiscreteLaplaceDpEvent(noise_parameter=div_up(1, r.scale),
                                               sensitivity=int(r.sensitivity))
             elif isinstance(r, PureEpsilonRelease):
                 if c > 10_000:
@@ -366,13 +433,15 @@ class Composition:
             elif isinstance(ev, E.GaussianDpEvent):
                 pairs.append((GaussianRelease(sigma=ev.noise_multiplier, sensitivity=1.0), mult))
             elif isinstance(ev, E.DiscreteLaplaceDpEvent):
-                a = ev.noise_parameter
-                t = _snap(1.0 / a, lambda x: 1.0 / x, a)
-                pairs.append((DiscreteLaplaceRelease(scale=t, sensitivity=int(ev.sensitivity)),
-                              mult))
+                a, sens = ev.noise_parameter, int(ev.sensitivity)
+                # the release's ε = Δ/t rounded up must be at least the event's Δ·a, exactly
+                t = _snap(1.0 / a, lambda x: div_up(1, x), a,
+                          lambda x: Fraction(div_up(sens, x)) >= sens * Fraction(a), up=False)
+                pairs.append((DiscreteLaplaceRelease(scale=t, sensitivity=sens), mult))
             elif isinstance(ev, E.RandomizedResponseDpEvent) and ev.num_buckets == 2:
                 p = ev.noise_parameter
-                eps = _snap(math.log((2.0 - p) / p), _rr_parameter, p)
+                eps = _snap(math.log((2.0 - p) / p), _rr_parameter, p, _rr_epsilon_safe(p),
+                            up=True)
                 pairs.append((PureEpsilonRelease(epsilon=eps), mult))
             elif isinstance(ev, E.NonPrivateDpEvent):
                 pairs.append((NonPrivateRelease(), mult))

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from dpledger.accounting.composition import Composition
+from dpledger.accounting.composition import Composition, costlier
 from dpledger.accounting.releases import NOT_APPLICABLE, UNBOUNDED, GaussianRelease, Release
 from dpledger.accounting.reward_queries import (KEY_REL_TOL, _ledger_currency, rank_weight,
                                                 summation_bound,
@@ -52,7 +52,9 @@ def elementwise_max(compositions: Sequence[Composition]) -> Composition:
                 gterms.append(n * r.mu2)
             else:
                 nf = r.normal_form()
-                if nf not in counts or counts[nf][1] < n:
+                if nf in counts:        # the costlier member and the larger count (issue 26)
+                    counts[nf] = (costlier(counts[nf][0], r), max(counts[nf][1], n))
+                else:
                     counts[nf] = (r, n)
         mu2 = max(mu2, math.fsum(gterms))
     return Composition.gaussian_total(mu2, list(counts.values()))
