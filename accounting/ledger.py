@@ -717,12 +717,17 @@ class RewardLedger:
         return out
 
     def to_dp_event(self, deltas: Sequence[float] = (1e-9,)):
-        """The worst reward's composition as a ``dp_accounting.DpEvent``."""
-        worst = self.worst_reward(deltas)
-        if worst is None:
+        """A ``dp_accounting.DpEvent`` that dominates every reward's composition: the maximal
+        composition when one dominates all (then exact), otherwise their element-wise maximum
+        (every non-Gaussian release at its largest count, the largest Gaussian μ²), an upper
+        bound.  (The worst reward by one ranking key would not bound the others: issue 26.)
+        ``deltas`` is unused and kept for callers of the older signature."""
+        from dpledger.accounting.realized import elementwise_max
+        comps = self.maximal_compositions()
+        if not comps:
             from dp_accounting import dp_event as E
             return E.NoOpDpEvent()
-        return worst.composition.to_dp_event()
+        return (comps[0] if len(comps) == 1 else elementwise_max(comps)).to_dp_event()
 
     @classmethod
     def from_dp_event(cls, event, run: int = 0, arm: int = 0) -> "RewardLedger":

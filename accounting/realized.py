@@ -68,16 +68,35 @@ def realized_privacy(compositions: Sequence[Composition], deltas: Sequence[float
     value that is a bound (``"epsilon.pld"``, ``"epsilon.pure"``, ``"epsilon_at_delta"``) to its
     label; it is present only when some value is one.  ``unbounded`` when a reward was read
     without noise."""
-    from dpledger.accounting.schema import privacy_block
-    comps = list(compositions)
-    unbounded = any(c.status("gdp") == UNBOUNDED and math.isinf(c.pure_epsilon()) for c in comps)
-    if unbounded or len(comps) <= 1:
-        return privacy_block(comps or [Composition()], deltas, adaptive=adaptive,
-                             unbounded=unbounded)
-    comps = exact_front(comps)
+    return realized_privacy_witnessed(compositions, deltas, adaptive)[0]
+
+
+def realized_privacy_witnessed(compositions: Sequence[Composition], deltas: Sequence[float],
+                               adaptive: bool) -> tuple[dict, dict[str, int]]:
+    """:func:`realized_privacy` and a witness for each exact maximum it reports (the keys of
+    :func:`~dpledger.accounting.schema.privacy_block_witnessed`, values indices into
+    ``compositions``); a value reported as an upper bound over a large front has none."""
+    from dpledger.accounting.schema import privacy_block_witnessed
+    given = list(compositions)
+    unbounded = any(c.status("gdp") == UNBOUNDED and math.isinf(c.pure_epsilon()) for c in given)
+    if unbounded or len(given) <= 1:
+        block, wit = privacy_block_witnessed(given or [Composition()], deltas, adaptive=adaptive,
+                                             unbounded=unbounded)
+        if unbounded:
+            first = next(i for i, c in enumerate(given) if c.status("gdp") == UNBOUNDED
+                         and math.isinf(c.pure_epsilon()))
+            wit = {"pure_epsilon": first, "gdp_mu": first}
+        return block, wit if given else {}
+    comps = exact_front(given)
+    first: dict[Composition, int] = {}
+    for i, c in enumerate(given):
+        first.setdefault(c, i)
+    back = [first[c] for c in comps]
     if len(comps) <= EXACT_FRONT_LIMIT:
-        return privacy_block(comps, deltas, adaptive=adaptive)
-    return _large_front_block(comps, deltas, adaptive)
+        block, wit = privacy_block_witnessed(comps, deltas, adaptive=adaptive)
+    else:
+        block, wit = _large_front_block(comps, deltas, adaptive)
+    return block, {k: back[i] for k, i in wit.items()}
 
 
 def _finite(x: float | None) -> tuple[float | None, str]:
@@ -88,7 +107,8 @@ def _finite(x: float | None) -> tuple[float | None, str]:
     return float(x), "ok"
 
 
-def _large_front_block(comps: list[Composition], deltas: Sequence[float], adaptive: bool) -> dict:
+def _large_front_block(comps: list[Composition], deltas: Sequence[float],
+                       adaptive: bool) -> tuple[dict, dict[str, int]]:
     from dpledger.accounting.accountants import ACCOUNTANTS
     from dpledger.accounting.pld import MIN_DELTA
     from dpledger.accounting.schema import ACCOUNTANT_ORDER, delta_key, parse_deltas, privacy_block
@@ -97,28 +117,43 @@ def _large_front_block(comps: list[Composition], deltas: Sequence[float], adapti
     top = elementwise_max(comps)
     out = privacy_block([top], deltas, adaptive=adaptive)      # statuses, and the bounds
     bounds: dict[str, str] = {}
+    wit: dict[str, int] = {}
+
+    def argmax(values) -> int:
+        return max(range(len(values)), key=lambda i: values[i])
+
     # exact scalar maxima
-    out["pure_epsilon"], out["pure_epsilon_status"] = _finite(max(c.pure_epsilon() for c in comps))
+    pure = [c.pure_epsilon() for c in comps]
+    wit["pure_epsilon"] = argmax(pure)
+    out["pure_epsilon"], out["pure_epsilon_status"] = _finite(max(pure))
     if any(c.status("gdp") == UNBOUNDED for c in comps):
         out["gdp_mu"], out["gdp_mu_status"] = None, UNBOUNDED
     elif any(c.gdp_mu() is None for c in comps):
         out["gdp_mu"], out["gdp_mu_status"] = None, NOT_APPLICABLE
     else:
-        out["gdp_mu"], out["gdp_mu_status"] = float(max(c.gdp_mu() for c in comps)), "ok"
-    out["zcdp_rho"], out["zcdp_rho_status"] = _finite(max(c.zcdp_rho() for c in comps))
+        mus = [c.gdp_mu() for c in comps]
+        wit["gdp_mu"] = argmax(mus)
+        out["gdp_mu"], out["gdp_mu_status"] = float(max(mus)), "ok"
+    rhos = [c.zcdp_rho() for c in comps]
+    out["zcdp_rho"], out["zcdp_rho_status"] = _finite(max(rhos))
+    wit["zcdp_rho"] = argmax(rhos)
     if any(c.status("zcdp") == NOT_APPLICABLE for c in comps):
         out["zcdp_rho"], out["zcdp_rho_status"] = None, NOT_APPLICABLE
+        del wit["zcdp_rho"]
     table, status = out["epsilon"], out["epsilon_status"]
     keys = [delta_key(d) for d in deltas]
-    gdp_top = max(comps, key=lambda c: c.gdp_mu2())
+    g_top = argmax([c.gdp_mu2() for c in comps])
     for d, k in zip(deltas, keys):
         if status["gdp"][k] == "ok":
-            table["gdp"][k] = float(ACCOUNTANTS["gdp"].epsilon(gdp_top, d, adaptive))
+            table["gdp"][k] = float(ACCOUNTANTS["gdp"].epsilon(comps[g_top], d, adaptive))
+            wit[f"epsilon.gdp.{k}"] = g_top
         if status["rdp"][k] == "ok":
-            table["rdp"][k] = _rdp_max(comps, d)
+            table["rdp"][k], wit[f"epsilon.rdp.{k}"] = _rdp_max(comps, d)
         if status["pure"][k] == "ok":
             if adaptive:        # Σε under adaptive parameters: a scalar, exact
-                table["pure"][k] = max(ACCOUNTANTS["pure"].epsilon(c, d, True) for c in comps)
+                per = [ACCOUNTANTS["pure"].epsilon(c, d, True) for c in comps]
+                table["pure"][k] = max(per)
+                wit[f"epsilon.pure.{k}"] = argmax(per)
             else:
                 bounds["epsilon.pure"] = label
         if status["pld"][k] == "ok":
@@ -137,11 +172,12 @@ def _large_front_block(comps: list[Composition], deltas: Sequence[float], adapti
     out["composition"] = max(comps, key=lambda c: (c.pure_epsilon(), c.gdp_mu2())).to_json()
     if bounds:
         out["upper_bounds"] = dict(sorted(bounds.items()))
-    return out
+    return out, wit
 
 
-def _rdp_max(comps: Sequence[Composition], delta: float) -> float:
-    """max over ``comps`` of the RDP accountant's ε(δ), exactly: every composition's curve as
+def _rdp_max(comps: Sequence[Composition], delta: float) -> tuple[float, int]:
+    """max over ``comps`` of the RDP accountant's ε(δ), exactly, and where it is attained:
+    every composition's curve as
     counts × per-release curves (one matrix product) converted order by order to rank them,
     then the accountant itself on each within 1e-9 of the top — the ranking's error (≤ a few
     hundred ulps per order, sums of non-negative terms) is far inside that window."""
@@ -158,7 +194,9 @@ def _rdp_max(comps: Sequence[Composition], delta: float) -> float:
     acc = ACCOUNTANTS["rdp"]
     if any(isinstance(c.rdp_orders(), np.ndarray) and c.rdp_orders() is not _rdp.ORDERS
            for c in comps):     # listed-order releases: no common grid to rank on
-        return max(float(acc.epsilon(c, delta, True)) for c in comps)
+        per = [float(acc.epsilon(c, delta, True)) for c in comps]
+        i = max(range(len(per)), key=lambda j: per[j])
+        return per[i], i
     orders = _rdp.ORDERS
     curves = np.array([Composition(((r, 1),)).rdp(orders) for r in col])
     conv = np.log1p(-1.0 / orders) - (math.log(delta) + np.log(orders)) / (orders - 1.0)
@@ -166,7 +204,9 @@ def _rdp_max(comps: Sequence[Composition], delta: float) -> float:
         approx = np.nanmin(X @ curves + conv[None, :], axis=1)
     approx = np.maximum(approx, 0.0)
     cut = approx.max() - 1e-9 * abs(approx.max()) - 1e-12
-    return max(float(acc.epsilon(comps[i], delta, True)) for i in np.flatnonzero(approx >= cut))
+    value, where = max((float(acc.epsilon(comps[i], delta, True)), -i)
+                       for i in np.flatnonzero(approx >= cut).tolist())
+    return value, -where
 
 
 # -- independent check -------------------------------------------------------------------------

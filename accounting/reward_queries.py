@@ -25,11 +25,11 @@ posterior-read sums, and the σ ↔ μ² round trips inside :class:`Composition`
 **Maximal compositions, no cap.**  Reward B's composition is dominated by A's when A holds every
 non-Gaussian release at least as often and at least B's Gaussian μ²; each accountant is monotone
 under domination, so the realized maximum over every reward equals the maximum over the maximal
-(undominated) compositions.  :func:`maximal_compositions` finds them all: per group of equal
-release counts the pieces with the largest μ², a float Pareto filter that drops only pieces
-dominated beyond their error bounds, exact compositions of the survivors, then the exact filter
-(:func:`exact_front`: the set :func:`dpledger.accounting.composition.maximal_compositions`
-defines, in O(n·|front|)).
+(undominated) compositions.  :func:`maximal_compositions` finds them all: a float Pareto filter
+that drops only pieces dominated beyond their error bounds (large inputs pruned first against a
+few members of a sample's front), one representative per equal (release counts, μ²), exact
+compositions of the survivors, then the exact filter (:func:`exact_front`: the set
+:func:`dpledger.accounting.composition.maximal_compositions` defines, in O(n·|front|)).
 
 The realized block over these compositions, and an independent check of it against the ledger,
 are in :mod:`dpledger.accounting.realized`.
@@ -633,13 +633,50 @@ def _release_columns(releases: Sequence[Release]) -> tuple[np.ndarray, np.ndarra
     return col, g_mu2, len(forms)
 
 
+_SENTINEL_POOL = 2048      # points whose front is computed first, to prune the rest
+_SENTINELS = 32            # front members every point is compared with in the pruning pass
+
+
 def pareto_candidates(ints: np.ndarray, g: np.ndarray, tol: np.ndarray,
                       block: int = 512) -> np.ndarray:
     """Indices of the points not *surely* dominated: point b is dropped only when some a has
     ``ints[a] ≥ ints[b]`` element-wise and ``g[a] − tol[a] ≥ g[b] + tol[b]``, strictly in one
     coordinate.  ``ints`` (n, d) exact integers, ``g`` floats within ``tol`` of their exact
-    values; equal points are all kept.  Points are scanned by decreasing (Σ ints, g) — a
-    dominator always comes first — against the kept front: O(n·|front|·d)."""
+    values; equal points are all kept.
+
+    Large inputs are pruned first: the front of the points largest by Σ ints and by g, then
+    every point compared with up to :data:`_SENTINELS` of its members (spread along it) and
+    dropped when one surely dominates it — the same rule as the scan, so the result is the
+    same set; it only costs O(n·32·d) instead of O(n·|front|·d) for the bulk.  (A store of 1e6
+    random records: 6.8e5 candidates, a front of 294; the scan alone took 2.1 s.)"""
+    n = g.size
+    if n > 4 * _SENTINEL_POOL:
+        by_sum = np.argsort(-ints.sum(axis=1), kind="stable")[:_SENTINEL_POOL] \
+            if ints.shape[1] else np.zeros(0, dtype=np.int64)
+        pool = np.unique(np.concatenate([by_sum, np.argsort(-g, kind="stable")[:_SENTINEL_POOL]]))
+        front = pool[_pareto_scan(ints[pool], g[pool], tol[pool], block)]
+        front = front[np.argsort(g[front], kind="stable")]
+        pick = front[np.unique(np.linspace(0, front.size - 1, _SENTINELS).astype(np.int64))]
+        alive = np.ones(n, dtype=bool)
+        slo = (g - tol)[pick]
+        for s in range(0, n, 65536):
+            e = min(n, s + 65536)
+            hi = (g + tol)[s:e]
+            ge = slo[:, None] >= hi[None, :]
+            gt = slo[:, None] > hi[None, :]
+            for j in range(ints.shape[1]):
+                a, b = ints[pick, j, None], ints[None, s:e, j]
+                ge &= a >= b
+                gt |= a > b
+            alive[s:e] = ~np.any(ge & gt, axis=0)
+        idx = np.flatnonzero(alive)
+        return idx[_pareto_scan(ints[idx], g[idx], tol[idx], block)]
+    return _pareto_scan(ints, g, tol, block)
+
+
+def _pareto_scan(ints: np.ndarray, g: np.ndarray, tol: np.ndarray, block: int) -> np.ndarray:
+    """:func:`pareto_candidates` by one scan: points by decreasing (Σ ints, g) — a dominator
+    always comes first — against the kept front: O(n·|front|·d)."""
     n = g.size
     if n <= 1:
         return np.arange(n)
@@ -699,31 +736,42 @@ def maximal_compositions(ledger: "RewardLedger") -> list[Composition]:
     docstring): the realized maximum over every reward of every run is the maximum over
     these.  Cost: the pieces once, a Pareto scan over the per-signature candidates, one exact
     composition per survivor."""
-    pt = piece_totals(ledger)
-    if pt.start.size == 0:
+    return [c for c, _ in maximal_pieces(ledger, piece_totals(ledger))]
+
+
+def maximal_pieces(ledger: "RewardLedger", pt: PieceTotals,
+                   pieces: np.ndarray | None = None) -> list[tuple[Composition, int]]:
+    """The maximal compositions among ``pieces`` (indices into ``pt``; all by default), each
+    with a witness: a piece whose first reward has exactly that composition.  ``ledger`` may
+    hold the releases only when ``pt`` came from plain rows
+    (:func:`worst_reward_of_rows`'s argument).  In :func:`exact_front`'s order."""
+    if pieces is None:
+        pieces = np.arange(pt.start.size)
+    pieces = np.asarray(pieces, dtype=np.int64)
+    if pieces.size == 0:
         return []
     col, g_mu2, n_cols = _release_columns(ledger.releases)
     # Gaussian μ² per piece: inline (reads included) + interned Gaussians (float, to rank)
-    g = pt.mu2_inline + (_weighted(g_mu2, pt.counts) if len(ledger.releases) else 0.0)
+    g = (pt.mu2_inline + (_weighted(g_mu2, pt.counts) if len(ledger.releases) else 0.0))[pieces]
     tol = KEY_REL_TOL * g + pt.mu2_abs_err
-    # 1. per signature (equal release counts) the pieces whose μ² can be the group's largest
-    grp = signature_groups(pt, ledger.releases)
-    n_groups = int(grp.max()) + 1
-    low = np.full(n_groups, -np.inf)
-    np.maximum.at(low, grp, g - tol)
-    cand = np.flatnonzero(g + tol >= low[grp])
-    # one representative per (group, float μ²) — a lexsort, not np.unique(axis=1) (slow)
-    ids, _ = column_groups(np.stack([grp[cand].astype(np.float64), g[cand]]))
+    # 1. float Pareto filter over (non-Gaussian counts by normal form, Gaussian μ²): drops
+    # only pieces surely dominated (within the keys' error bounds); equal pieces all stay
+    ints = np.zeros((pieces.size, n_cols), dtype=np.int64)
+    for i in np.flatnonzero(col >= 0).tolist():
+        ints[:, col[i]] += pt.counts[i, pieces]
+    cand = pareto_candidates(ints, g, tol)
+    # 2. one representative per (signature, float μ²): equal counts and μ² are one composition
+    counts = _form_counts(pt.counts[:, pieces[cand]], ledger.releases)
+    grp = column_groups(counts)[0] if counts.shape[0] else np.zeros(cand.size, dtype=np.int64)
+    ids, _ = column_groups(np.stack([grp.astype(np.float64), g[cand]]))
     _, first = np.unique(ids, return_index=True)
-    reps = cand[np.sort(first)]
-    # 2. float Pareto filter over (non-Gaussian counts by normal form, Gaussian μ²)
-    ints = np.zeros((reps.size, n_cols), dtype=np.int64)
-    nz = np.flatnonzero(col >= 0)
-    for i in nz.tolist():
-        ints[:, col[i]] += pt.counts[i, reps]
-    keep = reps[pareto_candidates(ints, g[reps], tol[reps])]
+    keep = pieces[cand[np.sort(first)]]
     # 3. exact compositions of the survivors, then the exact filter
-    return exact_front(list(dict.fromkeys(piece_compositions(ledger, pt, keep))))
+    comps = piece_compositions(ledger, pt, keep)
+    witness: dict[Composition, int] = {}
+    for c, p in zip(comps, keep.tolist()):
+        witness.setdefault(c, p)
+    return [(c, witness[c]) for c in exact_front(list(witness))]
 
 
 # -- worst reward ------------------------------------------------------------------------------

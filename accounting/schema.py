@@ -8,7 +8,10 @@ distinct per-reward composition of a ledger) by the pointwise maximum of each va
                            {δ: accountant};
 ``epsilon``                {accountant: {δ: ε or null}} for pure, gdp, rdp, pld;
 ``epsilon_status``         {accountant: {δ: status}};
-``composition``            the worst composition as [{release, count}].
+``composition``            one composition as [{release, count}], the largest by (pure ε, GDP μ²):
+                           a witness for reading, never the source of the values above (each
+                           is the maximum of its own; :func:`privacy_block_witnessed` names a
+                           witness for every number).
 
 Conventions: δ keys are ``repr(float(δ))`` and are read back with ``float()``; numbers are finite
 or null, with a status in {ok, not_applicable, unbounded, skipped:<reason>}; keys in a fixed
@@ -76,27 +79,56 @@ def _dedupe(compositions: Sequence[Composition]) -> list[Composition]:
 def privacy_block(compositions: Sequence[Composition], deltas: Sequence[float] = DEFAULT_DELTAS,
                   *, adaptive: bool = False, unbounded: bool = False) -> dict:
     """The privacy block of the pointwise maximum over ``compositions``."""
+    return privacy_block_witnessed(compositions, deltas, adaptive=adaptive,
+                                   unbounded=unbounded)[0]
+
+
+def _argmax(values: Sequence[float]) -> int:
+    return max(range(len(values)), key=lambda i: values[i])
+
+
+def privacy_block_witnessed(compositions: Sequence[Composition],
+                            deltas: Sequence[float] = DEFAULT_DELTAS, *, adaptive: bool = False,
+                            unbounded: bool = False) -> tuple[dict, dict[str, int]]:
+    """:func:`privacy_block` and, for each number it reports, a witness: the index into
+    ``compositions`` of one composition attaining that maximum.  Keys ``pure_epsilon``,
+    ``gdp_mu``, ``zcdp_rho``, ``epsilon.<accountant>.<δ>``, ``epsilon_at_delta.<δ>``; a number
+    that is not finite (or a block of one composition) names the first composition that
+    attains it.  Each number is the maximum of its own values: the witnesses of two numbers
+    may differ (issue 26 §1), and none of them is the source of the others' values."""
     deltas = parse_deltas(deltas)
-    comps = _dedupe(list(compositions))
+    given = list(compositions)
+    comps = _dedupe(given)
     if unbounded or not comps:
-        return _unbounded_block(deltas) if unbounded else privacy_block([Composition()], deltas)
+        block = _unbounded_block(deltas) if unbounded else privacy_block([Composition()], deltas)
+        return block, {}
+    first: dict[Composition, int] = {}
+    for i, c in enumerate(given):
+        first.setdefault(c, i)
+    idx = [first[c] for c in comps]
+    wit: dict[str, int] = {}
     out: dict[str, Any] = {}
-    pure = max(c.pure_epsilon() for c in comps)
-    out["pure_epsilon"], out["pure_epsilon_status"] = _finite_in(pure, comps, "pure")
+    pure = [c.pure_epsilon() for c in comps]
+    wit["pure_epsilon"] = idx[_argmax(pure)]
+    out["pure_epsilon"], out["pure_epsilon_status"] = _finite_in(max(pure), comps, "pure")
     if out["pure_epsilon"] is None and any(c.status("pure") == "not_applicable" for c in comps) \
             and not any(c.status("pure") == "unbounded" for c in comps):
         out["pure_epsilon_status"] = "not_applicable"      # an RDP / zCDP release: unknown
     mus = [c.gdp_mu() for c in comps]
     if any(c.status("gdp") == "unbounded" for c in comps):
         out["gdp_mu"], out["gdp_mu_status"] = None, "unbounded"
+        wit["gdp_mu"] = idx[next(i for i, c in enumerate(comps) if c.status("gdp") == "unbounded")]
     elif any(m is None for m in mus):
         out["gdp_mu"], out["gdp_mu_status"] = None, "not_applicable"
     else:
         out["gdp_mu"], out["gdp_mu_status"] = _finite_in(float(max(mus)), comps, "gdp")
+        wit["gdp_mu"] = idx[_argmax(mus)]
     rhos = [c.zcdp_rho() for c in comps]
     out["zcdp_rho"], out["zcdp_rho_status"] = _finite_in(max(rhos), comps, "zcdp")
+    wit["zcdp_rho"] = idx[_argmax(rhos)]
     if any(c.status("zcdp") == "not_applicable" for c in comps):
         out["zcdp_rho"], out["zcdp_rho_status"] = None, "not_applicable"
+        del wit["zcdp_rho"]
 
     best = BestAccountant()
     eps_best: dict[str, float | None] = {}
@@ -104,7 +136,9 @@ def privacy_block(compositions: Sequence[Composition], deltas: Sequence[float] =
     for d in deltas:
         vals = [best.epsilon_and_source(c, d, adaptive) if best.supports(c, adaptive) == OK
                 else (math.inf, "none") for c in comps]
-        value, source = max(vals, key=lambda v: v[0])
+        i = _argmax([v[0] for v in vals])
+        value, source = vals[i]
+        wit[f"epsilon_at_delta.{delta_key(d)}"] = idx[i]
         eps_best[delta_key(d)], _ = _finite(value)
         src[delta_key(d)] = (source if math.isfinite(value)
                              else "overflow" if source == "overflow" else "unbounded")
@@ -127,10 +161,12 @@ def privacy_block(compositions: Sequence[Composition], deltas: Sequence[float] =
                 table[name][k], status[name][k] = None, acc.supports_delta(d)
                 continue
             try:
-                value = max(acc.epsilon(c, d, adaptive) for c in comps)
+                per = [acc.epsilon(c, d, adaptive) for c in comps]
             except PldSkipped as exc:
                 table[name][k], status[name][k] = None, f"skipped:{exc}"
                 continue
+            value = max(per)
+            wit[f"epsilon.{name}.{k}"] = idx[_argmax(per)]
             table[name][k], status[name][k] = _finite(value)
             if math.isinf(value):            # supported, so finite in exact arithmetic
                 status[name][k] = OVERFLOW
@@ -138,7 +174,7 @@ def privacy_block(compositions: Sequence[Composition], deltas: Sequence[float] =
     out["epsilon_status"] = status
     worst = max(comps, key=lambda c: (c.pure_epsilon(), c.gdp_mu2()))
     out["composition"] = worst.to_json()
-    return out
+    return out, wit
 
 
 def _unbounded_block(deltas: Sequence[float]) -> dict:

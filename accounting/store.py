@@ -533,8 +533,14 @@ class LedgerStore:
         return led
 
     def status(self, deltas: Sequence[float] | None = None) -> dict:
-        """``{"records", "streams", "releases", "budget", "worst_reward", "privacy"}``; the
-        privacy block is ``compose --json``'s, for the worst reward's composition."""
+        """``{"records", "streams", "releases", "budget", "privacy", "compositions",
+        "worst_for", …}``.  The privacy block is ``compose --json``'s schema, each number the
+        maximum over every stored reward (through the store's maximal per-reward compositions,
+        as a run's realized block: issue 26 §1 — one reward picked by a scalar key can be far
+        from the worst in another number).  ``compositions``: those maximal compositions, each
+        with a reward that has it; ``worst_for``: for each number, the reward attaining it (a
+        witness: the numbers are not computed from it)."""
+        from dpledger.accounting.realized import realized_privacy_witnessed
         from dpledger.accounting.schema import SCHEMA_VERSION, parse_deltas, privacy_block
         deltas = parse_deltas(deltas)
         data = self.rows_array()
@@ -543,28 +549,52 @@ class LedgerStore:
         out["streams"] = _n_streams(data)
         out["releases"] = len(self._releases)
         out["budget"] = self.budget.to_json() if self.budget else None
-        worst, pt = self.worst_reward(deltas, data)
-        if worst is None:
-            out["worst_reward"] = None
+        maximal, pt = self.maximal_rewards(data)
+        if not maximal:
             out["privacy"] = privacy_block([], deltas, adaptive=True)
+            out["compositions"], out["worst_for"] = [], {}
             out["budget_spent"] = 0.0 if self.budget else None
             return out
-        ref = worst.reward
-        out["worst_reward"] = {"run": ref.run, "arm": ref.arm, "index": ref.index,
-                               "composition": worst.composition.to_json()}
         # a live client chooses every release from the history: fully adaptive composition,
         # so only accountants valid under adaptive parameters (no PLD unless all-Gaussian)
-        out["privacy"] = privacy_block([worst.composition], deltas, adaptive=True)
-        out["privacy_label"] = ("realized: the worst reward's composition so far, read as an "
+        block, wit = realized_privacy_witnessed([c for c, _ in maximal], deltas, adaptive=True)
+        out["privacy"] = block
+        out["privacy_label"] = ("realized: the maximum over every reward so far, read as an "
                                 "odometer (parameters chosen adaptively)"
                                 + ("; the budget is the filter's guarantee" if self.budget else ""))
+        out["compositions"] = [{"reward": ref, "composition": c.to_json()} for c, ref in maximal]
+        out["worst_for"] = {k: dict(maximal[i][1], composition=i) for k, i in sorted(wit.items())}
         if self.budget:
             out["budget_spent"] = max_spend(self, data, pieces=pt)[0]
         return out
 
+    def maximal_rewards(self, data: np.ndarray | None = None):
+        """(the maximal per-reward compositions of the stored rows, each with a reward
+        ``{"run", "arm", "index"}`` that has it; the piece totals they were found on).  Every
+        reward's composition is dominated by one of them, so each privacy number's maximum over
+        every reward is its maximum over these.  ``([], None)`` for an empty store."""
+        from dpledger.accounting import reward_queries as rq
+        from dpledger.accounting.ledger import RewardLedger
+        if data is None:
+            data = self.rows_array()
+        if data.shape[0] == 0:
+            return [], None
+        self._load_releases()
+        pt = rq.piece_totals_of_rows(data, len(self._releases))
+        if pt is not None:
+            led = RewardLedger.of_releases(self._releases)
+        else:                          # counts too large for the fast route: the ledger's own
+            led = self.to_ledger(data)
+            pt = rq.piece_totals(led)
+        pairs = rq.maximal_pieces(led, pt)
+        return [(c, {"run": int(pt.run[p]), "arm": int(pt.arm[p]), "index": int(pt.start[p])})
+                for c, p in pairs], pt
+
     def worst_reward(self, deltas: Sequence[float] = (1e-9,), data: np.ndarray | None = None):
-        """(the worst reward, the piece totals it was found on) of the stored rows (``data``:
-        a snapshot from :meth:`rows_array`); (None, None) for an empty store.  The fast route
+        """(the worst reward by the ledger's ranking key — pure ε, or GDP μ once a Gaussian is
+        present — and the piece totals it was found on); (None, None) for an empty store.  A
+        ranking for reading, not a privacy statement: :meth:`status` reports every number's
+        maximum over all rewards.  The fast route
         (:func:`~dpledger.accounting.reward_queries.worst_reward_of_rows`: one sort of the
         range ends, no ledger) unless it declines; then the ledger's own query."""
         from dpledger.accounting import reward_queries as rq

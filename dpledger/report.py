@@ -217,20 +217,38 @@ def realized_from_ledger(ledger, deltas: Sequence[float], adaptive: bool,
                       "index": worst.reward.index, "ranked_by": worst.currency}
     per_run = []
     worst_of_run = worst_rewards_by_run(ledger, run_indices, deltas)
+    maximal_of_run = maximal_by_run(ledger, run_indices)
     for run in run_indices:
         w = worst_of_run[run]
         entry = {"run": run, "pure_epsilon": None, "gdp_mu": None}
         if w is not None:
-            pe = w.composition.pure_epsilon()
+            # each number the maximum over the run's rewards (issue 26: the reward ranked
+            # worst by one key can have a smaller pure ε or μ than another reward)
+            run_comps = maximal_of_run[run]
+            pe = max(c.pure_epsilon() for c in run_comps)
             entry["pure_epsilon"] = pe if math.isfinite(pe) else None
-            entry["gdp_mu"] = w.composition.gdp_mu()
-            entry["worst_round"] = w.reward.round
+            mus = [c.gdp_mu() for c in run_comps]
+            entry["gdp_mu"] = None if any(m is None for m in mus) else max(mus)
+            entry["worst_round"] = w.reward.round       # the ranking's witness, for reading
             entry["worst_arm"] = w.reward.arm
         per_run.append(entry)
     realized = realized_block(comps, deltas, adaptive, worst_json, per_run)
     if fixed_table:             # fixed table: R mechanisms on one dataset
-        realized["across_runs"] = _across_runs(ledger, run_indices, deltas, adaptive)
+        realized["across_runs"] = _across_runs(maximal_of_run, run_indices, deltas)
     return realized
+
+
+def maximal_by_run(ledger, runs: Sequence[int]) -> dict[int, list[Composition]]:
+    """{run: the maximal compositions among that run's rewards} (pieces come in (run, arm)
+    order, so each run's pieces are found by one sort)."""
+    from dpledger.accounting.reward_queries import maximal_pieces
+    pt = ledger.piece_totals()
+    run = np.asarray(pt.run, dtype=np.int64)
+    order = np.argsort(run, kind="stable")
+    lo = np.searchsorted(run[order], np.asarray(list(runs), dtype=np.int64), side="left")
+    hi = np.searchsorted(run[order], np.asarray(list(runs), dtype=np.int64), side="right")
+    return {r: [c for c, _ in maximal_pieces(ledger, pt, order[a:b])]
+            for r, a, b in zip(runs, lo.tolist(), hi.tolist())}
 def _rng_block(res) -> dict:
     """``rng`` only when the bit source is not the seeded generator (``--rng os``): the run is
     then not reproducible and says so (``seed`` is null; ``verify --resimulate`` cannot apply)."""
@@ -254,17 +272,19 @@ def _ledger_block(ledger, res) -> dict:
     return block
 
 
-def _across_runs(ledger, runs, deltas, adaptive) -> dict:
+def _across_runs(maximal_of_run: dict[int, list[Composition]], runs, deltas) -> dict:
     """On a fixed table every run reads the same rows: a row's privacy across R runs composes
-    the R per-run compositions.  Bounded here by composing each run's worst composition (a
-    valid upper bound for every row)."""
+    the R per-run compositions.  Bounded here by composing, for each run, the element-wise
+    maximum of its maximal compositions (it dominates every reward of the run in every
+    currency, so the sum dominates every row; a run's single worst reward by one ranking key
+    would not — issue 26)."""
+    from dpledger.accounting.realized import elementwise_max
     parts = []
-    worst_of_run = worst_rewards_by_run(ledger, runs, deltas)
     for run in runs:
-        w = worst_of_run[run]
-        if w is not None:
-            parts.extend(w.composition.items)
+        if maximal_of_run[run]:
+            parts.extend(elementwise_max(maximal_of_run[run]).items)
     comp = Composition.of(parts) if parts else Composition()
     block = privacy_block([comp], deltas, adaptive=True)
-    block["label"] = "upper bound: every run's worst composition composed"
+    block["label"] = ("upper bound: for every run, the element-wise maximum of its rewards' "
+                      "compositions, composed across runs")
     return block

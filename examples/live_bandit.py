@@ -154,7 +154,8 @@ def main(argv=None) -> dict:
     with open(run_json) as fh:
         cert = json.load(fh)["privacy"]["certificate"]
     agree = {
-        "composition": status["worst_reward"]["composition"] == cert["composition"],
+        "composition": [c["composition"] for c in status["compositions"]]
+        == [cert["composition"]],
         "pure_epsilon": status["privacy"]["pure_epsilon"] == cert["pure_epsilon"],
         "rdp": status["privacy"]["epsilon"]["rdp"] == cert["epsilon"]["rdp"],
         "verify": ver.returncode == 0,

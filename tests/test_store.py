@@ -77,14 +77,21 @@ def test_store_matches_brute_force(tmp_path_factory, ops, batch):
         assert float(st_.values[j]) <= float(exact) * (1 + 1e-12)
     status = store.status([1e-6])
     assert status["records"] == len(recs)
-    w = status["worst_reward"]
-    worst = Composition.from_json(w["composition"])
-    assert worst == Composition.of(brute[(w["run"], w["arm"], w["index"])])
     comps = [Composition.of(p) for p in brute.values()]
-    if any(isinstance(rel, GaussianRelease) for *_, rel, _c in recs):     # the ledger's rule:
-        assert worst.gdp_mu2() == max(c.gdp_mu2() for c in comps)         # worst by μ ...
-    else:
-        assert worst.pure_epsilon() == max(c.pure_epsilon() for c in comps)   # ... or by ε
+    # every number is the brute-force maximum over every reward; each witness has it
+    assert status["privacy"]["pure_epsilon"] == _finite_or_none(max(c.pure_epsilon()
+                                                                    for c in comps))
+    mu2 = max(c.gdp_mu2() for c in comps)
+    for key, w in status["worst_for"].items():
+        have = Composition.of(brute[(w["run"], w["arm"], w["index"])])
+        assert Composition.from_json(status["compositions"][w["composition"]]["composition"]) \
+            == have
+        if key == "pure_epsilon":
+            assert have.pure_epsilon() == max(c.pure_epsilon() for c in comps)
+        if key == "zcdp_rho":
+            assert have.zcdp_rho() == max(c.zcdp_rho() for c in comps)
+    assert any(c.gdp_mu2() == mu2 for c in
+               (Composition.from_json(x["composition"]) for x in status["compositions"]))
     from dpledger.accounting.numerics import float_up
     assert status["budget_spent"] == float_up(max(
         sum(Fraction(unit_cost("zcdp", rel)) * c for rel, c in p) for p in brute.values()))
@@ -102,15 +109,18 @@ wide_ops = st.lists(st.tuples(st.sampled_from([0, 1, 5]),
                     min_size=1, max_size=30)
 
 
+def _finite_or_none(x):
+    return x if np.isfinite(x) else None
+
+
 def _ledger_route(store, deltas):
-    """The worst reward, its privacy block and the largest spend by the general route:
-    the stored rows in a RewardLedger and the ledger's own queries."""
-    from dpledger.accounting.schema import privacy_block
+    """The maximal compositions, their realized privacy block and the largest spend by the
+    general route: the stored rows in a RewardLedger and the ledger's own queries."""
+    from dpledger.accounting.realized import realized_privacy
     data = store.rows_array()
     led = store.to_ledger(data)
-    w = led.worst_reward(deltas)
-    return (w.reward.run, w.reward.arm, w.reward.index), w.composition, \
-        privacy_block([w.composition], deltas, adaptive=True), \
+    comps = led.maximal_compositions()
+    return comps, realized_privacy(comps, deltas, adaptive=True), \
         (max_spend(store, data, led)[0] if store.budget else None)
 
 
@@ -136,12 +146,15 @@ def test_fast_status_equals_ledger_route(tmp_path_factory, ops, budget, deltas):
     store.append_many([(r, a, s, s + ln, pool[k], 1 if budget and c > 3 else c)
                        for r, a, s, ln, k, c in ops])       # 2^52 releases overflow a budget
     st_ = store.status(deltas)
-    where, comp, block, spent = _ledger_route(store, deltas)
-    w = st_["worst_reward"]
-    assert (w["run"], w["arm"], w["index"]) == where
-    assert Composition.from_json(w["composition"]) == comp
+    comps, block, spent = _ledger_route(store, deltas)
+    assert [Composition.from_json(x["composition"]) for x in st_["compositions"]] == comps
     assert st_["privacy"] == block
     assert st_.get("budget_spent") == spent
+    led = store.to_ledger()
+    for x in st_["compositions"]:            # each witness reward has its composition
+        r = x["reward"]
+        assert led.composition_of(r["run"], r["arm"], r["index"]) == \
+            Composition.from_json(x["composition"])
     store.close()
 
 
@@ -394,7 +407,10 @@ def test_arms_below_2_20(tmp_path):
     s.append(arm=(1 << 20) - 1, start=0, stop=2, release=lap)
     s.append(arm=0, start=1, stop=3, release=lap, run=1)
     st_ = s.status([1e-6])
-    assert Composition.from_json(st_["worst_reward"]["composition"]) == Composition.of([lap])
+    assert [Composition.from_json(x["composition"]) for x in st_["compositions"]] \
+        == [Composition.of([lap])]
+    assert {(x["reward"]["run"], x["reward"]["arm"]) for x in st_["compositions"]} <= \
+        {(0, (1 << 20) - 1), (1, 0)}
     s.close()
     assert verify_store(path) == []
     import hashlib
@@ -422,7 +438,7 @@ def test_cli_round_trip(tmp_path):
     st_ = json.loads(r.stdout)
     assert st_["records"] == 2 and st_["streams"] == 1
     comp = Composition.of([(GaussianRelease.from_mu(0.5), 2), (LaplaceRelease.from_epsilon(0.1), 1)])
-    assert Composition.from_json(st_["worst_reward"]["composition"]) == comp
+    assert [Composition.from_json(x["composition"]) for x in st_["compositions"]] == [comp]
     assert set(json.loads(_cli("compose", "--json", "gaussian:mu=0.5,count=2", "laplace:eps=0.1",
                                "--delta", "1e-6").stdout)) <= set(st_["privacy"])
     assert st_["privacy"]["zcdp_rho"] == comp.zcdp_rho()
@@ -557,7 +573,7 @@ def test_counts_past_2_to_the_53_are_summed_exactly(tmp_path):
         s.append(0, 0, 1, g, count=1)
         status = s.status()
         led = s.to_ledger()
-    assert [c["count"] for c in status["worst_reward"]["composition"]] == [2 ** 53 + 1]
+    assert [c["count"] for c in status["compositions"][0]["composition"]] == [2 ** 53 + 1]
     assert [c for _, c in led.worst_reward().composition.items] == [2 ** 53 + 1]
 
 

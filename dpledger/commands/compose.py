@@ -73,13 +73,21 @@ def _cell(value, status) -> str:
 
 
 def format_block(comp: Composition, block: dict) -> str:
-    lines = ["composition:"]
+    return format_composition(comp, "composition:") + format_numbers(block)
+
+
+def format_composition(comp: Composition, title: str, indent: str = "  ") -> str:
+    lines = [title] if title else []
     for r, c in comp.items:
         params = ", ".join(f"{k}={v!r}" for k, v in release_to_json(r).items() if k != "kind")
-        lines.append(f"  {c} × {r.kind}({params})")
-    lines.append(f"pure ε = {_cell(block['pure_epsilon'], block['pure_epsilon_status'])}   "
-                 f"GDP μ = {_cell(block['gdp_mu'], block['gdp_mu_status'])}   "
-                 f"zCDP ρ = {_cell(block['zcdp_rho'], block['zcdp_rho_status'])}")
+        lines.append(f"{indent}{c} × {r.kind}({params})")
+    return "\n".join(lines) + "\n"
+
+
+def format_numbers(block: dict) -> str:
+    lines = [f"pure ε = {_cell(block['pure_epsilon'], block['pure_epsilon_status'])}   "
+             f"GDP μ = {_cell(block['gdp_mu'], block['gdp_mu_status'])}   "
+             f"zCDP ρ = {_cell(block['zcdp_rho'], block['zcdp_rho_status'])}"]
     header = ["δ"] + list(ACCOUNTANT_ORDER) + ["best"]
     rows = []
     for k, best in block["epsilon_at_delta"].items():

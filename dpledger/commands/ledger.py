@@ -96,22 +96,64 @@ def run_status(args: argparse.Namespace) -> int:
     return 0
 
 
+_NUMBER_NAMES = {"pure_epsilon": "pure ε", "gdp_mu": "GDP μ", "zcdp_rho": "zCDP ρ"}
+
+
+def _number_name(key: str) -> str:
+    """A ``worst_for`` key in words: ``epsilon.rdp.1e-09`` → ``ε(δ=1e-09) rdp``."""
+    if key in _NUMBER_NAMES:
+        return _NUMBER_NAMES[key]
+    kind, _, rest = key.partition(".")
+    if kind == "epsilon_at_delta":
+        return f"ε(δ={rest}) best"
+    acc, _, d = rest.partition(".")
+    return f"ε(δ={d}) {acc}"
+
+
+def _number_order(key: str) -> tuple:
+    """pure ε, GDP μ, zCDP ρ, then ε(δ) by δ, accountant (in the table's order), best last."""
+    from dpledger.accounting.schema import ACCOUNTANT_ORDER
+    if key in _NUMBER_NAMES:
+        return (0, list(_NUMBER_NAMES).index(key))
+    kind, _, rest = key.partition(".")
+    if kind == "epsilon_at_delta":
+        return (1, -float(rest), len(ACCOUNTANT_ORDER))
+    acc, _, d = rest.partition(".")
+    return (1, -float(d), ACCOUNTANT_ORDER.index(acc))
+
+
 def format_status(st: dict) -> str:
     from dpledger.accounting.composition import Composition
-    from dpledger.commands.compose import format_block
+    from dpledger.commands.compose import format_composition, format_numbers
     lines = [f"records: {st['records']}   streams: {st['streams']}   "
              f"distinct releases: {st['releases']}"]
     b = st["budget"]
     if b:
         lines.append(f"budget: {b['currency']} limit {b['limit']!r}; worst spend "
                      f"{st['budget_spent']!r}")
-    w = st["worst_reward"]
-    if w is None:
+    comps = st["compositions"]
+    if not comps:
         lines.append("no releases recorded")
         return "\n".join(lines) + "\n"
-    lines.append(f"worst reward: run {w['run']}, arm {w['arm']}, observation {w['index']}")
-    text = "\n".join(lines) + "\n"
-    return text + format_block(Composition.from_json(w["composition"]), st["privacy"])
+    n = len(comps)
+    lines.append("privacy: each number is its maximum over every reward ("
+                 + (f"{n} maximal per-reward compositions; every other reward's is "
+                    "dominated by one of them)"
+                    if n > 1 else "one maximal per-reward composition dominates every reward's)"))
+    text = "\n".join(lines) + "\n" + format_numbers(st["privacy"])
+    for what, label in (st["privacy"].get("upper_bounds") or {}).items():
+        text += f"  {what} is an upper bound ({label.removeprefix('bound: ')})\n"
+    by_comp: dict[int, list[str]] = {}
+    for key, w in sorted(st["worst_for"].items(), key=lambda kv: _number_order(kv[0])):
+        by_comp.setdefault(w["composition"], []).append(_number_name(key))
+    text += "worst reward for each number (a reward attaining it; rewards count from 0):\n"
+    for i, names in sorted(by_comp.items()):
+        r = comps[i]["reward"]
+        text += (f"  run {r['run']}, arm {r['arm']}, observation {r['index']}: "
+                 + ", ".join(names) + "\n")
+        text += format_composition(Composition.from_json(comps[i]["composition"]), "",
+                                   indent="      ")
+    return text
 
 
 # -- verify / curve / show on a store -------------------------------------------------------
@@ -146,18 +188,20 @@ def _verify(args) -> int:
 
 
 def store_report(path: str, which: str) -> dict | None:
-    """A store's worst reward as the privacy block ``curve`` reads from a run.json (its
-    realized composition; a store has no certificate), or None when nothing is recorded."""
+    """A store's rewards as the privacy block ``curve`` reads from a run.json: every maximal
+    per-reward composition (``curve`` takes each accountant's maximum over them, so every
+    point of a curve is the maximum over all rewards; a store has no certificate), or None when
+    nothing is recorded."""
     from dpledger.accounting.store import LedgerStore
     if which not in ("both", "realized"):
         raise DpledgerError("a ledger store has no certificate: use --which realized")
     with LedgerStore.open(path, readonly=True) as store:
-        st = store.status()
-    if st["worst_reward"] is None:
+        maximal, _ = store.maximal_rewards()
+    if not maximal:
         return None
     return {"privacy": {"realized": {"label": "store: fully adaptive parameters (an odometer "
                                               "reading)",
-                                     "compositions": [st["worst_reward"]["composition"]]}},
+                                     "compositions": [c.to_json() for c, _ in maximal]}},
             "policy": {"name": path}}
 
 
@@ -174,7 +218,7 @@ def _show(args) -> int:
         st = store.status()
         pt, values, name, limit = per_reward_values(store, data)
     sys.stdout.write(format_status(st))
-    if st["worst_reward"] is None:
+    if not st["compositions"]:
         if args.plot is not None:
             sys.stdout.write(f"nothing to plot: {args.plot} not written\n")
         return 0
@@ -193,9 +237,10 @@ def _show(args) -> int:
                          "written)\n")
         return 0
     from dpledger.plots import plot_store_rewards
-    w = st["worst_reward"]
+    top = int(np.argmax(np.where(finite, values, -np.inf)))    # the plotted number's worst
     plot_store_rewards(pt.run[finite], pt.arm[finite], pt.start[finite], pt.stop[finite],
-                       values[finite], (w["run"], w["arm"], w["index"]), limit, args.plot,
+                       values[finite], (int(pt.run[top]), int(pt.arm[top]),
+                                        int(pt.start[top])), limit, args.plot,
                        f"per-reward {name}", f"{args.file}: per-reward privacy "
                        f"({st['records']} records)")
     sys.stdout.write(f"wrote {args.plot}\n")
