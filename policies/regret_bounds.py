@@ -66,6 +66,7 @@ class RegretBound:
     formula: str
     assumes: tuple[str, ...]
     quantity: str = "regret"         # regret | epsilon
+    epsilon: float | None = None     # the ε it was evaluated at (None: it does not depend on ε)
     order_term: float | None = None  # order_only: the argument of O(·), a shape, not a bound
     terms: tuple[float, ...] = ()    # per suboptimal arm: its part of the sum / its threshold
     unmet: tuple[str, ...] = ()      # assumptions not met here (value is None then)
@@ -84,10 +85,18 @@ class RegretBound:
         return not self.unmet
 
     @property
+    def source(self) -> str:
+        """Short paper name (first author et al. beyond two), theorem and equation."""
+        name = self.paper.split(" (")[0]
+        if name.count(",") >= 1:
+            name = f"{name.split(',')[0]} et al. {name.rsplit(' ', 1)[-1]}"
+        eq = "" if self.equation == UNNUMBERED else f", {self.equation}"
+        return f"{name}, {self.theorem}{eq}"
+
+    @property
     def label(self) -> str:
-        """Paper and theorem, with "(asymptotic)" where the statement is one."""
-        text = f"{self.paper.split(' (')[0]}, {self.theorem}"
-        return text + (" (asymptotic)" if self.status == "asymptotic" else "")
+        """:attr:`source`, with "(asymptotic)" where the statement is one (plot legends)."""
+        return self.source + (" (asymptotic)" if self.status == "asymptotic" else "")
 
     def to_json(self) -> dict:
         """A JSON-ready dict; a non-finite number becomes null with a note (JSON has no ∞)."""
@@ -209,8 +218,8 @@ def azize_basu_2022_minimax(K: int, T: int, epsilon: float = math.inf) -> Regret
         "Theorem 2", "eq. (3)", "max{√(T(K−1))/27, (K−1)/(131ε)}",
         ("ε-global DP policy" if math.isfinite(epsilon) else "any policy (ε = ∞: the "
          "non-private term)", "K > 1, T ≥ K − 1",
-         "the worst instance of the family (sup over environments), not this instance")),
-        unmet)
+         "the worst instance of the family (sup over environments), not this instance"),
+        epsilon=epsilon if math.isfinite(epsilon) else None), unmet)
 
 
 def azize_basu_2022_minimax_threshold(K: int, T: int, epsilon: float | None = None) -> RegretBound:
@@ -219,11 +228,12 @@ def azize_basu_2022_minimax_threshold(K: int, T: int, epsilon: float | None = No
     K, T = check_count("K", K, minimum=2), _horizon(T)
     value = 131.0 / 27.0 * math.sqrt((K - 1) / T)
     notes = () if epsilon is None else (
-        f"ε = {_eps(epsilon):g} is {'high' if epsilon < value else 'low'} privacy",)
+        f"ε = {_eps(epsilon):g}: {'high' if epsilon < value else 'low'} privacy",)
     return RegretBound("azize-basu-2022/thm2-threshold", "threshold", "regime",
                        "exact_constants", value, AZIZE_BASU_2022, "Theorem 2 (consequences)",
                        "eq. (3)", "ε* = (131/27)·√((K−1)/T)",
-                       ("the minimax bound of eq. (3)",), quantity="epsilon", notes=notes)
+                       ("the minimax bound of eq. (3)",), quantity="epsilon", notes=notes,
+                       epsilon=epsilon)
 
 
 def azize_basu_2022_problem_dependent(instance, T: int, epsilon: float) -> RegretBound:
@@ -240,7 +250,7 @@ def azize_basu_2022_problem_dependent(instance, T: int, epsilon: float) -> Regre
         "liminf Reg_T / ln T ≥ Σ_a Δ_a / min(d_inf(P_a, μ*), 6ε·t_inf(P_a, μ*))",
         ("consistent ε-global DP policy over the family", "reward distributions with finite "
          "means", "T → ∞ (a slope, not a finite-T bound)"),
-        terms=terms, notes=notes)
+        terms=terms, notes=notes, epsilon=epsilon)
 
 
 _FAMILY_NOTE = {
@@ -253,19 +263,30 @@ _FAMILY_NOTE = {
 }
 
 
-def azize_basu_2022_thresholds(instance) -> RegretBound:
+def _regimes(gaps: Sequence[ArmGap], terms: Sequence[float],
+             epsilon: float | None) -> tuple[str, ...]:
+    """A note saying which arms ``epsilon`` leaves in the high-privacy regime."""
+    if epsilon is None:
+        return ()
+    high = [g.arm for g, t in zip(gaps, terms) if _eps(epsilon) < t]
+    return (f"ε = {epsilon:g}: " + ("low privacy for every arm" if not high else
+                                    "high privacy for arm" + ("s " if len(high) > 1 else " ")
+                                    + ", ".join(map(str, high))),)
+
+
+def azize_basu_2022_thresholds(instance, epsilon: float | None = None) -> RegretBound:
     """The per-arm regime thresholds of Theorem 3 (consequence 3): arm a is in the low-privacy
     regime (privacy costs nothing in eq. (4)) for ε ≥ d_inf/(6·t_inf), high privacy below.
     ``value`` is the largest, above which the whole bound equals the non-private one."""
     inst = _instance(instance)
-    terms = tuple(g.d_inf / (6.0 * g.t_inf) if g.t_inf > 0 else math.inf
-                  for g in _suboptimal(inst))
+    gaps = _suboptimal(inst)
+    terms = tuple(g.d_inf / (6.0 * g.t_inf) if g.t_inf > 0 else math.inf for g in gaps)
     return RegretBound("azize-basu-2022/thm3-thresholds", "threshold", "regime",
                        "exact_constants", max(terms), AZIZE_BASU_2022,
                        "Theorem 3 (consequence 3)", "eq. (4)",
                        "ε_a = d_inf(P_a, μ*)/(6·t_inf(P_a, μ*)); the bound is non-private for "
                        "ε ≥ max_a ε_a", ("the bound of eq. (4)",), quantity="epsilon",
-                       terms=terms)
+                       terms=terms, notes=_regimes(gaps, terms, epsilon), epsilon=epsilon)
 
 
 def azize_basu_2022_linear_minimax(d: int, T: int, epsilon: float = math.inf) -> RegretBound:
@@ -280,7 +301,7 @@ def azize_basu_2022_linear_minimax(d: int, T: int, epsilon: float = math.inf) ->
         ("linear bandit, actions A = [−1, 1]^d, parameters Θ = ℝ^d",
          "rewards ⟨A_t, θ⟩ + N(0, 1) noise",
          "ε-global DP policy" if math.isfinite(epsilon) else "any policy (ε = ∞)",
-         "the worst θ, not a given one"))
+         "the worst θ, not a given one"), epsilon=epsilon if math.isfinite(epsilon) else None)
 
 
 def azize_basu_2022_linear_threshold(T: int) -> RegretBound:
@@ -301,10 +322,11 @@ def azize_2025_lower(instance, T: int, epsilon: float) -> RegretBound:
     inst, T, epsilon = _instance(instance), _horizon(T), _eps(epsilon)
     base = RegretBound(
         "azize-2025/lower", "lower", "problem-dependent", "asymptotic", None, AZIZE_2025,
-        "Theorem 1 (as stated in the first author's slides)", UNNUMBERED,
+        "Theorem 1", UNNUMBERED,
         "liminf Reg_T / ln T ≥ Σ_a Δ_a / d_ε(μ_a, μ*), d_ε(x, y) = inf_z ε|z − x| + kl(z, y)",
         ("consistent ε-global DP policy", "Bernoulli rewards", "T → ∞"),
-        notes=("the paper's body was not read; statement from the first author's slides",))
+        notes=("the paper's body was not read; statement from the first author's slides",),
+        epsilon=epsilon)
     unmet = _bernoulli_only(inst)
     if unmet:
         return _with(base, unmet)
@@ -316,12 +338,12 @@ def azize_2025_lower(instance, T: int, epsilon: float) -> RegretBound:
     return replace(base, value=sum(terms) * math.log(T), terms=terms)
 
 
-def azize_2025_thresholds(instance) -> RegretBound:
+def azize_2025_thresholds(instance, epsilon: float | None = None) -> RegretBound:
     """The per-arm regime thresholds of the d_ε bound (the slides): d_ε(μ_a, μ*) = kl(μ_a, μ*)
     — privacy is free for arm a — iff ε ≥ logit(μ*) − logit(μ_a).  Bernoulli only."""
     inst = _instance(instance)
     base = RegretBound("azize-2025/thresholds", "threshold", "regime", "exact_constants", None,
-                       AZIZE_2025, "Theorem 1 (regimes, as in the slides)", UNNUMBERED,
+                       AZIZE_2025, "Theorem 1 (regimes)", UNNUMBERED,
                        "ε_a = logit(μ*) − logit(μ_a) = ln(μ*/μ_a) + ln((1−μ_a)/(1−μ*))",
                        ("Bernoulli rewards",), quantity="epsilon")
     unmet = _bernoulli_only(inst)
@@ -332,8 +354,10 @@ def azize_2025_thresholds(instance) -> RegretBound:
 
     def logit(p: float) -> float:
         return math.inf if p >= 1 else -math.inf if p <= 0 else math.log(p) - math.log1p(-p)
-    terms = tuple(logit(mu) - logit(g.mean) for g in _suboptimal(inst))
-    return replace(base, value=max(terms), terms=terms)
+    gaps = _suboptimal(inst)
+    terms = tuple(logit(mu) - logit(g.mean) for g in gaps)
+    return replace(base, value=max(terms), terms=terms, notes=_regimes(gaps, terms, epsilon),
+                   epsilon=epsilon)
 
 
 def lai_robbins(instance, T: int) -> RegretBound:
@@ -344,19 +368,20 @@ def lai_robbins(instance, T: int) -> RegretBound:
     c, terms = distinguishability_constant(_suboptimal(inst), math.inf)
     return RegretBound("lai-robbins-1985", "lower", "problem-dependent", "asymptotic",
                        c * math.log(T), "Lai & Robbins 1985 (Adv. Appl. Math. 6)",
-                       "the ε → ∞ limit of Azize & Basu 2022, Theorem 3", "eq. (4)",
+                       "non-private lower bound", UNNUMBERED,
                        "liminf Reg_T / ln T ≥ Σ_a Δ_a / d_inf(P_a, μ*)",
                        ("consistent policy over the family", "T → ∞"), terms=terms,
-                       notes=(f"family {inst.family}: " + _FAMILY_NOTE[inst.family],))
+                       notes=("Azize & Basu 2022, eq. (4) at ε = ∞",
+                              f"family {inst.family}: " + _FAMILY_NOTE[inst.family]))
 
 
 # ---- upper bounds ------------------------------------------------------------------------------
 
 def _upper(key, scope, status, value, paper, theorem, formula, assumes, *, order_term=None,
-           terms=(), notes=(), equation=UNNUMBERED) -> RegretBound:
+           terms=(), notes=(), equation=UNNUMBERED, epsilon=None) -> RegretBound:
     return RegretBound(key, "upper", scope, status, value, paper, theorem, equation, formula,
                        tuple(assumes), order_term=order_term, terms=tuple(terms),
-                       notes=tuple(notes))
+                       notes=tuple(notes), epsilon=epsilon)
 
 
 def hu_hegde_2022_dp_ts(instance, T: int, epsilon: float) -> RegretBound:
@@ -369,7 +394,7 @@ def hu_hegde_2022_dp_ts(instance, T: int, epsilon: float) -> RegretBound:
     return _upper("hu-hegde-2022/thm2", "problem-dependent", "order_only", None, HU_HEGDE_2022,
                   "Theorem 2", "Σ_j O(max{log T/Δ_j, (log T/ε)·log(log T/(ε·Δ_j))}), log = log₂",
                   ("rewards in [0, 1]", "DP-TS (Algorithm 1)"), order_term=sum(terms),
-                  terms=terms)
+                  terms=terms, epsilon=epsilon)
 
 
 def hu_hegde_2022_dp_ts_minimax(K: int, T: int, epsilon: float) -> RegretBound:
@@ -382,7 +407,8 @@ def hu_hegde_2022_dp_ts_minimax(K: int, T: int, epsilon: float) -> RegretBound:
     return _upper("hu-hegde-2022/thm2-minimax", "minimax", "order_only", None, HU_HEGDE_2022,
                   "Theorem 2, remark (c)",
                   "O(√(K·T·log T) + (K·log T/ε)·log(√(T·log T)/√(K·ε))), log = log₂",
-                  ("rewards in [0, 1]", "DP-TS (Algorithm 1)"), order_term=term)
+                  ("rewards in [0, 1]", "DP-TS (Algorithm 1)"), order_term=term,
+                  epsilon=epsilon)
 
 
 def hu_hegde_2022_lazy_dp_ts(instance, T: int, epsilon: float) -> RegretBound:
@@ -394,7 +420,7 @@ def hu_hegde_2022_lazy_dp_ts(instance, T: int, epsilon: float) -> RegretBound:
     return _upper("hu-hegde-2022/thm4", "problem-dependent", "order_only", None, HU_HEGDE_2022,
                   "Theorem 4", "Σ_j O(log T / min{ε, Δ_j}), log = log₂",
                   ("rewards in [0, 1]", "Lazy-DP-TS (Algorithm 2)"), order_term=sum(terms),
-                  terms=terms)
+                  terms=terms, epsilon=epsilon)
 
 
 def hu_hegde_2022_lazy_dp_ts_minimax(K: int, T: int, epsilon: float) -> RegretBound:
@@ -405,7 +431,7 @@ def hu_hegde_2022_lazy_dp_ts_minimax(K: int, T: int, epsilon: float) -> RegretBo
     return _upper("hu-hegde-2022/thm4-minimax", "minimax", "order_only", None, HU_HEGDE_2022,
                   "Theorem 4, remark (b)", "O(√(K·T·log T) + K·log T/ε), log = log₂",
                   ("rewards in [0, 1]", "Lazy-DP-TS (Algorithm 2)"),
-                  order_term=math.sqrt(K * T * L) + K * L / epsilon)
+                  order_term=math.sqrt(K * T * L) + K * L / epsilon, epsilon=epsilon)
 
 
 def hu_2025_dp_ts_ucb(instance, T: int, alpha: float) -> RegretBound:
@@ -452,7 +478,7 @@ def mishra_thakurta_2015_dp_ucb(instance, T: int, epsilon0: float, gamma: float,
                    ("rewards in [0, 1]", "Algorithm 1 with the printed width Γ/n",
                     "per-tree budget ε0 = ε/k (k/ε = 1/ε0)"), order_term=sum(terms),
                    terms=terms, notes=("its proof (Lemma 6) gives E[n_a(T)] ≤ 8Γ/Δ_a² + ζ, "
-                                       "ζ an unstated constant",))
+                                       "ζ an unstated constant",), epsilon=epsilon0)
     return _with(bound, [] if printed else ["the printed confidence width (this policy uses "
                                             "width=experimental, outside the theorem)"])
 
@@ -478,7 +504,8 @@ def mishra_thakurta_2015_private_ts(instance, T: int, epsilon: float,
     return _with(_upper("mishra-thakurta-2015/thm8", "problem-dependent", "order_only", None,
                         MISHRA_THAKURTA_2015, "Theorem 8", "O(k·log³T/(Δ²·ε²)), Δ = μ_(1) − μ_(2)",
                         ("rewards in [0, 1] (Bernoulli in the analysis)",
-                         "T ≥ 8·max{log₂(1/Δ), 1}", "ε < 1"), order_term=term), unmet)
+                         "T ≥ 8·max{log₂(1/Δ), 1}", "ε < 1"), order_term=term,
+                        epsilon=epsilon), unmet)
 
 
 def ou_2024_ts_gaussian(instance, T: int) -> RegretBound:
@@ -532,7 +559,8 @@ def azize_basu_2022_adap_ucb(instance, T: int, epsilon: float, alpha: float) -> 
                         sum(terms), AZIZE_BASU_2022, "Theorem 7",
                         "Σ_a (16α/min{Δ_a, ε}·ln T + 3α/(α − 3))",
                         ("rewards in [0, 1]", "α > 3"), terms=terms,
-                        notes=("an earlier draft prints the additive term α/(α − 3)",)), unmet)
+                        notes=("an earlier draft prints the additive term α/(α − 3)",),
+                        epsilon=epsilon), unmet)
 
 
 def azize_basu_2022_adap_klucb(instance, T: int, epsilon: float, alpha: float) -> RegretBound:
@@ -548,7 +576,7 @@ def azize_basu_2022_adap_klucb(instance, T: int, epsilon: float, alpha: float) -
                         AZIZE_BASU_2022, "Theorem 8",
                         "Σ_a (C1(α)·Δ_a/min{d_inf(μ_a, μ*), C2·ε·Δ_a}·ln T + 3α/(α − 3)), "
                         "C1(α), C2 not given", ("Bernoulli rewards", "α > 3"),
-                        order_term=sum(terms), terms=terms), unmet)
+                        order_term=sum(terms), terms=terms, epsilon=epsilon), unmet)
 
 
 def azize_basu_2022_adap_minimax(K: int, T: int, epsilon: float) -> RegretBound:
@@ -557,9 +585,9 @@ def azize_basu_2022_adap_minimax(K: int, T: int, epsilon: float) -> RegretBound:
     K, T, epsilon = check_count("K", K, minimum=2), _horizon(T), _eps(epsilon)
     lnT = math.log(T)
     return _upper("azize-basu-2022/adap-minimax", "minimax", "order_only", None,
-                  AZIZE_BASU_2022, "Appendix E.4 (stated after Theorem 8)",
+                  AZIZE_BASU_2022, "Appendix E.4",
                   "O(√(K·T·ln T) + K·ln T/ε)", ("rewards in [0, 1]", "α > 3"),
-                  order_term=math.sqrt(K * T * lnT) + K * lnT / epsilon)
+                  order_term=math.sqrt(K * T * lnT) + K * lnT / epsilon, epsilon=epsilon)
 
 
 def azize_2025_upper(instance, T: int, epsilon: float, alpha: float,
@@ -571,12 +599,12 @@ def azize_2025_upper(instance, T: int, epsilon: float, alpha: float,
     alpha = check_positive("α", alpha)
     unmet = _bernoulli_only(inst) + ([] if alpha > 1 else [f"α > 1 (α = {alpha:g})"])
     base = _upper(f"azize-2025/{variant.lower()}", "problem-dependent", "asymptotic", None,
-                  AZIZE_2025, f"regret theorem for {variant} (as stated in the first author's "
-                  "slides)" if variant == "DP-KLUCB" else
-                  f"Theorem 2 for {variant} (as summarised)",
+                  AZIZE_2025, f"Theorem 2 ({variant})",
                   "Reg_T ≤ α·Σ_a Δ_a·ln T/d_ε(μ_a, μ*) + o(ln T)",
                   ("Bernoulli rewards", "α > 1", "T → ∞ (o(ln T) not explicit)"),
-                  notes=("the paper's body was not read",))
+                  notes=("the paper's body was not read: stated for DP-KLUCB in the first "
+                         "author's slides, for both algorithms in a summary's Theorem 2",),
+                  epsilon=epsilon)
     if unmet:
         return _with(base, unmet)
     from dataclasses import replace
@@ -594,7 +622,7 @@ def sajed_sheffet_2019_dp_se(instance, T: int, epsilon: float) -> RegretBound:
     return _upper("sajed-sheffet-2019", "problem-dependent", "order_only", None,
                   "Sajed & Sheffet 2019 (ICML)", "regret bound (quoted in Azize & Basu 2022, "
                   "Table 1)", "O(K·ln T/ε + Σ_a ln T/Δ_a)", ("rewards in [0, 1]",),
-                  order_term=term)
+                  order_term=term, epsilon=epsilon)
 
 
 def hu_huang_mehta_2021_anytime_lazy_ucb(instance, T: int, epsilon: float) -> RegretBound:
@@ -607,7 +635,8 @@ def hu_huang_mehta_2021_anytime_lazy_ucb(instance, T: int, epsilon: float) -> Re
                   "Hu, Huang & Mehta 2021 (arXiv 2102.07929)",
                   "regret bound (as quoted by Hu & Hegde 2022, remark (a) after Theorem 4)",
                   "Σ_j O(ln T/min{Δ_j, ε})", ("rewards in [0, 1]",), order_term=sum(terms),
-                  terms=terms, notes=("dpledger's index constants are reconstructed",))
+                  terms=terms, notes=("dpledger's index constants are reconstructed",),
+                  epsilon=epsilon)
 
 
 def auer_2002_ucb1(instance, T: int) -> RegretBound:
@@ -718,22 +747,23 @@ def lower_bounds(instance: RewardInstance, T: int, model: PrivacyModel) -> list[
         out = [azize_basu_2022_problem_dependent(instance, T, eps),
                azize_2025_lower(instance, T, eps)] + out
         out.append(azize_basu_2022_minimax(K, T, eps))
-        out += [azize_basu_2022_minimax_threshold(K, T, eps), azize_basu_2022_thresholds(instance),
-                azize_2025_thresholds(instance)]
+        out += [azize_basu_2022_minimax_threshold(K, T, eps),
+                azize_basu_2022_thresholds(instance, eps), azize_2025_thresholds(instance, eps)]
     else:
         out.append(azize_basu_2022_minimax(K, T))
     return out
 
 
-def bounds_for_policy(policy, instance: RewardInstance, T: int,
-                      dimension: int | None = None) -> tuple[PrivacyModel, list[RegretBound]]:
+def bounds_for_policy(policy, instance: RewardInstance, T: int, dimension: int | None = None,
+                      model: PrivacyModel | None = None) -> tuple[PrivacyModel, list[RegretBound]]:
     """Every bound that speaks about ``policy`` on ``instance`` at horizon T: the upper bounds of
     its papers (none for a policy without a regret theorem here), then the lower bounds of its
-    reward family and privacy model; with ``dimension``, also Azize & Basu 2022's linear
-    minimax bound (Theorem 4) and its threshold for A = [−1, 1]^dimension."""
+    reward family and privacy model (``model``, default the policy's at T); with
+    ``dimension``, also Azize & Basu 2022's linear minimax bound (Theorem 4) and its threshold
+    for A = [−1, 1]^dimension."""
     from dpledger.policies.base import validate_horizon
     T = validate_horizon(T, instance.n_arms)
-    model = PrivacyModel.of(policy, T, instance.n_arms)
+    model = model or PrivacyModel.of(policy, T, instance.n_arms)
     fn = UPPER_BOUNDS.get(policy.name)
     out = list(fn(policy, instance, T)) if fn else []
     out += lower_bounds(instance, T, model)
@@ -750,3 +780,20 @@ def drawable(bound: RegretBound) -> bool:
     order-only bounds have no constant)."""
     return (bound.quantity == "regret" and bound.scope == "problem-dependent"
             and bound.value is not None)
+
+
+def bound_curves(policy, instance: RewardInstance, T: int,
+                 ts: Sequence[int]) -> list[tuple[RegretBound, list[int], list[float]]]:
+    """The :func:`drawable` bounds of ``policy`` at horizon T, each re-evaluated at every t of
+    ``ts`` with t ≥ K (the privacy model stays the one at T): (bound at T, ts, values), for a
+    regret plot.  A value the bound has not at some t (an assumption unmet there) is NaN."""
+    model, at_T = bounds_for_policy(policy, instance, T)
+    keep = {b.key: b for b in at_T if drawable(b)}
+    xs = sorted({int(t) for t in ts if instance.n_arms <= t <= T})
+    values: dict[str, list[float]] = {k: [] for k in keep}
+    for t in xs:
+        found = {b.key: b.value for b in bounds_for_policy(policy, instance, t, model=model)[1]}
+        for k in keep:
+            v = found.get(k)
+            values[k].append(math.nan if v is None else v)
+    return [(keep[k], xs, values[k]) for k in keep]

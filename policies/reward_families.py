@@ -44,6 +44,9 @@ from functools import lru_cache
 from dpledger.errors import DpledgerError
 
 FAMILIES = ("bernoulli", "truncexp", "beta")
+# Beta parameters the gap computations are tested on (tests/test_regret_bounds.py); outside
+# them the special functions lose the digits the minimisation needs: refused, not guessed.
+BETA_PARAM_RANGE = (1e-3, 1e4)
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,12 @@ class RewardInstance:
                                 f"declares the range [{env.lo:g}, {env.hi:g}]")
         family = E.KIND_NAMES[env.kind]
         cols = 2 if env.kind == E.BETA else 1
-        return cls(family, tuple(tuple(float(v) for v in row[:cols]) for row in env.params))
+        params = tuple(tuple(float(v) for v in row[:cols]) for row in env.params)
+        lo, hi = BETA_PARAM_RANGE
+        if family == "beta" and any(not lo <= v <= hi for p in params for v in p):
+            raise DpledgerError(f"regret bounds for Beta rewards are computed for parameters in "
+                                f"[{lo:g}, {hi:g}]; got {', '.join(f'{a:g}:{b:g}' for a, b in params)}")
+        return cls(family, params)
 
     @classmethod
     def from_json(cls, block: dict) -> "RewardInstance":
@@ -218,17 +226,24 @@ def beta_d_inf(a: float, b: float, mu_star: float) -> float:
     from scipy.special import digamma
     if mu_star >= 1.0:
         return math.inf
-    target = mu_star * digamma(a) + (1 - mu_star) * digamma(b) - digamma(a + b)
+    target = float(mu_star * digamma(a) + (1 - mu_star) * digamma(b) - digamma(a + b))
 
     def slope(log_s: float) -> float:
         s = math.exp(log_s)
         return float(mu_star * digamma(mu_star * s) + (1 - mu_star) * digamma((1 - mu_star) * s)
                      - digamma(s) - target)
     lo = hi = math.log(a + b)
-    while slope(lo) > 0:
+    for _ in range(400):        # the slope runs from −∞ to a positive limit (docstring)
+        if slope(lo) <= 0:
+            break
         lo -= 2.0
-    while slope(hi) < 0:
+    for _ in range(400):
+        if slope(hi) >= 0:
+            break
         hi += 2.0
+    if not slope(lo) <= 0 <= slope(hi):
+        raise DpledgerError(f"the Beta KL gap of Beta({a:g}, {b:g}) to mean {mu_star:g} could "
+                            "not be bracketed (parameters outside the supported range)")
     log_s = brentq(slope, lo, hi, xtol=1e-13, rtol=1e-13) if lo < hi else lo
     s = math.exp(log_s)
     return beta_kl(a, b, mu_star * s, (1 - mu_star) * s)
@@ -250,11 +265,11 @@ def beta_tv(a: float, b: float, a2: float, b2: float) -> float:
         return al * -math.log1p(math.exp(-y)) + be * -math.log1p(math.exp(y)) + c \
             if -700 < y < 700 else (al * min(y, 0.0) + be * -max(y, 0.0) + c)
     cuts = [-745.0, 745.0]
-    if al * be > 0:
+    if al != 0 and be != 0 and (al > 0) == (be > 0):
         xm = al / (al + be)
         cuts.insert(1, math.log(xm) - math.log1p(-xm))
     roots = [brentq(g, lo, hi, xtol=1e-14, rtol=1e-15) for lo, hi in zip(cuts, cuts[1:])
-             if g(lo) * g(hi) < 0]
+             if (g(lo) < 0) != (g(hi) < 0) and g(lo) != 0 and g(hi) != 0]
 
     def cdf(p: float, q: float, y: float) -> float:
         if y == -math.inf:
@@ -290,7 +305,7 @@ def beta_t_inf(a: float, b: float, mu_star: float) -> float:
     centre = math.log(a + b)
 
     def tv_at(u: float, log_s: float) -> float:
-        m, s = mu_star + (1 - mu_star) * u, math.exp(log_s)
+        m, s = mu_star + (1 - mu_star) * float(u), math.exp(float(log_s))
         return beta_tv(a, b, m * s, (1 - m) * s)
     best = (math.inf, 0.0, centre)
     step = 2 * _TV_LOG_S_SPAN / (_TV_LOG_S_POINTS - 1)

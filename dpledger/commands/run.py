@@ -73,6 +73,10 @@ def register(sub) -> None:
     p.add_argument("--plot", default=None,
                    help="also write a regret plot to this file (.png, .pdf, .svg, …; "
                         "default: no plot)")
+    p.add_argument("--bounds", action="store_true",
+                   help="with --plot, also draw the regret bounds of the policy's papers and of "
+                        "its reward family (lower bounds labelled asymptotic where they are; "
+                        "see `dpledger bounds`; default: off)")
     p.add_argument("--quiet", action="store_true",
                    help="print nothing on stdout and no progress on stderr (default: off)")
     p.set_defaults(func=run)
@@ -161,6 +165,11 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(args)
     env = make_env(args)
     policy = make_policy(args.policy, **parse_params(args.set))
+    if args.bounds:     # refused before the simulation, not after it
+        if args.plot is None:
+            raise DpledgerError("--bounds draws on the regret plot: add --plot FILE")
+        from dpledger.policies.reward_families import RewardInstance
+        RewardInstance.from_environment(env)
     # the horizon's upper bound is validate_horizon's (policies/base.py), checked here first so
     # that the message echoes the number as typed
     T, R = _int("horizon", args.horizon, 1, MAX_HORIZON), _int("runs", args.runs, 1, MAX_COUNT)
@@ -198,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     write_json_atomic(args.out, report)
     if args.plot:
         from dpledger.plots import plot_regret
-        plot_regret([report], args.plot)
+        plot_regret([report], args.plot, bounds=args.bounds)
     if not args.quiet:
         sys.stdout.write(summary_text(report))
         sys.stdout.write(f"wrote {args.out}" + (f" and {ledger_out}" if ledger_out != "none" else "") +
