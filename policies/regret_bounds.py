@@ -223,15 +223,23 @@ def azize_basu_2022_minimax(K: int, T: int, epsilon: float = math.inf) -> Regret
 
 
 def azize_basu_2022_minimax_threshold(K: int, T: int, epsilon: float | None = None) -> RegretBound:
-    """The regime threshold of Theorem 2 (its consequences): high privacy for
-    ε < (131/27)·√((K−1)/T), where the private term of eq. (3) dominates; low privacy above."""
+    """The regime threshold of Theorem 2: the private term of eq. (3) dominates (high privacy)
+    for ε below the point where the two terms meet, √(T(K−1))/27 = (K−1)/(131ε), i.e.
+    ε* = (27/131)·√((K−1)/T).  FINDING: the paper's consequences of Theorem 2 print the
+    reciprocal constant, (131/27)·√((K−1)/T) — (131/27)² ≈ 23.5 times larger — and its example
+    (T = 10⁶, K = 100: "equivalently hard for any ε ≥ 0.05") uses the printed form; the terms
+    of eq. (3) cross at ε ≈ 0.0021 there.  ``value`` is the crossing; the printed value is in
+    ``notes``."""
     K, T = check_count("K", K, minimum=2), _horizon(T)
-    value = 131.0 / 27.0 * math.sqrt((K - 1) / T)
-    notes = () if epsilon is None else (
-        f"ε = {_eps(epsilon):g}: {'high' if epsilon < value else 'low'} privacy",)
+    value = 27.0 / 131.0 * math.sqrt((K - 1) / T)
+    printed = 131.0 / 27.0 * math.sqrt((K - 1) / T)
+    notes = (f"the paper prints ε* = (131/27)·√((K−1)/T) = {printed:.4g}, the reciprocal "
+             "constant: the two terms of eq. (3) meet at (27/131)·√((K−1)/T) (a finding)",)
+    if epsilon is not None:
+        notes = (f"ε = {_eps(epsilon):g}: {'high' if epsilon < value else 'low'} privacy",) + notes
     return RegretBound("azize-basu-2022/thm2-threshold", "threshold", "regime",
                        "exact_constants", value, AZIZE_BASU_2022, "Theorem 2 (consequences)",
-                       "eq. (3)", "ε* = (131/27)·√((K−1)/T)",
+                       "eq. (3)", "ε* = (27/131)·√((K−1)/T), where the terms of eq. (3) meet",
                        ("the minimax bound of eq. (3)",), quantity="epsilon", notes=notes,
                        epsilon=epsilon)
 
