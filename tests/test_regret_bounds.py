@@ -22,6 +22,7 @@ from dpledger.policies import regret_bounds as rb
 from dpledger.policies import reward_families as rf
 from dpledger.policies.registry import available, make_policy
 from dpledger.policies.reward_families import RewardInstance
+from test_azize2025_policies import _kl as kl     # Bernoulli kl written out, 0·ln 0 = 0
 
 BERNOULLI = [[0.75, 0.625, 0.5, 0.375, 0.25], [0.8, 0.1, 0.1, 0.1, 0.1], [0.9, 0.85],
              [0.55, 0.5, 0.45, 0.05]]
@@ -32,16 +33,6 @@ HORIZONS = [100, 10 ** 4, 10 ** 7]
 
 def bern(means):
     return RewardInstance.from_environment(E.bernoulli(means))
-
-
-def kl(p, q):
-    """Bernoulli KL written out: p ln(p/q) + (1 − p) ln((1 − p)/(1 − q)), 0 ln 0 = 0."""
-    out = 0.0
-    if p > 0:
-        out += p * math.log(p / q)
-    if p < 1:
-        out += (1 - p) * math.log((1 - p) / (1 - q))
-    return out
 
 
 # ---- lower bounds with exact constants --------------------------------------------------------

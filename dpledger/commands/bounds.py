@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dpledger.commands.run import DEFAULT_MEANS
+from dpledger.commands.run import add_instance_options
 
 def register(sub) -> None:
     p = sub.add_parser("bounds", help="regret bounds of a policy's papers on an instance",
@@ -23,18 +23,7 @@ def register(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="K=V",
                    help="policy parameter (repeatable; default: the policy's defaults), e.g. "
                         "--set epsilon=0.5")
-    p.add_argument("--env", default="bernoulli", choices=["bernoulli", "truncexp", "beta"],
-                   help="reward distribution (default bernoulli): bernoulli takes --means (or "
-                        "the default means), truncexp --rates, beta --ab")
-    p.add_argument("--means", default=None,
-                   help=f"--env bernoulli: comma-separated arm means in [0, 1], one per arm "
-                        f"(default {DEFAULT_MEANS})")
-    p.add_argument("--rates", default=None,
-                   help="--env truncexp: comma-separated exponential rates (> 0), one per arm; "
-                        "no default")
-    p.add_argument("--ab", default=None,
-                   help="--env beta: Beta parameters a1:b1,a2:b2,... (each > 0), one pair per "
-                        "arm; no default")
+    add_instance_options(p, table=False)
     p.add_argument("--horizon", type=str, default="10000",
                    help="T, the horizon the bounds are evaluated at (an integer in [K, 1e9]; "
                         "default 10000)")
@@ -44,8 +33,8 @@ def register(sub) -> None:
                         "default: not printed)")
     p.add_argument("--json", action="store_true",
                    help="print the bounds as JSON instead of text (default: text)")
-    # the instance is built by `run`'s code: its range and table options are fixed here
-    p.set_defaults(func=run, range="0,1", table=None)
+    # the instance is built by `run`'s code; the papers' bounds are for rewards in [0, 1]
+    p.set_defaults(func=run, range="0,1")
 
 
 def run(args: argparse.Namespace) -> int:
