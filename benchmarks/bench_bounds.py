@@ -50,14 +50,14 @@ def main() -> None:
     for family, env in INSTANCES.items():
         inst = RewardInstance.from_environment(env)
 
-        def gaps():
+        def gaps(inst=inst):
             arm_gaps.cache_clear()
             arm_gaps(inst)
         t_gaps = median_time(gaps, args.repeat)
-        t_all = median_time(lambda: [bounds_for_policy(p, inst, 10 ** 6) for p in policies],
-                            args.repeat)
-        adap = make_policy("adap-ucb")
-        t_curve = median_time(lambda: bound_curves(adap, inst, 10 ** 6, ts), args.repeat)
+        t_all = median_time(lambda inst=inst: [bounds_for_policy(p, inst, 10 ** 6)
+                                               for p in policies], args.repeat)
+        t_curve = median_time(lambda inst=inst: bound_curves(make_policy("adap-ucb"), inst,
+                                                             10 ** 6, ts), args.repeat)
         rows.append({"family": family, "arms": inst.n_arms, "gaps_s": t_gaps,
                      "all_policies_s": t_all, "policies": len(policies),
                      "plot_curves_s": t_curve, "rounds": len(ts)})

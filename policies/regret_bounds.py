@@ -29,7 +29,7 @@ marked so in ``notes``) is listed in docs/bounds.md.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Sequence
 
 from dpledger.errors import DpledgerError, check_count, check_positive, check_real
@@ -114,7 +114,6 @@ class RegretBound:
 
 def _with(bound: RegretBound, unmet: Sequence[str]) -> RegretBound:
     """``bound`` with assumptions not met: no value, no order term."""
-    from dataclasses import replace
     if not unmet:
         return bound
     return replace(bound, value=None, order_term=None, unmet=tuple(unmet))
@@ -338,7 +337,6 @@ def azize_2025_lower(instance, T: int, epsilon: float) -> RegretBound:
     unmet = _bernoulli_only(inst)
     if unmet:
         return _with(base, unmet)
-    from dataclasses import replace
     from dpledger.policies.rules import d_epsilon
     mu = max(inst.means)
     terms = tuple(g.gap / d if (d := d_epsilon(g.mean, mu, epsilon)) > 0 else math.inf
@@ -357,7 +355,6 @@ def azize_2025_thresholds(instance, epsilon: float | None = None) -> RegretBound
     unmet = _bernoulli_only(inst)
     if unmet:
         return _with(base, unmet)
-    from dataclasses import replace
     mu = max(inst.means)
 
     def logit(p: float) -> float:
@@ -615,7 +612,6 @@ def azize_2025_upper(instance, T: int, epsilon: float, alpha: float,
                   epsilon=epsilon)
     if unmet:
         return _with(base, unmet)
-    from dataclasses import replace
     lower = azize_2025_lower(inst, T, epsilon)
     return replace(base, value=alpha * lower.value,
                    terms=tuple(alpha * t * math.log(T) for t in lower.terms))

@@ -106,13 +106,19 @@ class RewardInstance:
         constructors, so a hand-edited file gets their messages)."""
         from dpledger.policies import environments as E
         name = block.get("name") if isinstance(block, dict) else None
-        lo, hi = (block.get("range") or [0.0, 1.0]) if isinstance(block, dict) else (0.0, 1.0)
+        rng = block.get("range", [0.0, 1.0]) if isinstance(block, dict) else None
+        if not (isinstance(rng, list) and len(rng) == 2):
+            raise DpledgerError(f"the run's environment block has no valid range: {rng!r}")
+        lo, hi = rng
+        need = {"bernoulli": "means", "truncexp": "rates", "beta": "ab"}.get(name)
+        if need is not None and not isinstance(block.get(need), list):
+            raise DpledgerError(f"the run's environment block ({name}) has no list of {need}")
         if name == "bernoulli":
-            env = E.bernoulli(block.get("means"), lo, hi)
+            env = E.bernoulli(block["means"], lo, hi)
         elif name == "truncexp":
-            env = E.truncated_exponential(block.get("rates"), lo, hi)
+            env = E.truncated_exponential(block["rates"], lo, hi)
         elif name == "beta":
-            env = E.beta(block.get("ab"), lo, hi)
+            env = E.beta(block["ab"], lo, hi)
         elif name == "table":
             raise DpledgerError("regret bounds need a stochastic reward family (bernoulli, "
                                 "truncexp or beta); this run replayed a fixed reward table")

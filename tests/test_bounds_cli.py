@@ -153,3 +153,24 @@ def test_plot_bounds_refuses_a_table_run_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "a fixed reward table" in err[0]
     assert not (tmp_path / "p.png").exists()
+
+
+@pytest.mark.parametrize("edit,fragment", [
+    (lambda r: r["environment"].update(range=[0]), "no valid range"),
+    (lambda r: r["environment"].update(range=[-1, 2]), "stated for rewards in [0, 1]"),
+    (lambda r: r["environment"].update(name="truncexp"), "has no list of rates"),
+    (lambda r: r["policy"]["params"].update(alpha="zz"), "--bounds: alpha must be a number"),
+    (lambda r: r["policy"].update(name="mine"), "--bounds: unknown policy 'mine'"),
+])
+def test_plot_bounds_refuses_a_run_it_cannot_read(edit, fragment, tmp_path, capsys):
+    run = tmp_path / "r.json"
+    assert main(["run", "adap-ucb", "--horizon", "100", "--runs", "1", "--out", str(run),
+                 "--quiet"]) == 0
+    rep = json.loads(run.read_text())
+    edit(rep)
+    run.write_text(json.dumps(rep))
+    capsys.readouterr()
+    assert main(["plot", str(run), "--out", str(tmp_path / "p.png"), "--bounds"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and fragment in err[0], err
+    assert not (tmp_path / "p.png").exists()
