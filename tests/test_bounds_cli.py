@@ -72,7 +72,7 @@ BAD = [
     (["bounds", "nope"], "unknown policy"),
     (["bounds", "lazy-dp-ts", "--set", "epsilon=-1"], "epsilon must be > 0"),
     (["bounds", "lazy-dp-ts", "--set", "eps"], "--set expects key=value"),
-    (["bounds", "lazy-dp-ts", "--horizon", "3"], "shorter than the number of arms"),
+    (["bounds", "lazy-dp-ts", "--horizon", "3"], "--horizon 3 is shorter than the number of arms"),
     (["bounds", "lazy-dp-ts", "--horizon", "1e30"], "--horizon must be <= 1e9"),
     (["bounds", "lazy-dp-ts", "--horizon", "2.5"], "--horizon must be an integer"),
     (["bounds", "lazy-dp-ts", "--means", "0.5,0.5"], "no suboptimal arm"),

@@ -12,6 +12,7 @@ import sys
 
 from dpledger.commands.run import add_instance_options
 
+
 def register(sub) -> None:
     p = sub.add_parser("bounds", help="regret bounds of a policy's papers on an instance",
                        description="Print the regret bounds that speak about POLICY on an "
@@ -40,6 +41,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from dpledger.accounting.schema import dumps
     from dpledger.commands.run import MAX_HORIZON, make_env, parse_params
+    from dpledger.errors import DpledgerError
     from dpledger.inputs import parse_int
     from dpledger.policies.registry import make_policy
     from dpledger.policies.regret_bounds import bounds_for_policy
@@ -48,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
     inst = RewardInstance.from_environment(make_env(args))
     policy = make_policy(args.policy, **parse_params(args.set))
     T = parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
+    if T < inst.n_arms:
+        raise DpledgerError(f"--horizon {args.horizon.strip()} is shorter than the number of "
+                            f"arms {inst.n_arms}")
     dim = None if args.dimension is None else parse_int("--dimension", args.dimension, 1,
                                                         10 ** 9)
     model, bounds = bounds_for_policy(policy, inst, T, dimension=dim)
