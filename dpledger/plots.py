@@ -76,7 +76,11 @@ def _bound_curves(rep: dict) -> list:
     from dpledger.policies.registry import make_policy
     from dpledger.policies.regret_bounds import bound_curves
     from dpledger.policies.reward_families import RewardInstance
-    inst = RewardInstance.from_json(rep["environment"])
+    from dpledger.verify import env_from_json
+    if rep["environment"].get("name") == "table":
+        raise DpledgerError("--bounds: regret bounds need a stochastic reward family "
+                            "(bernoulli, truncexp or beta); a fixed reward table has none")
+    inst = RewardInstance.from_environment(env_from_json(rep["environment"]))
     try:
         policy = make_policy(rep["policy"]["name"], **rep["policy"]["params"])
     except DpledgerError as exc:

@@ -54,8 +54,8 @@ class RewardInstance:
     """A bandit instance: a reward family and each arm's parameters (rewards in [0, 1]).
 
     ``params[a]`` is (p,) for bernoulli, (λ,) for truncexp, (a, b) for beta.  Build it from an
-    environment (:meth:`from_environment`) or a run.json's ``environment`` block
-    (:meth:`from_json`), so that it is validated once, where environments are."""
+    environment (:meth:`from_environment`), so that it is validated once, where environments
+    are (a run.json's block: :func:`dpledger.verify.env_from_json` first)."""
 
     family: str
     params: tuple[tuple[float, ...], ...]
@@ -99,32 +99,6 @@ class RewardInstance:
             raise DpledgerError(f"regret bounds for Beta rewards are computed for parameters in "
                                 f"[{lo:g}, {hi:g}]; got {', '.join(f'{a:g}:{b:g}' for a, b in params)}")
         return cls(family, params)
-
-    @classmethod
-    def from_json(cls, block: dict) -> "RewardInstance":
-        """The instance of a run.json ``environment`` block (validated by the environment
-        constructors, so a hand-edited file gets their messages)."""
-        from dpledger.policies import environments as E
-        name = block.get("name") if isinstance(block, dict) else None
-        rng = block.get("range", [0.0, 1.0]) if isinstance(block, dict) else None
-        if not (isinstance(rng, list) and len(rng) == 2):
-            raise DpledgerError(f"the run's environment block has no valid range: {rng!r}")
-        lo, hi = rng
-        need = {"bernoulli": "means", "truncexp": "rates", "beta": "ab"}.get(name)
-        if need is not None and not isinstance(block.get(need), list):
-            raise DpledgerError(f"the run's environment block ({name}) has no list of {need}")
-        if name == "bernoulli":
-            env = E.bernoulli(block["means"], lo, hi)
-        elif name == "truncexp":
-            env = E.truncated_exponential(block["rates"], lo, hi)
-        elif name == "beta":
-            env = E.beta(block["ab"], lo, hi)
-        elif name == "table":
-            raise DpledgerError("regret bounds need a stochastic reward family (bernoulli, "
-                                "truncexp or beta); this run replayed a fixed reward table")
-        else:
-            raise DpledgerError(f"unknown environment {name!r} in the run's environment block")
-        return cls.from_environment(env)
 
 
 @dataclass(frozen=True)

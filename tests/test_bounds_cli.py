@@ -156,9 +156,9 @@ def test_plot_bounds_refuses_a_table_run_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("edit,fragment", [
-    (lambda r: r["environment"].update(range=[0]), "no valid range"),
+    (lambda r: r["environment"].update(range=[0]), "malformed run.json"),
     (lambda r: r["environment"].update(range=[-1, 2]), "stated for rewards in [0, 1]"),
-    (lambda r: r["environment"].update(name="truncexp"), "has no list of rates"),
+    (lambda r: r["environment"].update(name="truncexp"), "malformed run.json"),
     (lambda r: r["policy"]["params"].update(alpha="zz"), "--bounds: alpha must be a number"),
     (lambda r: r["policy"].update(name="mine"), "--bounds: unknown policy 'mine'"),
 ])
