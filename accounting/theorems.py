@@ -12,6 +12,11 @@ from fractions import Fraction
 
 from dpledger.accounting.certificate import Theorem
 from dpledger.accounting.numerics import float_up, mul_up, sqrt_up
+# The regret lower-bound constants that lived here moved to dpledger.policies.regret_bounds
+# (regret is not accounting); re-exported for existing callers.
+from dpledger.policies.regret_bounds import (azize_2025_lower_bound_constant,  # noqa: F401
+                                             azize_basu_2022_lower_bound_constant,
+                                             non_private_lower_bound_constant)
 
 
 def _mp_up(fn) -> float:
@@ -156,64 +161,6 @@ def mishra_thakurta_2015_private_ts(epsilon: float) -> Theorem:
 
 _AZIZE_2025 = ("Azize, Wu, Honda, Orabona, Ito & Basu 2025 (NeurIPS; arXiv 2505.05613), "
                "Optimal Regret of Bandits under Differential Privacy")
-
-
-def _gaps(means) -> tuple[float, list[float]]:
-    means = [float(m) for m in means]
-    if not means or any(not 0.0 <= m <= 1.0 for m in means):
-        raise ValueError("Bernoulli means must lie in [0, 1]")
-    return max(means), means
-
-
-def azize_2025_lower_bound_constant(means, epsilon: float) -> float:
-    """C(ν, ε) = Σ_{a: μ_a < μ*} (μ* − μ_a) / d_ε(μ_a, μ*): the slope of the ε-global-DP regret
-    lower bound liminf Reg_T / ln T ≥ C(ν, ε) for Bernoulli instances (Azize et al. 2025,
-    Theorem 1 as stated in the first author's slides; notes/azize-2025-optimal.md §3.1, §3.4).
-
-    ASYMPTOTIC: a slope as T → ∞, not a finite-T bound; C·ln T is what plots draw.  d_ε by its
-    closed form (:func:`dpledger.policies.rules.d_epsilon`, the one place it is computed).  A
-    regret quantity, not a certified privacy number: no outward rounding."""
-    from dpledger.policies.rules import d_epsilon
-    mu_star, means = _gaps(means)
-    if not epsilon > 0:
-        raise ValueError("ε must be > 0")
-    total = 0.0
-    for m in means:
-        if m < mu_star:
-            d = d_epsilon(m, mu_star, float(epsilon))
-            total += (mu_star - m) / d if d > 0 else math.inf    # d underflowed: unbounded
-    return float(total)
-
-
-def azize_basu_2022_lower_bound_constant(means, epsilon: float, tv_factor: float = 6.0) -> float:
-    """Σ_{a: μ_a < μ*} Δ_a / min(kl(μ_a, μ*), c·ε·Δ_a): the earlier ε-global-DP lower-bound slope
-    for Bernoulli arms.  c = 6 is Azize & Basu 2022's Table 2 form (drawn by the azize-basu-2022
-    experiment); c = 1 is the thesis form Σ Δ_a / min{KL_inf, ε·TV_inf} (notes §3.3, TV_inf =
-    Δ_a).  Since d_ε ≤ min(kl, ε·Δ) (take z = x or z = y), the 2025 constant is never below
-    either (tests/test_azize2025.py checks it).  Asymptotic, like the 2025 one."""
-    from dpledger.policies.rules import kl_log1p
-    mu_star, means = _gaps(means)
-    total = 0.0
-    for m in means:
-        gap = mu_star - m
-        if gap <= 0:
-            continue
-        kl = math.inf if mu_star >= 1.0 else kl_log1p(m, mu_star)
-        d = min(kl, tv_factor * epsilon * gap)
-        total += gap / d if d > 0 else math.inf
-    return float(total)
-
-
-def non_private_lower_bound_constant(means) -> float:
-    """Lai–Robbins: Σ_{a: μ_a < μ*} Δ_a / kl(μ_a, μ*) (the ε → ∞ limit of both above)."""
-    from dpledger.policies.rules import kl_log1p
-    mu_star, means = _gaps(means)
-    total = 0.0
-    for m in means:
-        if m < mu_star:
-            kl = math.inf if mu_star >= 1.0 else kl_log1p(m, mu_star)
-            total += (mu_star - m) / kl if kl > 0 else math.inf
-    return float(total)
 
 
 def azize_2025_dp(epsilon: float, variant: str) -> Theorem:

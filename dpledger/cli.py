@@ -24,6 +24,7 @@ COMMANDS = {
     "audit": "neighbouring-stream audit: a lower bound on ε (or μ)",
     "experiment": "reproduce a paper's experiment",
     "plot": "overlay the regret curves of several runs",
+    "bounds": "regret bounds of a policy's papers on an instance",
     "ledger": "a persistent ledger store: init, record, status",
 }
 

@@ -34,23 +34,87 @@ def _save(fig, path: str) -> None:
             os.unlink(tmp)
 
 
-def plot_regret(reports: Sequence[dict], path: str, labels: Sequence[str] | None = None) -> None:
-    """Mean pseudo-regret against rounds with the 95 % band, one line per report."""
+def plot_regret(reports: Sequence[dict], path: str, labels: Sequence[str] | None = None,
+                bounds: bool = False) -> None:
+    """Mean pseudo-regret against rounds with the 95 % band, one line per report.  With
+    ``bounds``, also the regret bounds a plot may draw (:func:`~dpledger.policies.regret_bounds.
+    drawable`: problem-dependent, with a value) re-evaluated along t: each report's upper
+    bounds dotted in its colour, the lower bounds of its instance and privacy model dashed in
+    grey (once per distinct bound), every asymptotic one labelled "(asymptotic)"."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2) if not bounds else (7.6, 4.6))
+    curves = [_bound_curves(rep) for rep in reports] if bounds else []
+    top = 0.0
     for i, rep in enumerate(reports):
         c = rep["regret"]["curve"]
         label = labels[i] if labels else _label(rep)
-        ax.plot(c["t"], c["mean"], label=label)
+        line, = ax.plot(c["t"], c["mean"], label=label)
         ax.fill_between(c["t"], c["lo"], c["hi"], alpha=0.25)
+        top = max(top, max(c["hi"]))
+        for b, xs, ys in curves[i] if bounds else ():
+            if b.direction == "upper":
+                _bound_line(ax, xs, ys, 1.3 * top, f"{label}: {b.label}, upper", ":",
+                            line.get_color())
+    if bounds:
+        _lower_lines(ax, curves, 1.3 * top)
+        ax.set_ylim(0, 1.3 * top if top > 0 else None)
     ax.set_xscale("log")
     runs = sorted({int(rep["runs"]) for rep in reports})
     # the band's width depends on R: say how many runs each curve averages (issue 13)
     size = (f"{runs[0]} run{'s' if runs[0] != 1 else ''}" + (" each" if len(reports) > 1 else "")
             if len(runs) == 1 else "R = " + ", ".join(str(int(r["runs"])) for r in reports)
             + " runs (in legend order)")
+    legend = dict(fontsize=8) if not bounds else dict(fontsize=6.5, loc="upper left",
+                                                         bbox_to_anchor=(1.01, 1.0), frameon=False)
     _finish(fig, ax, path, "round t", "pseudo-regret", f"{size}; band = mean ± 1.96·std/√R",
-            fontsize=8)
+            **legend)
+
+
+def _bound_curves(rep: dict) -> list:
+    """The drawable regret bounds of a run.json's policy and instance along its curve's t."""
+    from dpledger.errors import DpledgerError
+    from dpledger.policies.registry import make_policy
+    from dpledger.policies.regret_bounds import bound_curves
+    from dpledger.policies.reward_families import RewardInstance
+    from dpledger.verify import env_from_json
+    if rep["environment"].get("name") == "table":
+        raise DpledgerError("--bounds: regret bounds need a stochastic reward family "
+                            "(bernoulli, truncexp or beta); a fixed reward table has none")
+    inst = RewardInstance.from_environment(env_from_json(rep["environment"]))
+    try:
+        policy = make_policy(rep["policy"]["name"], **rep["policy"]["params"])
+    except DpledgerError as exc:
+        raise DpledgerError(f"--bounds: {exc}") from None
+    return bound_curves(policy, inst, int(rep["horizon"]), rep["regret"]["curve"]["t"])
+
+
+_LOWER_STYLES = ("--", (0, (5, 2, 1, 2)), (0, (1, 1)), (0, (8, 3)))
+
+
+def _bound_line(ax, xs, ys, top: float, label: str, style, colour) -> None:
+    """One bound's curve; a curve entirely above the plotted range says so in its label (the
+    axis stops at 1.3 × the highest regret band, so a loose bound does not flatten the data)."""
+    finite = [y for y in ys if y == y]
+    if finite and min(finite) > top:
+        label += " (off scale)"
+    ax.plot(xs, ys, ls=style, lw=1.1, color=colour, label=label)
+
+
+def _lower_lines(ax, curves, top: float) -> None:
+    """Each distinct lower bound once (reports on one instance and ε share them), in greys."""
+    seen: dict[tuple, int] = {}
+    for per_report in curves:
+        for b, xs, ys in per_report:
+            if b.direction != "lower":
+                continue
+            # a bound's curve identifies it (the same bound at another ε or instance differs)
+            key = (b.key, tuple(xs), tuple(ys))
+            if key in seen:
+                continue
+            n = seen[key] = len(seen)
+            grey = str(0.15 + 0.12 * (n % 5))
+            eps = f", ε = {b.epsilon:g}" if b.epsilon is not None else ""
+            _bound_line(ax, xs, ys, top, f"{b.label}{eps}, lower", _LOWER_STYLES[n % 4], grey)
 
 
 def _label(rep: dict) -> str:

@@ -30,7 +30,10 @@ KIND_NAMES = {BERNOULLI: "bernoulli", TRUNCEXP: "truncexp", BETA: "beta", TABLE:
 
 
 def truncexp_mean(rate: float) -> float:
-    """Mean of Exp(λ) truncated to [0, 1]: 1/λ − e^{−λ}/(1 − e^{−λ})."""
+    """Mean of Exp(λ) truncated to [0, 1]: 1/λ − e^{−λ}/(1 − e^{−λ}); below λ = 1e-4 its series
+    1/2 − λ/12 + λ³/720 (error < 1e-20), as the difference of two ~1/λ terms loses ~1/λ ulps."""
+    if rate < 1e-4:
+        return 0.5 - rate / 12.0 + rate ** 3 / 720.0
     return 1.0 / rate - math.exp(-rate) / -math.expm1(-rate)
 
 

@@ -209,7 +209,7 @@ def private_initial_pulls(rng, env, K, stop, scale, rows, capture, mu, N, action
 
 # ---- Azize, Wu, Honda, Orabona, Ito & Basu 2025 (NeurIPS): d_ε and the DP-KLUCB index ---------
 # (notes/azize-2025-optimal.md §2, §6).  The one place d_ε is computed: the kernels call it, and
-# :func:`dpledger.accounting.theorems.azize_2025_lower_bound_constant` calls the compiled form.
+# :func:`dpledger.policies.regret_bounds.azize_2025_lower_bound_constant` calls the compiled form.
 
 @njit(cache=True, inline="always")
 def sigmoid(u):

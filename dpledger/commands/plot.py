@@ -11,6 +11,10 @@ def register(sub) -> None:
     p.add_argument("--labels", default=None,
                    help="comma-separated legend labels, one per file (default: each run's policy "
                         "and parameters)")
+    p.add_argument("--bounds", action="store_true",
+                   help="also draw each run's regret bounds: the upper bounds of its policy's "
+                        "papers and the lower bounds of its reward family and privacy model, "
+                        "asymptotic ones labelled so (see `dpledger bounds`; default: off)")
     p.set_defaults(func=run)
 
 
@@ -26,6 +30,6 @@ def run(args) -> int:
     if labels and len(labels) != len(args.files):
         raise DpledgerError(f"--labels has {len(labels)} names for {len(args.files)} files")
     reports = [load_run_json(f) for f in args.files]
-    plot_regret(reports, args.out, labels)
+    plot_regret(reports, args.out, labels, bounds=args.bounds)
     sys.stdout.write(f"wrote {args.out}\n")
     return 0

@@ -27,21 +27,7 @@ def register(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="K=V",
                    help="policy parameter (repeatable; default: the policy's defaults, listed "
                         "by `dpledger policies`), e.g. --set epsilon=0.5")
-    p.add_argument("--env", default="bernoulli", choices=["bernoulli", "truncexp", "beta", "table"],
-                   help="reward distribution (default bernoulli): bernoulli takes --means (or "
-                        "the default means), truncexp --rates, beta --ab, table --table")
-    p.add_argument("--means", default=None,
-                   help=f"--env bernoulli: comma-separated arm means inside the range, one per "
-                        f"arm (default {DEFAULT_MEANS})")
-    p.add_argument("--rates", default=None,
-                   help="--env truncexp: comma-separated exponential rates (> 0), one per arm; "
-                        "no default")
-    p.add_argument("--ab", default=None,
-                   help="--env beta: Beta parameters a1:b1,a2:b2,... (each > 0), one pair per "
-                        "arm; no default")
-    p.add_argument("--table", default=None,
-                   help="--env table: reward table file (.npy, .csv or .json; one row per round, "
-                        "one column per arm); no default")
+    add_instance_options(p)
     p.add_argument("--range", default="0,1",
                    help="declared reward range lo,hi that every reward lies in (default 0,1)")
     p.add_argument("--horizon", type=str, default="10000",
@@ -73,9 +59,37 @@ def register(sub) -> None:
     p.add_argument("--plot", default=None,
                    help="also write a regret plot to this file (.png, .pdf, .svg, …; "
                         "default: no plot)")
+    p.add_argument("--bounds", action="store_true",
+                   help="with --plot, also draw the regret bounds of the policy's papers and of "
+                        "its reward family (lower bounds labelled asymptotic where they are; "
+                        "see `dpledger bounds`; default: off)")
     p.add_argument("--quiet", action="store_true",
                    help="print nothing on stdout and no progress on stderr (default: off)")
     p.set_defaults(func=run)
+
+
+def add_instance_options(p, table: bool = True) -> None:
+    """--env and the options that describe its arms (``bounds`` takes them without --table)."""
+    envs = ["bernoulli", "truncexp", "beta"] + (["table"] if table else [])
+    p.add_argument("--env", default="bernoulli", choices=envs,
+                   help="reward distribution (default bernoulli): bernoulli takes --means (or "
+                        "the default means), truncexp --rates, beta --ab"
+                        + (", table --table" if table else ""))
+    p.add_argument("--means", default=None,
+                   help=f"--env bernoulli: comma-separated arm means inside the range, one per "
+                        f"arm (default {DEFAULT_MEANS})")
+    p.add_argument("--rates", default=None,
+                   help="--env truncexp: comma-separated exponential rates (> 0), one per arm; "
+                        "no default")
+    p.add_argument("--ab", default=None,
+                   help="--env beta: Beta parameters a1:b1,a2:b2,... (each > 0), one pair per "
+                        "arm; no default")
+    if table:
+        p.add_argument("--table", default=None,
+                       help="--env table: reward table file (.npy, .csv or .json; one row per "
+                            "round, one column per arm); no default")
+    else:
+        p.set_defaults(table=None)
 
 
 def _int(name: str, text: str, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -161,6 +175,11 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(args)
     env = make_env(args)
     policy = make_policy(args.policy, **parse_params(args.set))
+    if args.bounds:     # refused before the simulation, not after it
+        if args.plot is None:
+            raise DpledgerError("--bounds draws on the regret plot: add --plot FILE")
+        from dpledger.policies.reward_families import RewardInstance
+        RewardInstance.from_environment(env)
     # the horizon's upper bound is validate_horizon's (policies/base.py), checked here first so
     # that the message echoes the number as typed
     T, R = _int("horizon", args.horizon, 1, MAX_HORIZON), _int("runs", args.runs, 1, MAX_COUNT)
@@ -198,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
     write_json_atomic(args.out, report)
     if args.plot:
         from dpledger.plots import plot_regret
-        plot_regret([report], args.plot)
+        plot_regret([report], args.plot, bounds=args.bounds)
     if not args.quiet:
         sys.stdout.write(summary_text(report))
         sys.stdout.write(f"wrote {args.out}" + (f" and {ledger_out}" if ledger_out != "none" else "") +

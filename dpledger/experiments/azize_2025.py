@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import glob
 import json
-import math
 import os
 
 import numpy as np
 
-from dpledger.accounting import theorems
 from dpledger.experiments.common import (Claim, Summary, band, final_regret, horizon,
                                          plot_regret_panels, plot_tradeoff, privacy_row, runs,
                                          thin)
+from dpledger.policies import regret_bounds
 from dpledger.sweep import RunConfig
 
 NAME = "azize-2025"
@@ -90,8 +89,8 @@ def finals_by_run(out: str, cfg_key: str) -> np.ndarray:
 def lower_bounds(inst: str, eps: float, T: int) -> tuple[float, float]:
     """(C_2025·ln T, C_2022·ln T) for the instance: the d_ε bound and Azize & Basu 2022's."""
     m = INSTANCES[inst]
-    return (theorems.azize_2025_lower_bound_constant(m, eps) * math.log(T),
-            theorems.azize_basu_2022_lower_bound_constant(m, eps, 6.0) * math.log(T))
+    return (regret_bounds.azize_2025_lower(m, T, eps).value,
+            regret_bounds.azize_basu_2022_problem_dependent(m, T, eps).value)
 
 
 def summarize(reports: dict, out: str, quick: bool) -> Summary:
@@ -115,9 +114,8 @@ def summarize(reports: dict, out: str, quick: bool) -> Summary:
             if tg["alpha"] is not None and tg["policy"] in ("dp-klucb", "dp-imed"):
                 row["regret_over_alpha_lb"] = m / (tg["alpha"] * lb)
         else:
-            row["lb_nonprivate_asymptotic"] = (
-                theorems.non_private_lower_bound_constant(INSTANCES[tg["instance"]])
-                * math.log(T))
+            row["lb_nonprivate_asymptotic"] = regret_bounds.lai_robbins(
+                INSTANCES[tg["instance"]], T).value
         row.update(privacy_row(rep))
         table.append(row)
         stats[label] = (m, band(rep), med, stuck)

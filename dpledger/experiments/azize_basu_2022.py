@@ -1,14 +1,13 @@
 """Azize & Basu 2022 (NeurIPS), Figures 2 and 3 (algorithms.md B §6.4, A10, A12, A13)."""
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
 
-from dpledger.accounting import theorems
 from dpledger.experiments.common import (Claim, Summary, band, compare_less, final_regret, horizon,
                                          plot_regret_panels, plot_tradeoff, privacy_row, runs, thin)
+from dpledger.policies import regret_bounds
 from dpledger.sweep import RunConfig
 
 NAME = "azize-basu-2022"
@@ -41,14 +40,14 @@ def configs(quick: bool) -> list[RunConfig]:
 def lower_bound(means, eps: float, T: int) -> float:
     """Σ_a Δ_a·ln T / min(kl(μ_a, μ*), 6εΔ_a) — the Bernoulli problem-dependent lower bound of
     their Table 2 (asymptotic: it holds as T → ∞, up to lower-order terms); the formula lives in
-    :func:`~dpledger.accounting.theorems.azize_basu_2022_lower_bound_constant`."""
-    return theorems.azize_basu_2022_lower_bound_constant(means, eps, 6.0) * math.log(T)
+    :func:`~dpledger.policies.regret_bounds.azize_basu_2022_problem_dependent`."""
+    return regret_bounds.azize_basu_2022_problem_dependent(means, T, eps).value
 
 
 def lower_bound_2025(means, eps: float, T: int) -> float:
     """C(ν, ε)·ln T with C = Σ Δ_a / d_ε(μ_a, μ*) (Azize et al. 2025; asymptotic), never below
     :func:`lower_bound`."""
-    return theorems.azize_2025_lower_bound_constant(means, eps) * math.log(T)
+    return regret_bounds.azize_2025_lower(means, T, eps).value
 
 
 def summarize(reports: dict, out: str, quick: bool) -> Summary:
