@@ -28,9 +28,12 @@ from dpledger.accounting import pld as _pld
 from dpledger.accounting import rdp as _rdp
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import gdp_delta, gdp_epsilon
-from dpledger.accounting.numerics import exp_up
-from dpledger.accounting.pure import PureComposition
-from dpledger.accounting.releases import NOT_APPLICABLE, UNBOUNDED
+from fractions import Fraction
+
+from dpledger.accounting.numerics import (div_up, exp_up, float_down, libm_up, mul_up, sqrt_up,
+                                          sum_up, up)
+from dpledger.accounting.pure import PureComposition, zcdp_of_pure
+from dpledger.accounting.releases import EXACT, NOT_APPLICABLE, UNBOUNDED, ApproxDpRelease
 from dpledger.errors import DpledgerError, check_delta, check_nonnegative
 
 OK = "ok"
@@ -209,8 +212,102 @@ class PldAccountant:
         return _pld.pld_delta(comp, epsilon)
 
 
+def _pure_or_approx(comp: Composition) -> list[tuple[float, float, int]]:
+    """(ε_i, δ_i, count) of every item when each is an (ε, δ) statement — an approximate-DP
+    release, or a release with a finite pure ε (δ_i = 0) — else []."""
+    out = []
+    for r, c in comp.items:
+        if isinstance(r, ApproxDpRelease):
+            out.append((r.epsilon, r.delta, c))
+        elif r.statuses["pure"] in (EXACT,):
+            out.append((r.epsilon, 0.0, c))
+        else:
+            return []
+    return out
+
+
+class ApproxAccountant:
+    """(ε, δ) statements composed by basic composition (Σε_i, Σδ_i; valid under adaptive
+    parameters, Rogers, Roth, Ullman & Vadhan 2016) and, with parameters fixed in advance, by
+    the heterogeneous advanced composition theorem (Kairouz, Oh & Viswanath 2015, Thm 3.5;
+    Dwork, Rothblum & Vadhan 2010 for the homogeneous case): for every δ̃ ∈ (0, 1) the
+    k-fold adaptive composition of (ε_i, δ_i)-DP mechanisms is (ε̃, δ̃ + Σδ_i)-DP with
+
+        ε̃ = min{ Σε_i,
+                 Σ ε_i·tanh(ε_i/2) + √(2·Σε_i²·ln(e + √(Σε_i²)/δ̃)),
+                 Σ ε_i·tanh(ε_i/2) + √(2·Σε_i²·ln(1/δ̃)) }
+
+    ((e^ε − 1)/(e^ε + 1) = tanh(ε/2)); here δ̃ = δ − Σδ_i, which the theorem's
+    1 − (1 − δ̃)Π(1 − δ_i) ≤ δ̃ + Σδ_i allows.  It supports compositions of pure-ε releases and
+    approximate-DP ones (:class:`~.releases.ApproxDpRelease`, the Wishart theorem's statement)
+    only; at δ = Σδ_i only basic composition applies, and below it no ε is licensed (status
+    ``unbounded`` there).  For pure releases
+    alone it is never tighter than the pure accountant's optimal composition — it is here for
+    what nothing else composes, and ``best`` names it when it wins.  Every step rounds up."""
+
+    name = "approx"
+    holds_under_adaptive_parameters = True      # basic composition only, under the flag
+
+    def supports(self, comp: Composition, adaptive: bool = False) -> str:
+        if comp.is_empty() or _pure_or_approx(comp):
+            return OK
+        if any(r.statuses["pure"] == UNBOUNDED and not isinstance(r, ApproxDpRelease)
+               and r.statuses["gdp"] == UNBOUNDED for r in comp.releases):
+            return "unbounded"                  # a read without noise
+        return "not_applicable"                 # Gaussian / Rényi releases: other accountants
+
+
+    def epsilon(self, comp: Composition, delta: float, adaptive: bool = False) -> float:
+        check_delta(delta)
+        _require(self, comp, adaptive)
+        items = _pure_or_approx(comp)
+        if not items:
+            return 0.0
+        floor = Fraction(0)
+        for _, d, c in items:
+            floor += c * Fraction(d)
+        if Fraction(delta) < floor:
+            return math.inf                     # below Σδ_i no composition theorem applies
+        basic = sum_up((c, e) for e, _, c in items)      # (Σε_i, Σδ_i)
+        slack = float_down(Fraction(delta) - floor)      # δ̃ ≤ δ − Σδ_i exactly
+        if adaptive or not slack > 0:
+            return basic
+        mean = sum_up((c, zcdp_of_pure(e)) for e, _, c in items)    # Σ ε·tanh(ε/2), up
+        sq = sum_up((c, mul_up(e, e)) for e, _, c in items)          # Σ ε², up
+        if not (math.isfinite(mean) and math.isfinite(sq)):
+            return basic                        # beyond the float range: Σε (maybe ∞)
+        log1 = libm_up(math.log(div_up(1, slack)))
+        adv1 = sum_up([(1, mean), (1, sqrt_up(mul_up(2, sq, log1)))])
+        inner = up(math.e + div_up(sqrt_up(sq), slack), 2)
+        adv2 = sum_up([(1, mean), (1, sqrt_up(mul_up(2, sq, libm_up(math.log(inner)))))])
+        return min(basic, adv1, adv2)
+
+    def delta(self, comp: Composition, epsilon: float, adaptive: bool = False) -> float:
+        """The smallest δ the bounds above license at ``epsilon``: Σδ_i when ε ≥ Σε_i, else
+        Σδ_i + δ̃ with δ̃ = e^{−(ε − A)²/(2B)} (A = Σε·tanh(ε/2), B = Σε²) for ε > A, rounded up."""
+        check_nonnegative("epsilon", epsilon)
+        _require(self, comp, adaptive)
+        items = _pure_or_approx(comp)
+        if not items:
+            return 0.0
+        floor = comp.delta_floor()
+        if epsilon >= sum_up((c, e) for e, _, c in items):
+            return min(1.0, floor)
+        if adaptive:
+            return 1.0
+        mean = sum_up((c, zcdp_of_pure(e)) for e, _, c in items)
+        sq = sum_up((c, mul_up(e, e)) for e, _, c in items)
+        if not (epsilon > mean and math.isfinite(sq)):
+            return 1.0
+        gap = float_down(Fraction(epsilon) - Fraction(mean))      # ε − A, rounded down
+        expo = float_down(Fraction(gap) * Fraction(gap) / (2 * Fraction(sq)))
+        tilde = exp_up(-expo)
+        return min(1.0, sum_up([(1, floor), (1, tilde)]))
+
+
 ACCOUNTANTS: dict[str, Accountant] = {
-    a.name: a for a in (PureAccountant(), GdpAccountant(), RdpAccountant(), PldAccountant())}
+    a.name: a for a in (PureAccountant(), GdpAccountant(), RdpAccountant(), PldAccountant(),
+                        ApproxAccountant())}
 
 
 class BestAccountant:
@@ -229,6 +326,8 @@ class BestAccountant:
                            adaptive: bool = False) -> tuple[float, str]:
         check_delta(delta)
         best, source = math.inf, "none"
+        if delta < comp.delta_floor():          # approximate-DP releases: no ε below Σδ_i
+            return math.inf, "unbounded"
         for acc in ACCOUNTANTS.values():
             if acc.supports(comp, adaptive) != OK:
                 continue

@@ -34,7 +34,8 @@ from dpledger.accounting.pure import zcdp_of_pure
 from dpledger.accounting.releases import (
     BOUND, EXACT, NOT_APPLICABLE, UNBOUNDED, DiscreteGaussianRelease, DiscreteGaussianTotal,
     DiscreteLaplaceRelease, GaussianRelease, LaplaceRelease, NonPrivateRelease, PureEpsilonRelease,
-    RdpRelease, Release, ZcdpRelease, release_from_json, release_to_json)
+    RdpRelease, Release, ZcdpRelease, release_from_json, release_to_json, ApproxDpRelease,
+    SymmetricMatrixGaussianRelease, WishartRelease)
 from dpledger.errors import DpledgerError, check_count
 
 MAX_GAUSSIAN_TERMS = 64
@@ -43,12 +44,21 @@ MAX_GAUSSIAN_TERMS = 64
 def canonical(release: Release) -> Release:
     """The representative of a release's normal form, so that equal normal forms give equal
     (and equally serialised) compositions whatever order or parametrisation they came in:
-    continuous Laplace and Gaussian releases are rewritten with sensitivity 1 and noise scale
-    = scale/sensitivity (the noise multiplier, which is what their privacy depends on)."""
-    if isinstance(release, LaplaceRelease) and release.sensitivity != 1.0:
+    continuous Laplace and Gaussian releases (vector ones included) are rewritten as the scalar
+    release with sensitivity 1 and noise scale = scale/sensitivity (the noise multiplier, which
+    is what their privacy depends on), rounded down; a symmetric-matrix Gaussian as the scalar
+    Gaussian of its exact μ² = Δ_F²/(2σ²) (σ rounded down); a Wishart release as the
+    :class:`ApproxDpRelease` its theorem states."""
+    if isinstance(release, LaplaceRelease) and (type(release) is not LaplaceRelease
+                                                or release.sensitivity != 1.0):
         return LaplaceRelease(scale=div_down(release.scale, release.sensitivity), sensitivity=1.0)
-    if isinstance(release, GaussianRelease) and release.sensitivity != 1.0:
+    if isinstance(release, SymmetricMatrixGaussianRelease):
+        return _gaussian_of_mu2(release.mu2_exact)
+    if isinstance(release, GaussianRelease) and (type(release) is not GaussianRelease
+                                                 or release.sensitivity != 1.0):
         return GaussianRelease(sigma=div_down(release.sigma, release.sensitivity), sensitivity=1.0)
+    if isinstance(release, WishartRelease):
+        return ApproxDpRelease(epsilon=release.epsilon, delta=release.delta)
     return release
 
 
@@ -275,6 +285,11 @@ class Composition:
         total = self._gdp_mu2_exact()
         return math.inf if total == math.inf else float_up(total)
 
+    def delta_floor(self) -> float:
+        """Σ count·δ_i over the approximate-DP releases (an (ε, δ) statement each: the Wishart
+        theorem's), rounded up: no ε is licensed at a δ at or below it (0 without them)."""
+        return sum_up((c, r.delta) for r, c in self.items if isinstance(r, ApproxDpRelease))
+
     def gdp_mu_bound(self) -> float:
         """√(Σ count·μ_i²) rounded up (the GDP accountant's μ, a bound for non-Gaussians)."""
         if self.status("gdp") in (UNBOUNDED, NOT_APPLICABLE):
@@ -408,6 +423,10 @@ class Composition:
                 raise DpledgerError(
                     "dp-accounting 0.6.0 has no event for an RDP curve given at listed orders; "
                     "this composition cannot be exported as a DpEvent")
+            elif isinstance(r, ApproxDpRelease):
+                raise DpledgerError(
+                    "dp-accounting 0.6.0 has no event for an (ε, δ) statement (a Wishart "
+                    "release's theorem); this composition cannot be exported as a DpEvent")
             else:
                 ev = E.UnsupportedDpEvent()
             events.append(ev if c == 1 else E.SelfComposedDpEvent(ev, c))

@@ -73,9 +73,9 @@ import numpy as np
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.numerics import up as round_up
-from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLaplaceRelease,
-                                          GaussianRelease, LaplaceRelease, NonPrivateRelease,
-                                          PureEpsilonRelease)
+from dpledger.accounting.releases import (ApproxDpRelease, DiscreteGaussianRelease,
+                                          DiscreteLaplaceRelease, GaussianRelease, LaplaceRelease,
+                                          NonPrivateRelease, PureEpsilonRelease)
 
 MIN_DELTA = 1e-15           # floor: below it PLD is skipped (status delta-below-1e-15)
 MIN_DELTA_STATUS = "skipped:delta-below-1e-15"
@@ -252,6 +252,15 @@ def _rr_connect_dots(epsilon: float, h: float) -> _Pmf:
     return _finite_connect_dots(losses, masses, 0.0, h)
 
 
+def _approx_connect_dots(epsilon: float, delta: float, h: float) -> _Pmf:
+    """The dominating pair of every (ε, δ)-DP mechanism (Kairouz, Oh & Viswanath 2015,
+    Thm 2.4): loss +∞ with probability δ, ±ε with (1 − δ)/(1 + e^{∓ε})."""
+    losses = np.array([epsilon, -epsilon])
+    masses = (1.0 - delta) * np.array([1.0 / (1.0 + math.exp(-epsilon)),
+                                       1.0 / (1.0 + math.exp(epsilon))])
+    return _finite_connect_dots(losses, masses, delta, h)
+
+
 def _single(release, count: int, h: float) -> _Pmf:
     """The discretised PLD of one release on grid h (of ``count`` Gaussians at once: they are
     exactly one Gaussian with σ/√count)."""
@@ -286,6 +295,8 @@ def _single(release, count: int, h: float) -> _Pmf:
                                                      use_connect_dots=True)
         elif isinstance(r, PureEpsilonRelease):
             return _rr_connect_dots(r.epsilon, h)
+        elif isinstance(r, ApproxDpRelease):
+            return _approx_connect_dots(r.epsilon, r.delta, h)
         else:  # pragma: no cover - skip_reason rejects the rest
             raise PldSkipped(f"unsupported-{r.kind}")
     except (OverflowError, FloatingPointError, MemoryError) as exc:

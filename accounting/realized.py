@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from dpledger.accounting.composition import Composition, costlier
-from dpledger.accounting.releases import NOT_APPLICABLE, UNBOUNDED, GaussianRelease, Release
+from dpledger.accounting.releases import (NOT_APPLICABLE, UNBOUNDED, GaussianRelease,
+                                          NonPrivateRelease, Release)
 from dpledger.accounting.reward_queries import (KEY_REL_TOL, _ledger_currency, rank_weight,
                                                 summation_bound,
                                                 exact_front)
@@ -71,6 +72,10 @@ def realized_privacy(compositions: Sequence[Composition], deltas: Sequence[float
     return realized_privacy_witnessed(compositions, deltas, adaptive)[0]
 
 
+def _read_without_noise(comp: Composition) -> bool:
+    return any(isinstance(r, NonPrivateRelease) for r in comp.releases)
+
+
 def realized_privacy_witnessed(compositions: Sequence[Composition], deltas: Sequence[float],
                                adaptive: bool) -> tuple[dict, dict[str, int]]:
     """:func:`realized_privacy` and a witness for each exact maximum it reports (the keys of
@@ -78,13 +83,12 @@ def realized_privacy_witnessed(compositions: Sequence[Composition], deltas: Sequ
     ``compositions``); a value reported as an upper bound over a large front has none."""
     from dpledger.accounting.schema import privacy_block_witnessed
     given = list(compositions)
-    unbounded = any(c.status("gdp") == UNBOUNDED and math.isinf(c.pure_epsilon()) for c in given)
+    unbounded = any(_read_without_noise(c) for c in given)
     if unbounded or len(given) <= 1:
         block, wit = privacy_block_witnessed(given or [Composition()], deltas, adaptive=adaptive,
                                              unbounded=unbounded)
         if unbounded:
-            first = next(i for i, c in enumerate(given) if c.status("gdp") == UNBOUNDED
-                         and math.isinf(c.pure_epsilon()))
+            first = next(i for i, c in enumerate(given) if _read_without_noise(c))
             wit = {"pure_epsilon": first, "gdp_mu": first}
         return block, wit if given else {}
     comps = exact_front(given)

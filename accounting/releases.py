@@ -382,13 +382,213 @@ class NonPrivateRelease:
         return {}
 
 
+# -- vector and matrix releases (issue 22: contextual and linear bandits) ------------------------
+@dataclass(frozen=True)
+class LaplaceVectorRelease(LaplaceRelease):
+    """Laplace noise Lap(b) added independently to each of the ``dim`` entries of a vector
+    statistic whose L1 sensitivity is ``Δ₁`` (``sensitivity``).
+
+    * pure ε = Δ₁/b (exact: the density ratio is e^{(‖z − Δ‖₁ − ‖z‖₁)/b} ≤ e^{Δ₁/b}, Dwork &
+      Roth 2014, Thm 3.6 for vectors) — the scalar Laplace release of the same b and Δ, which is
+      its normal form; every other currency as :class:`LaplaceRelease` (the vector's privacy loss
+      has the same worst case as one coordinate moved by Δ₁).
+    * ``dim`` says what was drawn (``dim`` Laplace variates); it does not enter the privacy.
+    """
+
+    dim: int = 1
+    kind: ClassVar[str] = "laplace_vector"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "dim", check_count("laplace_vector dim", self.dim))
+
+    def normal_form(self) -> tuple:
+        return ("laplace", self.epsilon)
+
+    def params(self) -> dict:
+        return {"scale": self.scale, "sensitivity": self.sensitivity, "dim": self.dim}
+
+
+@dataclass(frozen=True)
+class GaussianVectorRelease(GaussianRelease):
+    """N(0, σ²I_d) added to a ``dim``-vector statistic of L2 sensitivity Δ₂ (``sensitivity``).
+
+    * GDP μ = Δ₂/σ (exact: the Gaussian mechanism in ℝ^d reduces to one dimension along the
+      difference of the two means; Dong, Roth & Su 2022, Thm 2.7), every currency as the scalar
+      :class:`GaussianRelease` of the same σ and Δ, its normal form.
+    * ``dim`` says what was drawn; it does not enter the privacy.
+    """
+
+    dim: int = 1
+    kind: ClassVar[str] = "gaussian_vector"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "dim", check_count("gaussian_vector dim", self.dim))
+
+    def normal_form(self) -> tuple:
+        return ("gaussian", self.mu)
+
+    def params(self) -> dict:
+        return {"sigma": self.sigma, "sensitivity": self.sensitivity, "dim": self.dim}
+
+
+@dataclass(frozen=True)
+class SymmetricMatrixGaussianRelease(GaussianRelease):
+    """Symmetric Gaussian noise Z = (Z′ + Z′ᵀ)/√2, Z′ᵢⱼ i.i.d. N(0, σ²), added to a symmetric
+    ``dim × dim`` matrix statistic whose neighbouring change Δ (a symmetric matrix) has
+    Frobenius norm at most ``sensitivity`` = Δ_F (Shariff & Sheffet 2018, Gaussian mode; the
+    noise of each node of their tree).
+
+    Z's upper triangle is independent: off-diagonal entries N(0, σ²), diagonal entries
+    N(0, 2σ²).  Dividing the diagonal by √2 makes the release an isotropic Gaussian mechanism
+    on the d(d+1)/2 coordinates with mean shift (Δᵢⱼ for i < j, Δᵢᵢ/√2), whose squared norm is
+    Σ_{i<j} Δᵢⱼ² + Σᵢ Δᵢᵢ²/2 = ‖Δ‖_F²/2.  So the release is μ-GDP with
+
+        μ = Δ_F/(√2·σ),   μ² = Δ_F²/(2σ²)   (exact; the worst case is attained by any Δ of
+        Frobenius norm Δ_F, e.g. a single diagonal change),
+
+    and every other currency is the scalar Gaussian's of that μ (its normal form).  The
+    formula is checked against a brute-force likelihood ratio over random symmetric changes in
+    the tests.  ``mu2_exact`` is the exact rational Δ_F²/(2σ²); ``mu`` and ``mu2`` are rounded up.
+    """
+
+    dim: int = 1
+    kind: ClassVar[str] = "gaussian_sym_matrix"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "dim", check_count("gaussian_sym_matrix dim", self.dim))
+
+    @functools.cached_property
+    def mu2_exact(self) -> Fraction:
+        return (Fraction(self.sensitivity) / Fraction(self.sigma)) ** 2 / 2
+
+    @functools.cached_property
+    def mu2(self) -> float:
+        return float_up(self.mu2_exact)
+
+    @functools.cached_property
+    def mu(self) -> float:
+        from dpledger.accounting.numerics import sqrt_up
+        return sqrt_up(self.mu2_exact)
+
+    def normal_form(self) -> tuple:
+        return ("gaussian", self.mu)
+
+    def params(self) -> dict:
+        return {"sigma": self.sigma, "sensitivity": self.sensitivity, "dim": self.dim}
+
+
+@dataclass(frozen=True)
+class ApproxDpRelease:
+    """A mechanism known only to be (ε, δ)-DP, δ > 0 — no pure, GDP, zCDP or RDP guarantee.
+
+    * pure ε, GDP μ, zCDP ρ, RDP: unbounded (an (ε, δ) statement allows an infinite loss with
+      probability δ; no Gaussian or Rényi bound follows from it).
+    * PLD: exact for the class — the dominating pair of every (ε, δ)-DP mechanism (Kairouz, Oh
+      & Viswanath 2015, Thm 2.4 / Murtagh & Vadhan 2016): privacy loss +∞ with probability δ,
+      ±ε with probabilities (1 − δ)/(1 + e^{∓ε}).  Its compositions are therefore the optimal
+      composition of (ε, δ) statements.
+    * The ``approx`` accountant (basic and advanced composition, :mod:`.accountants`) composes
+      it with pure-ε releases; a composition is (ε′, δ′)-DP only for δ′ ≥ Σ count·δ.
+    """
+
+    epsilon: float
+    delta: float
+    kind: ClassVar[str] = "approx_dp"
+    statuses: ClassVar[Mapping[str, str]] = {
+        "pure": UNBOUNDED, "gdp": UNBOUNDED, "zcdp": UNBOUNDED, "rdp": UNBOUNDED, "pld": EXACT}
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_positive("approx_dp epsilon", self.epsilon))
+        d = float(self.delta) if isinstance(self.delta, (int, float)) and not isinstance(
+            self.delta, bool) else self.delta
+        if not isinstance(d, float) or not 0.0 < d < 1.0:
+            raise DpledgerError(f"approx_dp delta must lie in (0, 1), got {self.delta!r}")
+        object.__setattr__(self, "delta", d)
+
+    def normal_form(self) -> tuple:
+        return (self.kind, self.epsilon, self.delta)
+
+    def params(self) -> dict:
+        return {"epsilon": self.epsilon, "delta": self.delta}
+
+
+# The Wishart theorem's constant and range, as this project reads Sheffet 2015 (docs/algorithms.md
+# "Wishart mechanism"): W ~ W_p(L²·I, k) added to AᵀA, rows of A of L2 norm ≤ L, is (ε, δ)-DP for
+# k ≥ p + 1 + 28·ln(4/δ)/ε², ε ∈ (0, 1), δ ∈ (0, 1/e).
+WISHART_CONSTANT = 28
+
+
+@dataclass(frozen=True)
+class WishartRelease:
+    """Wishart noise W ~ W_p(L²·I_p, k) added to a Gram matrix AᵀA whose rows (one per record)
+    have L2 norm at most ``bound`` = L (Sheffet 2015, the Wishart mechanism; Shariff & Sheffet
+    2018 use it per tree node on the (d+1)×(d+1) matrix of [x; y] rows).
+
+    Its only guarantee is the theorem's: with ``dim`` = p and ``k`` degrees of freedom, the
+    release is (ε, δ)-DP at the ``delta`` it is stated for, with
+
+        ε = √(28·ln(4/δ)/(k − p − 1))       (the theorem's k ≥ p + 1 + 28·ln(4/δ)/ε², solved)
+
+    rounded up, valid only inside the theorem's range ε < 1, δ < 1/e (refused outside it).
+    Reconstructed reading (docs/algorithms.md): the published statement and the authors' code
+    differ by one in the degrees of freedom (k ≥ p + … against k = p + …); the stricter is used.
+    It composes only as an (ε, δ) statement — its normal form is the :class:`ApproxDpRelease`
+    of that (ε, δ): basic and advanced composition, and the optimal composition of (ε, δ)
+    statements through PLD — never through a Rényi or Gaussian bound the theorem does not give.
+    """
+
+    dim: int
+    k: int
+    bound: float
+    delta: float
+    kind: ClassVar[str] = "wishart"
+    statuses: ClassVar[Mapping[str, str]] = ApproxDpRelease.statuses
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dim", check_count("wishart dim", self.dim))
+        object.__setattr__(self, "k", check_count("wishart k", self.k))
+        object.__setattr__(self, "bound", check_positive("wishart bound", self.bound))
+        d = check_positive("wishart delta", self.delta)
+        if not d < math.exp(-1.0):
+            raise DpledgerError(f"wishart delta must lie in (0, 1/e) (the theorem's range), "
+                                f"got {self.delta!r}")
+        object.__setattr__(self, "delta", d)
+        if self.k <= self.dim + 1:
+            raise DpledgerError(f"wishart k must exceed dim + 1 = {self.dim + 1}, got {self.k}")
+        if not self.epsilon < 1.0:
+            raise DpledgerError(
+                f"wishart(dim={self.dim}, k={self.k}, delta={d!r}) gives ε = {self.epsilon:.4g}; "
+                f"the theorem holds for ε < 1 only: k must be at least "
+                f"{self.dim + 1 + math.ceil(WISHART_CONSTANT * math.log(4.0 / d))}")
+
+    @functools.cached_property
+    def epsilon(self) -> float:
+        """√(28·ln(4/δ)/(k − p − 1)), rounded up after every step."""
+        from dpledger.accounting.numerics import libm_up, mul_up, sqrt_up
+        log_term = libm_up(math.log(div_up(4, self.delta)))    # ln is increasing
+        return sqrt_up(Fraction(mul_up(WISHART_CONSTANT, log_term))
+                       / (self.k - self.dim - 1))
+
+    def normal_form(self) -> tuple:
+        return ("approx_dp", self.epsilon, self.delta)
+
+    def params(self) -> dict:
+        return {"dim": self.dim, "k": self.k, "bound": self.bound, "delta": self.delta}
+
+
 Release = Union[LaplaceRelease, GaussianRelease, PureEpsilonRelease, DiscreteLaplaceRelease,
                 DiscreteGaussianRelease, DiscreteGaussianTotal, RdpRelease, ZcdpRelease,
-                NonPrivateRelease]
+                NonPrivateRelease, LaplaceVectorRelease, GaussianVectorRelease,
+                SymmetricMatrixGaussianRelease, ApproxDpRelease, WishartRelease]
 RELEASE_TYPES: dict[str, type] = {
     cls.kind: cls for cls in (LaplaceRelease, GaussianRelease, PureEpsilonRelease,
                               DiscreteLaplaceRelease, DiscreteGaussianRelease,
-                              DiscreteGaussianTotal, RdpRelease, ZcdpRelease, NonPrivateRelease)}
+                              DiscreteGaussianTotal, RdpRelease, ZcdpRelease, NonPrivateRelease,
+                              LaplaceVectorRelease, GaussianVectorRelease,
+                              SymmetricMatrixGaussianRelease, ApproxDpRelease, WishartRelease)}
 
 
 def release_to_json(release: Release) -> dict:
@@ -462,6 +662,9 @@ def parse_release_spec(spec: str) -> tuple[Release, int]:
         else:
             if kind in ("discrete_laplace", "discrete_gaussian") and "sensitivity" in params:
                 params["sensitivity"] = check_count("sensitivity", params["sensitivity"])
+            for key in ("dim", "k"):            # counts: dimensions, degrees of freedom
+                if key in params:
+                    params[key] = check_count(key, params[key])
             release = cls(**params)
     except TypeError:
         raise DpledgerError(f"bad parameters for {kind!r} in {spec!r}: {sorted(params)}") from None

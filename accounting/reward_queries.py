@@ -46,7 +46,8 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import mu_of_pure_epsilon
 from dpledger.accounting.numerics import sqrt_up, sum_up
 from dpledger.errors import DpledgerError
-from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteGaussianTotal,
+from dpledger.accounting.releases import (ApproxDpRelease, WishartRelease,
+                                          DiscreteGaussianRelease, DiscreteGaussianTotal,
                                           GaussianRelease, NonPrivateRelease, RdpRelease,
                                           Release, ZcdpRelease)
 
@@ -850,7 +851,8 @@ def _worst_among(ledger: "RewardLedger", pt: PieceTotals, key: np.ndarray, curre
     k = key[pieces]
     # releases known only by RDP/zCDP (issue 15) have no GDP μ: their pieces' keys are ∞ and
     # rank nothing, so they and the top finite keys are all ranked by ε at the smallest δ
-    by_rdp = any(isinstance(r, (RdpRelease, ZcdpRelease)) for r in ledger.releases) and not any(
+    by_rdp = any(isinstance(r, (RdpRelease, ZcdpRelease, ApproxDpRelease, WishartRelease))
+                 for r in ledger.releases) and not any(
         isinstance(r, NonPrivateRelease) for r in ledger.releases)
     fin = np.isfinite(k)
     if by_rdp and fin.any() and not fin.all():

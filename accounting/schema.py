@@ -6,7 +6,7 @@ distinct per-reward composition of a ledger) by the pointwise maximum of each va
 ``pure_epsilon``, ``gdp_mu``, ``zcdp_rho``   number or null, each with a ``*_status``;
 ``epsilon_at_delta``       {δ: ε} from the ``best`` accountant, ``epsilon_at_delta_source``
                            {δ: accountant};
-``epsilon``                {accountant: {δ: ε or null}} for pure, gdp, rdp, pld;
+``epsilon``                {accountant: {δ: ε or null}} for pure, gdp, rdp, pld, approx;
 ``epsilon_status``         {accountant: {δ: status}};
 ``composition``            one composition as [{release, count}], the largest by (pure ε, GDP μ²):
                            a witness for reading, never the source of the values above (each
@@ -35,7 +35,7 @@ from dpledger.errors import DpledgerError, check_delta
 
 SCHEMA_VERSION = 1
 DEFAULT_DELTAS = (1e-3, 1e-5, 1e-6, 1e-9)
-ACCOUNTANT_ORDER = ("pure", "gdp", "rdp", "pld")
+ACCOUNTANT_ORDER = ("pure", "gdp", "rdp", "pld", "approx")
 
 
 def delta_key(delta: float) -> str:
@@ -159,6 +159,11 @@ def privacy_block_witnessed(compositions: Sequence[Composition],
                 continue
             if name == "pld" and acc.supports_delta(d) != OK:
                 table[name][k], status[name][k] = None, acc.supports_delta(d)
+                continue
+            if any(d < c.delta_floor() for c in comps):    # (ε, δ) releases: no ε below Σδ_i
+                table[name][k], status[name][k] = None, "unbounded"
+                wit[f"epsilon.{name}.{k}"] = idx[next(i for i, c in enumerate(comps)
+                                                      if d < c.delta_floor())]
                 continue
             try:
                 per = [acc.epsilon(c, d, adaptive) for c in comps]

@@ -94,7 +94,8 @@ def test_release_kinds_listed_with_their_syntax(command, capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     sample = {"E": "0.5", "B": "2", "D": "1", "M": "0.3", "S": "3", "T": "4", "R": "0.1",
-              "A1;A2;...": "2;4", "R1;R2;...": "0.1;0.3"}
+              "A1;A2;...": "2;4", "R1;R2;...": "0.1;0.3", "N": "3", "F": "1.5", "P": "4",
+              "K": "2000", "L": "1", "X": "1e-6"}
     for kind, syntax, _ in RELEASE_SYNTAX:
         assert syntax in out, (command, kind)
         for form in syntax.split(" | "):

@@ -198,6 +198,6 @@ def test_budgets_with_curve_releases(tmp_path):
         s.append(arm=0, start=0, stop=1, release=ZcdpRelease(0.02))
     assert s.n_records() == 1 and verify_store(tmp_path / "z.db") == []
     st_ = s.status([1e-6])
-    assert Composition.from_json(st_["worst_reward"]["composition"]) == \
-        Composition.of([(ZcdpRelease(0.01), 2)])
+    assert [Composition.from_json(c["composition"]) for c in st_["compositions"]] == \
+        [Composition.of([(ZcdpRelease(0.01), 2)])]
     s.close()

@@ -29,6 +29,15 @@ RELEASE_SYNTAX = (
      "Rényi bound at listed orders"),
     ("zcdp", "zcdp:rho=R", "ρ-zCDP: Rényi ρα, every α > 1"),
     ("non_private", "non_private:", "read without noise"),
+    ("laplace_vector", "laplace_vector:scale=B,sensitivity=D,dim=N",
+     "Laplace per entry, L1 sensitivity D: ε = D/B"),
+    ("gaussian_vector", "gaussian_vector:sigma=S,sensitivity=D,dim=N",
+     "Gaussian vector, L2 sensitivity D: μ = D/S"),
+    ("gaussian_sym_matrix", "gaussian_sym_matrix:sigma=S,sensitivity=F,dim=N",
+     "symmetric Gaussian matrix, Frobenius F: μ = F/(√2·S)"),
+    ("approx_dp", "approx_dp:eps=E,delta=X", "an (ε, δ)-DP statement, δ = X"),
+    ("wishart", "wishart:dim=P,k=K,bound=L,delta=X",
+     "Wishart W_P(L²I, K): (ε, δ) by its theorem"),
 )
 
 
