@@ -6,10 +6,15 @@ writer killed at any moment leaves the last committed state):
 * ``meta(key, value)``: ``format`` = ``dpledger-store``, ``version``, ``budget`` (JSON, or
   absent);
 * ``releases(id, json)``: the interned releases (``release_to_json``, ids 0, 1, … in order);
-* ``batches(seq, n, data, sha256)``: one row per append — ``n`` ledger rows packed as a
-  little-endian int64 array of shape (n, 6) with columns (run, arm, start, stop, release_id,
-  count) (``accounting.ledger.ROW_FIELDS``) and the blob's sha256.  Packing keeps reading a
-  million rows a matter of ``np.frombuffer``.
+* ``batches(seq, n, data, sha256, n_releases, link)``: one row per append — ``n`` ledger rows
+  packed as a little-endian int64 array of shape (n, 6) with columns (run, arm, start, stop,
+  release_id, count) (``accounting.ledger.ROW_FIELDS``), the blob's sha256, the number of
+  releases interned when it was committed, and its link in the record chain
+  (:mod:`.store_chain`); ``meta`` holds the chain's ``head`` and the numbers of ``batches`` and
+  ``records`` beside it, written in the same transaction.  Packing keeps reading a million rows
+  a matter of ``np.frombuffer``.  Every read checks the head and counts against the last batch
+  (a deleted last record is refused at once); ``verify`` recomputes every link.  Version 1
+  stores (no chain) are read as they are and given a chain when opened for writing.
 
 One append (:meth:`LedgerStore.append` or a batch, :meth:`LedgerStore.append_many`) is one
 transaction: ``BEGIN IMMEDIATE`` … ``COMMIT`` with ``synchronous=FULL``; it is acknowledged
@@ -48,13 +53,14 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from dpledger.accounting import store_chain as chain
 from dpledger.accounting.filters import Budget, BudgetExceeded, CURRENCY_OF
 from dpledger.accounting.ledger import ARM_LIMIT as _MAX_ARM
 from dpledger.accounting.releases import Release, release_from_json, release_to_json
 from dpledger.errors import DpledgerError
 
 FORMAT = "dpledger-store"
-VERSION = 1
+VERSION = 2                   # 2: the record chain (issue 25 §3); 1 is read and migrated
 _U = 2.0 ** -53
 _MAX_INT = (1 << 62)          # counts, indices, runs and arms fit int64 with room for sums
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -210,6 +216,9 @@ class LedgerStore:
         self._unit_costs: list[float] = []
         self._spend: dict[tuple[int, int], _Stream] | None = None
         self._data_version: int | None = None
+        self.version = VERSION
+        self._genesis = chain.genesis(None)
+        self._release_links: list[bytes] = []
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -222,16 +231,20 @@ class LedgerStore:
             raise DpledgerError(f"{os.fspath(path)} already exists; not overwriting it")
         conn = _connect(path, readonly=False)
         _enable_wal(conn, path)
+        budget_json = json.dumps(budget.to_json(), allow_nan=False) if budget else None
         with conn:
             conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             conn.execute("CREATE TABLE releases(id INTEGER PRIMARY KEY, json TEXT UNIQUE NOT NULL)")
             conn.execute("CREATE TABLE batches(seq INTEGER PRIMARY KEY, n INTEGER NOT NULL, "
-                         "data BLOB NOT NULL, sha256 TEXT NOT NULL)")
+                         "data BLOB NOT NULL, sha256 TEXT NOT NULL, n_releases INTEGER NOT NULL, "
+                         "link TEXT NOT NULL)")
             conn.executemany("INSERT INTO meta VALUES (?, ?)",
-                             [("format", FORMAT), ("version", str(VERSION))]
-                             + ([("budget", json.dumps(budget.to_json(), allow_nan=False))]
-                                if budget else []))
+                             [("format", FORMAT), ("version", str(VERSION)),
+                              ("head", chain.genesis(budget_json).hex()), ("batches", "0"),
+                              ("records", "0")]
+                             + ([("budget", budget_json)] if budget else []))
         store = cls(path, conn, budget, readonly=False)
+        store._genesis = chain.genesis(budget_json)
         return store
 
     @classmethod
@@ -256,16 +269,20 @@ class LedgerStore:
         if meta.get("format") != FORMAT:
             conn.close()
             raise DpledgerError(f"{os.fspath(path)} is not a dpledger ledger store")
-        if meta.get("version") != str(VERSION):
+        if meta.get("version") not in ("1", str(VERSION)):
             conn.close()
             raise DpledgerError(f"{os.fspath(path)}: store version {meta.get('version')!r}, "
-                                f"this dpledger reads version {VERSION}")
+                                f"this dpledger reads versions 1 and {VERSION}")
         try:
             budget = Budget.from_json(json.loads(meta["budget"])) if "budget" in meta else None
             if not readonly:
                 _enable_wal(conn, path)
             store = cls(path, conn, budget, readonly)
+            store.version = int(meta["version"])
+            store._genesis = chain.genesis(meta.get("budget"))
             store._load_releases()
+            if store.version == 1 and not readonly:
+                store._migrate_v1()
         except DpledgerError as exc:
             conn.close()
             if os.fspath(path) in str(exc):
@@ -309,6 +326,8 @@ class LedgerStore:
                 raise DpledgerError(f"{self.path}: release {rid} does not parse ({exc})") from None
             self._releases.append(release)
             self._release_ids[text] = rid
+            self._release_links.append(chain.release_link(
+                self._release_links[-1] if self._release_links else self._genesis, text))
             if self.budget is not None:
                 self._unit_costs.append(self.budget.unit_cost(release))
 
@@ -330,6 +349,8 @@ class LedgerStore:
             self._conn.execute("INSERT INTO releases(id, json) VALUES (?, ?)", (rid, key))
             self._releases.append(release)
             self._release_ids[key] = rid
+            self._release_links.append(chain.release_link(
+                self._release_links[-1] if self._release_links else self._genesis, key))
             if self.budget is not None:
                 self._unit_costs.append(self.budget.unit_cost(release))
         return rid
@@ -406,8 +427,7 @@ class LedgerStore:
             data = np.stack([cols[0], cols[1], cols[2], cols[3], ids, cols[4]], axis=1)
             new_spend = self._check_budget(data, version) if self.budget is not None else None
             blob = data.astype("<i8", copy=False).tobytes()
-            conn.execute("INSERT INTO batches(n, data, sha256) VALUES (?, ?, ?)",
-                         (data.shape[0], blob, hashlib.sha256(blob).hexdigest()))
+            self._link_batch(data.shape[0], blob)
             conn.execute("COMMIT")
             self._after_commit()
         except BaseException:
@@ -415,12 +435,105 @@ class LedgerStore:
                 conn.execute("ROLLBACK")
             # releases interned in the rolled-back transaction are gone from the file too
             self._releases, self._release_ids, self._unit_costs = [], {}, []
+            self._release_links = []
             self._load_releases()
             raise
         if new_spend is not None:
             self._spend.update(new_spend)
         self._data_version = version
         return int(data.shape[0])
+
+    def _meta(self) -> dict:
+        return dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def _link_batch(self, n: int, blob: bytes) -> None:
+        """Inside the write transaction: insert the batch with its link after the stored head,
+        and move the head and counts (issue 25 §3).  The head is checked against the last
+        batch first, so a store whose last records were deleted refuses further appends."""
+        meta = self._meta()
+        self._check_head(meta)
+        seq = int(meta["batches"]) + 1
+        sha = hashlib.sha256(blob).hexdigest()
+        n_rel = len(self._releases)
+        link = chain.batch_link(bytes.fromhex(meta["head"]), seq, n, sha,
+                                self._release_links[-1] if n_rel else self._genesis, n_rel)
+        self._conn.execute("INSERT INTO batches(seq, n, data, sha256, n_releases, link) "
+                           "VALUES (?, ?, ?, ?, ?, ?)", (seq, n, blob, sha, n_rel, link.hex()))
+        self._conn.executemany("UPDATE meta SET value = ? WHERE key = ?",
+                               [(link.hex(), "head"), (str(seq), "batches"),
+                                (str(int(meta["records"]) + n), "records")])
+
+    def _check_head(self, meta: dict | None = None) -> None:
+        """The stored head and counts agree with the last batch (O(1): an index lookup and a
+        count); raises :class:`DpledgerError` naming the disagreement.  Version 1 stores have
+        no chain and pass."""
+        if self.version < 2:
+            return
+        meta = self._meta() if meta is None else meta
+        try:
+            head, n_batches, n_records = meta["head"], int(meta["batches"]), int(meta["records"])
+        except (KeyError, ValueError):
+            raise DpledgerError(f"{self.path}: damaged ledger store: the chain head or counts "
+                                "are missing (dpledger verify lists every problem)") from None
+        last = self._conn.execute(
+            "SELECT seq, link FROM batches ORDER BY seq DESC LIMIT 1").fetchone()
+        count, total = self._conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(n), 0) FROM batches").fetchone()
+        if (count, total) != (n_batches, n_records) or (
+                (last[1] if last else self._genesis.hex()) != head) or (
+                last is not None and last[0] != n_batches):
+            raise DpledgerError(
+                f"{self.path}: the record chain does not match: the store says {n_batches} "
+                f"batches ({n_records} records) ending at head {head[:16]}…, the file holds "
+                f"{count} ({total} records) — records were deleted, inserted or edited outside "
+                "dpledger (dpledger verify names the first bad one)")
+
+    def _migrate_v1(self) -> None:
+        """Give a version 1 store (no chain) its chain, in one transaction: the links of the
+        existing batches in order, the head and counts, version 2."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            meta = self._meta()
+            if meta.get("version") == "1":
+                conn.execute("ALTER TABLE batches ADD COLUMN n_releases INTEGER NOT NULL "
+                             "DEFAULT 0")
+                conn.execute("ALTER TABLE batches ADD COLUMN link TEXT NOT NULL DEFAULT ''")
+                rows = conn.execute("SELECT seq, n, sha256, data FROM batches ORDER BY seq"
+                                    ).fetchall()
+                # a version 1 batch does not say how many releases existed when it was
+                # committed: link each to the releases its rows name (the largest id + 1)
+                prev, total, updates = self._genesis, 0, []
+                for i, (seq, n, sha, blob) in enumerate(rows, start=1):
+                    if seq != i:
+                        raise DpledgerError(f"batch numbers are not 1, 2, … (found {seq})")
+                    ids = np.frombuffer(blob, dtype="<i8").reshape(-1, 6)[:, 4]
+                    n_rel = int(ids.max()) + 1 if ids.size else 0
+                    if n_rel > len(self._releases):
+                        raise DpledgerError(f"batch {seq} names a release that does not exist")
+                    head = self._release_links[n_rel - 1] if n_rel else self._genesis
+                    prev = chain.batch_link(prev, seq, n, sha, head, n_rel)
+                    updates.append((n_rel, prev.hex(), seq))
+                    total += n
+                conn.executemany("UPDATE batches SET n_releases = ?, link = ? WHERE seq = ?",
+                                 updates)
+                conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                 [("head", prev.hex()), ("batches", str(len(rows))),
+                                  ("records", str(total)), ("version", str(VERSION))])
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self.version = VERSION
+
+    def head(self) -> dict:
+        """``{"batches", "records", "head"}``: what an auditor writes down to check later that
+        the store only grew (:func:`verify_store` with ``since``)."""
+        meta = self._meta()
+        self._check_head(meta)
+        return {"batches": int(meta.get("batches", 0)), "records": int(meta.get("records", 0)),
+                "head": meta.get("head")}
 
     def _after_commit(self) -> None:
         """Called between an append's COMMIT and the update of the cached spends: nothing here;
@@ -489,6 +602,8 @@ class LedgerStore:
         so a consistent snapshot while a writer appends).  ``check``: verify each batch's
         sha256 too; its size and type are always checked (raises :class:`DpledgerError` naming
         the batch)."""
+        if not check:
+            self._check_head()
         cur = self._conn.execute("SELECT seq, n, data, sha256 FROM batches ORDER BY seq")
         parts = []
         for seq, n, blob, sha in cur:
@@ -685,22 +800,94 @@ def _n_streams(data: np.ndarray) -> int:
     return int(1 + np.count_nonzero(k[1:] != k[:-1]))
 
 
-def verify_store(path: str | os.PathLike) -> list[str]:
+def verify_store(path: str | os.PathLike, since: tuple[int, str] | None = None) -> list[str]:
     """Every problem found in the store at ``path`` (empty: clean).  Opens read-only: SQLite's
-    quick_check, the format, every batch's size and sha256, rows (0 ≤ start < stop, count ≥ 1,
-    known release ids), releases that parse, the budget re-derived from its parameters, and
-    every reward's spend recomputed from the rows within the budget."""
+    quick_check, the format, every batch's size and sha256, the record chain (every link
+    recomputed; the first bad batch or release named; the head and counts against the last
+    batch), rows (0 ≤ start < stop, count ≥ 1, known release ids), releases that parse, the
+    budget re-derived from its parameters, and every reward's spend recomputed from the rows
+    within the budget.  ``since`` = (batches, head) written down earlier: the store must have
+    grown from it (the recomputed link of that batch equals that head)."""
     problems: list[str] = []
     try:
         store = LedgerStore.open(path, readonly=True)
     except DpledgerError as exc:
         return [str(exc)]
     try:
-        return _verify_open_store(store, problems)
+        return _verify_open_store(store, problems, since)
     except (sqlite3.DatabaseError, DpledgerError) as exc:
         return problems + [f"damaged ledger store: {exc}"]
     finally:
         store.close()
+
+
+def _chain_problems(store: "LedgerStore", since: tuple[int, str] | None) -> list[str]:
+    """The record chain recomputed from the file (:mod:`.store_chain`): the first release and
+    the first batch whose link does not match, and the head and counts against the last batch.
+    A version 1 store has no chain: said once (``since`` cannot be checked)."""
+    conn = store._conn
+    if store.version < 2:
+        return (["a version 1 store has no record chain: --since cannot be checked (opening it "
+                 "for writing, e.g. `dpledger ledger record`, adds one)"] if since else [])
+    out: list[str] = []
+    texts = [t for _, t in conn.execute("SELECT id, json FROM releases ORDER BY id")]
+    rel_links = chain.release_links(store._genesis, texts)
+    prev, expect, n_rows, last_link = store._genesis, 1, 0, store._genesis.hex()
+    since_link, broken = None, False
+    rows = conn.execute("SELECT seq, n, sha256, n_releases, link FROM batches ORDER BY seq"
+                        ).fetchall()
+    for seq, n, sha, n_rel, link in rows:
+        last_link = link
+        if broken:
+            n_rows += int(n)
+            continue
+        bad = None
+        if seq != expect:
+            bad = (f"record chain: batch {expect} is missing (the next is batch {seq}): "
+                   "records were deleted or renumbered")
+        elif not isinstance(n_rel, int) or not 0 <= n_rel <= len(rel_links):
+            bad = (f"record chain: batch {seq} was committed with {n_rel!r} releases, the "
+                   f"store holds {len(rel_links)}: releases were deleted")
+        else:
+            head = rel_links[n_rel - 1] if n_rel else store._genesis
+            try:
+                prev = chain.batch_link(prev, seq, int(n), str(sha), head, n_rel)
+            except (ValueError, TypeError):
+                bad = f"record chain: batch {seq} has a malformed sha256 or size"
+            else:
+                if prev.hex() != link:
+                    bad = (f"record chain: batch {seq} (records {n_rows}–{n_rows + int(n) - 1})"
+                           " does not link to what precedes it — it, a release it names, the "
+                           "budget or an earlier batch was edited, inserted, reordered or "
+                           "deleted (the first bad link)")
+        if bad:
+            out.append(bad)
+            broken = True
+        elif since is not None and seq == since[0]:
+            since_link = prev.hex()
+        expect += 1
+        n_rows += int(n)
+    total = len(rows)
+    meta = store._meta()
+    if meta.get("head") != last_link or meta.get("batches") != str(total) \
+            or meta.get("records") != str(n_rows):
+        out.append(f"record chain: the store's head says {meta.get('batches')} batches "
+                   f"({meta.get('records')} records), the file holds {total} ({n_rows} records) "
+                   "or another last link: batches were deleted or added at the end outside "
+                   "dpledger, or the head was edited")
+    if since is not None:
+        n_since, head_since = since
+        if n_since == 0:
+            since_link = store._genesis.hex()
+        if broken and since_link is None and n_since <= total:
+            out.append("--since: not checked, the chain breaks before that batch")
+        elif since_link is None:
+            out.append(f"--since: the store has {total} batches, fewer than the {n_since} "
+                       "written down: it did not grow from that head")
+        elif since_link != head_since.lower():
+            out.append(f"--since: batch {n_since}'s link is {since_link[:16]}…, not the head "
+                       f"written down ({head_since[:16]}…): the store did not grow from it")
+    return out
 
 
 def row_problems(data: np.ndarray, n_releases: int) -> list[str]:
@@ -721,7 +908,8 @@ def row_problems(data: np.ndarray, n_releases: int) -> list[str]:
     return out
 
 
-def _verify_open_store(store: "LedgerStore", problems: list[str]) -> list[str]:
+def _verify_open_store(store: "LedgerStore", problems: list[str],
+                       since: tuple[int, str] | None = None) -> list[str]:
     """The checks of :func:`verify_store` on an open, read-only store (one snapshot)."""
     qc = store._conn.execute("PRAGMA quick_check").fetchall()
     if qc != [("ok",)]:
@@ -731,8 +919,9 @@ def _verify_open_store(store: "LedgerStore", problems: list[str]) -> list[str]:
             data = store.rows_array(check=True)
         except DpledgerError as exc:
             return problems + [str(exc)]
-        problems += row_problems(data, len(store._releases))
-        if store.budget is not None and data.size and not problems:
+        rows_bad = row_problems(data, len(store._releases))
+        problems += _chain_problems(store, since) + rows_bad
+        if store.budget is not None and data.size and not rows_bad:
             spent, where = max_spend(store, data)
             if not spent <= store.budget.limit:
                 problems.append(f"reward run={where[0]} arm={where[1]} index={where[2]} spent "
@@ -785,10 +974,21 @@ def _check_path(path) -> str:
 
 
 def _connect(path, readonly: bool) -> sqlite3.Connection:
-    """An SQLite connection, changing nothing in the file: read-only through a ``file:`` URI
-    built by pathlib (so %, # and ? in a file name are escaped, not read as URI syntax)."""
+    """An SQLite connection.  ``readonly``: changing nothing in the store — a query-only
+    connection where the file and its folder are writable (so SQLite removes the -wal/-shm
+    files it made when the last connection closes), else a read-only ``file:`` URI built by
+    pathlib (so %, # and ? in a file name are escaped, not read as URI syntax)."""
     path = os.fspath(path)
     try:
+        folder = os.path.dirname(os.path.abspath(path))
+        if readonly and os.access(path, os.W_OK) and os.access(folder, os.W_OK):
+            # a reader that may write makes its -wal/-shm beside the file and, closing as the
+            # last connection, removes them again (a mode=ro reader cannot, and left them
+            # behind: issue 25 §3); query_only keeps it a reader
+            conn = sqlite3.connect(path, isolation_level=None, timeout=60.0,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA query_only = ON")
+            return conn
         if readonly:
             uri = pathlib.Path(path).absolute().as_uri() + "?mode=ro"
             return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=60.0,

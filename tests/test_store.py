@@ -382,11 +382,14 @@ def test_verify_finds_tampering(tmp_path):
     conn = sqlite3.connect(path)
     blob = np.array([[0, 0, 0, 3, 0, 1]], dtype="<i8").tobytes()
     import hashlib
-    conn.execute("INSERT INTO batches(n, data, sha256) VALUES (1, ?, ?)",
-                 (blob, hashlib.sha256(blob).hexdigest()))       # a write around the filter
+    conn.execute("INSERT INTO batches(n, data, sha256, n_releases, link) VALUES (1, ?, ?, 1, "
+                 "'')", (blob, hashlib.sha256(blob).hexdigest()))   # a write around the filter
     conn.commit()
     problems = verify_store(path)
-    assert len(problems) == 1 and "index=1" in problems[0] and "> budget" in problems[0]
+    assert len(problems) == 3
+    assert any("index=1" in p and "> budget" in p for p in problems)
+    assert any("batch 3" in p and "does not link" in p for p in problems)   # the chain
+    assert any("head says 2 batches" in p for p in problems)
     conn.execute("UPDATE batches SET sha256 = 'x' WHERE seq = 1")
     conn.commit()
     conn.close()
@@ -416,7 +419,7 @@ def test_arms_below_2_20(tmp_path):
     import hashlib
     conn = sqlite3.connect(path)
     blob = np.array([[0, 1 << 20, 0, 3, 0, 1]], dtype="<i8").tobytes()
-    conn.execute("INSERT INTO batches(n, data, sha256) VALUES (1, ?, ?)",
+    conn.execute("INSERT INTO batches(n, data, sha256, n_releases, link) VALUES (1, ?, ?, 1, '')",
                  (blob, hashlib.sha256(blob).hexdigest()))
     conn.commit()
     conn.close()

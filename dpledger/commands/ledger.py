@@ -22,7 +22,7 @@ def register(sub) -> None:
     p = sub.add_parser("ledger", help="a persistent ledger store: init, record, status",
                        description=__doc__.split("\n\n")[0])
     lsub = p.add_subparsers(dest="ledger_command", metavar="ACTION", parser_class=type(p),
-                            help="init, record or status")
+                            help="init, record, status or head")
     lsub.required = True          # `dpledger ledger` alone: one error line, exit 2
     pi = lsub.add_parser("init", help="create an empty store")
     pi.add_argument("store", help="the store file to create (SQLite)")
@@ -43,6 +43,11 @@ def register(sub) -> None:
     pr.add_argument("releases", nargs="+", metavar="SPEC",
                     help="releases as in compose (kinds above), e.g. laplace:eps=0.5,count=2")
     pr.set_defaults(func=run_record)
+    ph = lsub.add_parser("head", help="the record chain's head, to check later that the store "
+                                      "only grew (dpledger verify STORE --since BATCHES:HEAD)")
+    ph.add_argument("store", help="an existing store")
+    ph.add_argument("--json", action="store_true", help="print it as JSON")
+    ph.set_defaults(func=run_head)
     ps = lsub.add_parser("status", help="records, streams, the worst reward and its privacy")
     ps.add_argument("store", help="an existing store")
     ps.add_argument("--json", action="store_true", help="print the status as JSON")
@@ -79,6 +84,23 @@ def run_record(args: argparse.Namespace) -> int:
             sys.stderr.write(f"dpledger ledger record: {exc}\n")
             return 1
     sys.stdout.write(f"recorded; {n} records\n")
+    return 0
+
+
+def run_head(args: argparse.Namespace) -> int:
+    from dpledger.accounting.schema import dumps
+    from dpledger.accounting.store import LedgerStore
+    with LedgerStore.open(args.store, readonly=True) as store:
+        if store.version < 2:
+            raise DpledgerError(f"{args.store}: a version 1 store has no record chain (opening "
+                                "it for writing, e.g. `dpledger ledger record`, adds one)")
+        h = store.head()
+    if args.json:
+        sys.stdout.write(dumps(h))
+        return 0
+    sys.stdout.write(f"{h['batches']}:{h['head']}\n({h['batches']} batches, {h['records']} "
+                     f"records; later, `dpledger verify {args.store} --since "
+                     f"{h['batches']}:{h['head']}` checks that the store only grew from here)\n")
     return 0
 
 
@@ -150,7 +172,7 @@ def format_status(st: dict) -> str:
     for i, names in sorted(by_comp.items()):
         r = comps[i]["reward"]
         text += (f"  run {r['run']}, arm {r['arm']}, observation {r['index']}: "
-                 + ", ".join(names) + "\n")
+                 + ("every number" if len(by_comp) == 1 else ", ".join(names)) + "\n")
         text += format_composition(Composition.from_json(comps[i]["composition"]), "",
                                    indent="      ")
     return text
@@ -166,6 +188,17 @@ def store_dispatch(command: str, args: argparse.Namespace) -> int | None:
     return {"verify": _verify, "show": _show}[command](args)
 
 
+def parse_since(text: str) -> tuple[int, str]:
+    """``BATCHES:HEAD`` as printed by ``dpledger ledger head``."""
+    n, sep, head = str(text).strip().partition(":")
+    head = head.strip().lower()
+    if not sep or not n.strip().isdigit() or len(head) != 64 or any(
+            c not in "0123456789abcdef" for c in head):
+        raise DpledgerError(f"--since must be BATCHES:HEAD as `dpledger ledger head` prints it "
+                            f"(a count, a colon, 64 hex digits), got {text!r}")
+    return int(n), head
+
+
 def _verify(args) -> int:
     from dpledger.accounting.store import verify_store
     for opt in ("ledger", "table"):
@@ -175,15 +208,18 @@ def _verify(args) -> int:
         raise DpledgerError("--workers does not apply to a ledger store (no simulation)")
     if getattr(args, "resimulate", False):
         raise DpledgerError("--resimulate does not apply to a ledger store (no simulation)")
-    problems = verify_store(args.file)
+    since = parse_since(args.since) if getattr(args, "since", None) is not None else None
+    problems = verify_store(args.file, since)
     if problems:
         sys.stderr.write(f"{args.file}: {len(problems)} problem(s)\n")
         for p in problems[:50]:
             sys.stderr.write(f"  {p}\n")
         sys.stdout.write(f"{args.file}: FAILED\n")
         return 1
-    sys.stdout.write(f"{args.file}: ok — store format, batch checksums, rows, releases"
-                     " and every reward's spend within the budget checked\n")
+    sys.stdout.write(f"{args.file}: ok — store format, record chain"
+                     + (f" (grown from batch {since[0]}'s head)" if since else "")
+                     + ", batch checksums, rows, releases and every reward's spend within the "
+                     "budget checked\n")
     return 0
 
 

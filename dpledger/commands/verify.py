@@ -26,6 +26,10 @@ def register(sub) -> None:
     p.add_argument("--workers", type=str, default="1",
                    help="worker processes for --resimulate (an integer >= 1; default 1; the "
                         "bytes do not depend on it)")
+    p.add_argument("--since", default=None, metavar="BATCHES:HEAD",
+                   help="ledger stores only: the head printed earlier by `dpledger ledger "
+                        "head`; the store must have grown from it (its record chain passes "
+                        "through that head)")
     p.set_defaults(func=run)
 
 
@@ -44,6 +48,8 @@ def run(args) -> int:
         return code
     from dpledger.commands.run import _int
     from dpledger.errors import DpledgerError
+    if args.since is not None:
+        raise DpledgerError("--since applies to ledger stores only")
     workers = _int("workers", args.workers, 1)
     if not args.resimulate and args.workers != "1":
         raise DpledgerError("--workers applies to --resimulate only")
