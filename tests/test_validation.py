@@ -137,7 +137,7 @@ def test_cli_compose_json_keys_and_values():
     # longer randomized response's ε·tanh(ε/2)), certified within 2e-3 above
     exact = 4 * 0.25 / 2 + 0.5 + math.expm1(-0.5)
     assert exact <= block["zcdp_rho"] <= exact * (1 + 2e-3)
-    assert set(block["epsilon"]) == {"pure", "gdp", "rdp", "pld"}
+    assert set(block["epsilon"]) == {"pure", "gdp", "rdp", "pld", "approx"}
     assert list(block["epsilon_at_delta"]) == ["0.001", "1e-06"]
     for k, v in block["epsilon_at_delta"].items():
         finite = [x for x in (block["epsilon"][a][k] for a in block["epsilon"]) if x is not None]
