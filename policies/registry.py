@@ -28,6 +28,14 @@ _REGISTRY = {
     "imed": "azize2025:IMED",
 }
 
+# Contextual policies (dpledger.policies.contextual): listed by `dpledger policies`, run on the
+# contextual environments only; ``available()`` keeps naming the K-armed ones (the reward-stream
+# tests and audits iterate over it), ``contextual_available()`` names these.
+_CONTEXTUAL = {
+    "linucb": "contextual.linear:LinUCB",
+    "lints": "contextual.linear:LinTS",
+}
+
 
 _USER: dict[str, type[Policy]] = {}
 
@@ -37,7 +45,7 @@ def register_policy(cls: type[Policy]) -> type[Policy]:
     class decorator.  Built-in names cannot be replaced."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise DpledgerError(f"register_policy needs a Policy subclass, got {cls!r}")
-    if cls.name in _REGISTRY:
+    if cls.name in _REGISTRY or cls.name in _CONTEXTUAL:
         raise DpledgerError(f"policy name {cls.name!r} is taken by a built-in policy")
     _USER[cls.name] = cls
     return cls
@@ -46,7 +54,7 @@ def register_policy(cls: type[Policy]) -> type[Policy]:
 def policy_class(name: str) -> type[Policy]:
     if name in _USER:
         return _USER[name]
-    target = _REGISTRY.get(name)
+    target = _REGISTRY.get(name) or _CONTEXTUAL.get(name)
     if target is None:
         raise DpledgerError(f"unknown policy {name!r}; known: {', '.join(available())}")
     module, cls = target.split(":")
@@ -71,6 +79,23 @@ def available() -> list[str]:
             continue
         out.append(name)
     return out
+
+
+def contextual_available() -> list[str]:
+    """Names of the contextual policies whose implementation can be imported."""
+    out = []
+    for name in _CONTEXTUAL:
+        try:
+            policy_class(name)
+        except DpledgerError:
+            continue
+        out.append(name)
+    return out
+
+
+def is_contextual(name: str) -> bool:
+    """Whether ``name`` is a contextual policy (built in or registered by a user)."""
+    return bool(getattr(policy_class(name), "contextual", False))
 
 
 def exact_sampler_policies() -> list[str]:
