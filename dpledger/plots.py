@@ -36,6 +36,12 @@ def _save(fig, path: str) -> None:
 
 def plot_regret(reports: Sequence[dict], path: str, labels: Sequence[str] | None = None) -> None:
     """Mean pseudo-regret against rounds with the 95 % band, one line per report."""
+    for rep in reports:
+        if "curve" not in rep["regret"]:      # a replay: the log has no counterfactual rewards
+            from dpledger.errors import DpledgerError
+            raise DpledgerError(f"{rep['policy']['name']} on {rep['environment']['name']} has no "
+                                "regret curve to plot (" + str(rep["regret"].get("status", ""))
+                                .split(":", 1)[-1].split(";")[0] + ")")
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for i, rep in enumerate(reports):

@@ -175,6 +175,11 @@ def _malformed(exc: Exception) -> DpledgerError:
 def _verify(report: Any, ledger, v: Verification) -> Verification:
     if not isinstance(report, dict):
         raise DpledgerError("run.json must hold a JSON object")
+    if isinstance(report.get("contextual"), dict):
+        if report.get("schema_version") != 1:
+            raise DpledgerError(f"unsupported schema_version {report.get('schema_version')!r}")
+        from dpledger.verify_contextual import verify_contextual
+        return verify_contextual(report, ledger, v, _same, _whole, _malformed)
     try:
         if report["schema_version"] != 1:
             raise DpledgerError(f"unsupported schema_version {report['schema_version']!r}")
@@ -462,11 +467,24 @@ def load_run(path: str) -> tuple[bytes, dict]:
 
 
 def verify_run(path: str, ledger_path: str | None = None, resimulate: bool = False,
-               table_path: str | None = None, workers: int = 1) -> Verification:
-    """Everything ``dpledger verify`` checks, for the run.json at ``path``."""
+               table_path: str | None = None, workers: int = 1,
+               log_path: str | None = None) -> Verification:
+    """Everything ``dpledger verify`` checks, for the run.json at ``path`` (``table_path``: the
+    reward table or contextual .npz of a table run; ``log_path``: the log of a replay run)."""
     raw, report = load_run(path)
     v = Verification(report=report)
     ledger = _ledger_of(path, report, ledger_path, v)
+    if isinstance(report.get("contextual"), dict):
+        _verify(report, ledger, v)
+        _check_data_files(report, table_path, log_path, v)
+        if resimulate:
+            if v.problems:
+                v.notes.append("resimulation skipped: run.json already fails")
+            else:
+                _resimulate(path, raw, report, table_path, workers, v, log_path)
+        return v
+    if log_path is not None:
+        raise DpledgerError("--log belongs to a replay run (--env replay); this run.json is not one")
     table = None
     if table_path is not None:
         from dpledger.commands.run import load_table
@@ -485,6 +503,27 @@ def verify_run(path: str, ledger_path: str | None = None, resimulate: bool = Fal
         else:
             _resimulate(path, raw, report, table_path, workers, v)
     return v
+
+
+def _check_data_files(report: dict, table_path: str | None, log_path: str | None,
+                      v: Verification) -> None:
+    """A contextual table's or a replay log's file against the sha256 run.json recorded."""
+    from dpledger.policies.contextual.data import file_sha256, regular_file
+    env = report.get("environment", {})
+    for option, path, kind, key in (("--table", table_path, "contextual-table", "table_sha256"),
+                                    ("--log", log_path, "replay", "log_sha256")):
+        if path is None:
+            continue
+        if env.get("name") != kind:
+            raise DpledgerError(f"{option} belongs to a run on --env {kind}; this run.json is "
+                                f"on --env {env.get('name')}")
+        regular_file(path, option, "the run's data file")
+        sha = file_sha256(path)
+        if sha != env.get(key):
+            v.problems.append(f"{option} {path}: sha256 {sha[:16]}…, run.json recorded "
+                              f"{str(env.get(key))[:16]}… (not the run's data)")
+        else:
+            v.checked.append(f"data file sha256 ({option})")
 
 
 def _ledger_of(path: str, report: dict, ledger_path: str | None, v: Verification):
@@ -558,7 +597,7 @@ def _param_text(value: Any) -> str:
 
 
 def run_argv(report: dict, out: str, ledger_out: str, table_path: str | None,
-             workers: int) -> list[str]:
+             workers: int, log_path: str | None = None) -> list[str]:
     """The ``dpledger run`` command line that reproduces run.json's configuration."""
     pol, env = report["policy"], report["environment"]
     argv = ["run", str(pol["name"])]
@@ -567,6 +606,9 @@ def run_argv(report: dict, out: str, ledger_out: str, table_path: str | None,
             argv += ["--set", f"{k}={_param_text(val)}"]
     kind = env["name"]
     argv += ["--env", str(kind)]
+    if isinstance(report.get("contextual"), dict):
+        return argv + _contextual_argv(report, table_path, log_path) + _common_argv(
+            report, out, ledger_out, workers)
     if kind == "bernoulli":
         argv += ["--means", ",".join(repr(float(m)) for m in env["means"])]
     elif kind == "truncexp":
@@ -575,26 +617,56 @@ def run_argv(report: dict, out: str, ledger_out: str, table_path: str | None,
         argv += ["--ab", ",".join(f"{float(a)!r}:{float(b)!r}" for a, b in env["ab"])]
     else:
         argv += ["--table", str(table_path)]
-    lo, hi = (float(x) for x in env["range"])
-    argv += ["--range", f"{lo!r},{hi!r}", "--horizon", str(int(report["horizon"])),
-             "--runs", str(int(report["runs"])), "--seed", str(int(report["seed"])),
-             "--workers", str(int(workers)), "--sampler", str(report.get("sampler", "float"))]
+    argv += ["--sampler", str(report.get("sampler", "float"))]
     rng = report.get("rng")
     if isinstance(rng, str):
         argv += ["--rng", rng]
+    return argv + _common_argv(report, out, ledger_out, workers)
+
+
+def _common_argv(report: dict, out: str, ledger_out: str, workers: int) -> list[str]:
+    lo, hi = (float(x) for x in report["environment"]["range"])
+    argv = ["--range", f"{lo!r},{hi!r}", "--horizon", str(int(report["horizon"])),
+            "--runs", str(int(report["runs"])), "--seed", str(int(report["seed"])),
+            "--workers", str(int(workers))]
     for d in report["privacy"]["deltas"]:
         argv += ["--delta", str(d)]
-    argv += ["--out", out, "--ledger-out", ledger_out, "--quiet"]
+    return argv + ["--out", out, "--ledger-out", ledger_out, "--quiet"]
+
+
+def _contextual_argv(report: dict, table_path: str | None, log_path: str | None) -> list[str]:
+    env, ctx = report["environment"], report["contextual"]
+    argv = ["--norm-bound", repr(float(env["norm_bound"])), "--delay", str(int(ctx["delay"]))]
+    kind = env["name"]
+    if kind == "linear":
+        argv += ["--dim", str(int(env["dim"])), "--arms", str(int(env["arms"]))]
+        if env.get("theta_source") == "given":
+            argv += ["--theta", ",".join(repr(float(x)) for x in env["theta"])]
+    elif kind == "contextual-table":
+        argv += ["--table", str(table_path)]
+    elif kind == "supervised":
+        argv += ["--dataset", str(env["dataset"])]
+    else:
+        argv += ["--log", str(log_path), "--arms", str(int(env["arms"])),
+                 "--context-columns", ",".join(env["context_columns"]),
+                 "--replay-mode", str(env["replay_mode"])]
     return argv
 
 
 def _resimulate(path: str, raw: bytes, report: dict, table_path: str | None, workers: int,
-                v: Verification) -> None:
+                v: Verification, log_path: str | None = None) -> None:
     """Rerun the simulation from run.json's configuration and seed with ``dpledger run`` in a
     temporary folder; compare run.json's bytes (and through its sha256 the ledger file's)."""
     reason = _not_reproducible(report)
     if reason:
         raise DpledgerError(f"cannot resimulate {path}: {reason}")
+    kind = report["environment"].get("name")
+    if kind == "contextual-table" and table_path is None:
+        raise DpledgerError(f"cannot resimulate {path}: its contextual table is not in run.json; "
+                            "pass --table FILE.npz")
+    if kind == "replay" and log_path is None:
+        raise DpledgerError(f"cannot resimulate {path}: its log is not in run.json; pass "
+                            "--log FILE")
     if report["environment"].get("name") == "table" and table_path is None:
         raise DpledgerError(f"cannot resimulate {path}: its environment is a reward table "
                             f"(sha256 {report['environment'].get('table_sha256', '?')[:16]}…), "
@@ -609,7 +681,7 @@ def _resimulate(path: str, raw: bytes, report: dict, table_path: str | None, wor
             ledger_out = os.path.join(tmp, os.path.basename(stored_led["file"]))
             if os.path.abspath(ledger_out) == os.path.abspath(out):
                 ledger_out = out + ".ledger.json"
-        argv = run_argv(report, out, ledger_out, table_path, workers)
+        argv = run_argv(report, out, ledger_out, table_path, workers, log_path)
         try:
             args = build_parser("run").parse_args(argv)
         except SystemExit:
