@@ -25,6 +25,7 @@ COMMANDS = {
     "experiment": "reproduce a paper's experiment",
     "plot": "overlay the regret curves of several runs",
     "ledger": "a persistent ledger store: init, record, status",
+    "data": "fetch a public logged data set for --env replay (Open Bandit Dataset sample)",
 }
 
 
