@@ -56,7 +56,8 @@ def policy_class(name: str) -> type[Policy]:
         return _USER[name]
     target = _REGISTRY.get(name) or _CONTEXTUAL.get(name)
     if target is None:
-        raise DpledgerError(f"unknown policy {name!r}; known: {', '.join(available())}")
+        raise DpledgerError(f"unknown policy {name!r}; known: "
+                            f"{', '.join(available() + contextual_available())}")
     module, cls = target.split(":")
     try:
         mod = importlib.import_module(f"dpledger.policies.{module}")

@@ -560,6 +560,9 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
     exact sampler — the float sampler's output set leaks the data whatever its bit source."""
     if not isinstance(policy, Policy):
         raise DpledgerError(f"not a policy: {policy!r}")
+    if getattr(policy, "contextual", False):
+        raise DpledgerError(f"policy {policy.name!r} is contextual: simulate it with "
+                            "dpledger.policies.contextual.simulator.simulate_contextual")
     if not isinstance(env, Environment):
         raise DpledgerError(f"not an environment: {env!r}")
     if sampler not in ("float", "exact"):
