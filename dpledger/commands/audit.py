@@ -142,7 +142,6 @@ def run(args: argparse.Namespace) -> int:
     if is_contextual(args.policy):
         # the audits pair neighbouring K-armed reward streams; contextual neighbours (one
         # record's context and reward) have no audit yet
-        from dpledger.errors import DpledgerError
         raise DpledgerError(f"policy {args.policy!r} is contextual: the audits compare "
                             "neighbouring K-armed reward streams, not contextual records (no "
                             "contextual audit yet)")
