@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -28,13 +27,7 @@ from dpledger.policies.registry import make_policy  # noqa: E402
 from dpledger.policies.simulator import run_generator  # noqa: E402
 
 
-def _median(fn, repeats):
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return float(np.median(out))
+from bench_policies import _median_time as _median  # noqa: E402  (medians of repeats)
 
 
 def rates(name: str, env, T: int, repeats: int) -> tuple[float, float]:

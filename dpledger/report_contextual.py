@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from dpledger.accounting.schema import SCHEMA_VERSION, delta_key, parse_deltas
+from dpledger.accounting.schema import SCHEMA_VERSION, parse_deltas
 from dpledger.policies.contextual.simulator import ContextualResult
-from dpledger.report import (LEDGER_NOT_WRITTEN, _ledger_block, certificate_block, checks,
-                             realized_from_ledger, regret_block, theorem_block)
+from dpledger.report import (LEDGER_NOT_WRITTEN, _ledger_block, certificate_block,
+                             privacy_section, realized_from_ledger, regret_block, theorem_block)
 
 REPLAY_NO_REGRET = ("not_applicable:replay has no counterfactual rewards (the log holds the "
                     "logged action's reward only); see reward")
@@ -83,13 +83,7 @@ def build_contextual_report(res: ContextualResult, deltas: Sequence[float] | Non
         "regret": ({"status": REPLAY_NO_REGRET} if res.regret is None
                    else regret_block(res.points, res.regret)),
         "reward": reward_block(res),
-        "privacy": {
-            "deltas": [delta_key(d) for d in deltas],
-            "theorem": theorem,
-            "certificate": certificate,
-            "realized": realized,
-            "checks": checks(theorem, certificate, realized),
-        },
+        "privacy": privacy_section(deltas, theorem, certificate, realized),
         "ledger": _ledger_block(res.ledger, res),
     }
     report["ledger"].update(LEDGER_NOT_WRITTEN)

@@ -313,13 +313,25 @@ def _check_environment(report: dict, env: dict, T: int, lattice_bits: int,
 def _check_regret(report: dict, T: int, R: int, problems: list[str]) -> None:
     """The regret block's internal consistency (its values need the simulation)."""
     try:
+        means = np.asarray(report["environment"]["means"], dtype=np.float64)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _malformed(exc) from None
+    gap = float(means.max() - means.min()) if means.size else 0.0
+    check_regret_curve(report, T, R, gap, "largest gap", problems)
+
+
+def check_regret_curve(report: dict, T: int, R: int, per_round: float, per_round_name: str,
+                       problems: list[str]) -> None:
+    """A regret block against itself: the checkpoints of T, band = 1.96·std/√R, the final
+    values the curve's last, the mean non-decreasing (every regret term is >= 0) and within
+    [0, t·``per_round``] (the largest regret a round can add)."""
+    try:
         reg = report["regret"]
         curve = reg["curve"]
         t = [int(x) for x in curve["t"]]
         mean = np.asarray(curve["mean"], dtype=np.float64)
         std = np.asarray(curve["std"], dtype=np.float64)
         stored = {k: curve[k] for k in ("lo", "hi", "band")}
-        means = np.asarray(report["environment"]["means"], dtype=np.float64)
         final_mean, final_std = reg["final_mean"], reg["final_std"]
     except (KeyError, TypeError, ValueError) as exc:
         raise _malformed(exc) from None
@@ -339,10 +351,10 @@ def _check_regret(report: dict, T: int, R: int, problems: list[str]) -> None:
         _same(float(std[-1]), final_std, "regret.final_std", problems)
     elif final_std is not None or np.any(std != 0):
         problems.append("regret: one run has no standard deviation (final_std null, std 0)")
-    gap = float(means.max() - means.min()) if means.size else 0.0
-    bound = np.asarray(t, dtype=np.float64) * gap * (1 + 1e-12)
+    bound = np.asarray(t, dtype=np.float64) * per_round * (1 + 1e-12)
     if np.any(mean < 0) or np.any(mean > bound) or np.any(std < 0):
-        problems.append("regret.curve: a mean outside [0, t·(largest gap)] or a negative std")
+        problems.append(f"regret.curve: a mean outside [0, t·({per_round_name})] or a negative "
+                        "std")
     elif np.any(np.diff(mean) < -1e-9 * np.maximum(np.abs(mean[1:]), 1.0)):
         problems.append("regret.curve.mean decreases (pseudo-regret never does)")
 

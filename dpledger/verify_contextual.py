@@ -13,8 +13,8 @@ contextual facts in place of the arm means:
   records run.json says were delivered, max(rounds − D, 0), and (online environments) their
   rounds tiling 1 … observations exactly once (the record of round t reaches the policy after
   round t + D); replay rounds are distinct log rows within the horizon;
-* **regret curve consistency** — checkpoints of T, band = 1.96·std/√R, final = last point,
-  non-decreasing, within [0, t·(hi − lo)]; replay: ``not_applicable``;
+* **regret curve consistency** — as for K-armed runs, within [0, t·(hi − lo)]; replay:
+  ``not_applicable``;
 * **reward block consistency** — the mean over runs of the per-run means, the ratio to
   uniform play, the accepted rows equal to the policy rounds.
 
@@ -31,7 +31,6 @@ from dpledger.accounting.schema import parse_deltas
 from dpledger.errors import DpledgerError
 from dpledger.policies.contextual.base import ContextualProblem
 from dpledger.policies.registry import make_policy, policy_class
-from dpledger.policies.simulator import checkpoints
 from dpledger.report import certificate_block, checks, realized_from_ledger, realized_privacy, \
     theorem_block
 from dpledger.report_contextual import REPLAY_NO_REGRET, delay_note
@@ -192,41 +191,12 @@ def _check_counts(report, problem, rounds, observations, R, problems) -> None:
 
 
 def _check_regret(report, problem, R, problems) -> None:
-    reg = report["regret"]
     if problem.env == "replay":
-        if reg != {"status": REPLAY_NO_REGRET}:
+        if report["regret"] != {"status": REPLAY_NO_REGRET}:
             problems.append("regret: a replay has no regret (status not_applicable expected)")
         return
-    try:
-        curve = reg["curve"]
-        t = [int(x) for x in curve["t"]]
-        mean = np.asarray(curve["mean"], dtype=np.float64)
-        std = np.asarray(curve["std"], dtype=np.float64)
-        stored = {k: curve[k] for k in ("lo", "hi", "band")}
-        final_mean, final_std = reg["final_mean"], reg["final_std"]
-    except (KeyError, TypeError, ValueError) as exc:
-        problems.append(f"regret: malformed ({exc!r})")
-        return
-    if t != checkpoints(problem.horizon).tolist():
-        problems.append(f"regret.curve.t: not the checkpoints of horizon {problem.horizon}")
-        return
-    if not mean.size == std.size == len(t):
-        problems.append("regret.curve: mean, std and t differ in length")
-        return
-    from dpledger.verify import _same
-    band = 1.96 * std / math.sqrt(R)
-    _same({"lo": (mean - band).tolist(), "hi": (mean + band).tolist(), "band": band.tolist()},
-          stored, "regret.curve", problems)
-    _same(float(mean[-1]), final_mean, "regret.final_mean", problems)
-    if R > 1:
-        _same(float(std[-1]), final_std, "regret.final_std", problems)
-    elif final_std is not None or np.any(std != 0):
-        problems.append("regret: one run has no standard deviation (final_std null, std 0)")
-    bound = np.asarray(t, dtype=np.float64) * (problem.hi - problem.lo) * (1 + 1e-12)
-    if np.any(mean < 0) or np.any(mean > bound) or np.any(std < 0):
-        problems.append("regret.curve: a mean outside [0, t·(hi − lo)] or a negative std")
-    elif np.any(np.diff(mean) < -1e-9 * np.maximum(np.abs(mean[1:]), 1.0)):
-        problems.append("regret.curve.mean decreases (every regret term is >= 0)")
+    from dpledger.verify import check_regret_curve
+    check_regret_curve(report, problem.horizon, R, problem.hi - problem.lo, "hi − lo", problems)
 
 
 def _check_reward(report, rounds, problems) -> None:

@@ -70,28 +70,25 @@ def make_policy(name: str, **params) -> Policy:
     return policy_class(name)(**params)
 
 
-def available() -> list[str]:
-    """Names whose implementation can be imported."""
+def _importable(names) -> list[str]:
     out = []
-    for name in _REGISTRY:
+    for name in names:
         try:
             policy_class(name)
         except DpledgerError:
             continue
         out.append(name)
     return out
+
+
+def available() -> list[str]:
+    """Names of the K-armed policies whose implementation can be imported."""
+    return _importable(_REGISTRY)
 
 
 def contextual_available() -> list[str]:
     """Names of the contextual policies whose implementation can be imported."""
-    out = []
-    for name in _CONTEXTUAL:
-        try:
-            policy_class(name)
-        except DpledgerError:
-            continue
-        out.append(name)
-    return out
+    return _importable(_CONTEXTUAL)
 
 
 def is_contextual(name: str) -> bool:

@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from dpledger.policies.contextual.environments import LINEAR, REPLAY, SUPERVISED
-from dpledger.policies.contextual.ridge import (linucb_scores, lints_scores, pick,
+from dpledger.policies.contextual.ridge import (dot, linucb_scores, lints_scores, pick,
                                                 ridge_observe)
 
 LINUCB, LINTS = 0, 1        # the select rules of :func:`run_ridge`
@@ -60,14 +60,6 @@ def round_context(env, rng, t, scratch):
     return env.contexts[row], row
 
 
-@njit(cache=True, inline="always")
-def _dot(a, b):
-    s = 0.0
-    for i in range(a.size):
-        s += a[i] * b[i]
-    return s
-
-
 @njit(cache=True)
 def round_outcome(env, rng, ctx, row, a):
     """(accepted, reward, regret term, uniform play's mean reward) of arm ``a`` this round, on
@@ -89,7 +81,7 @@ def round_outcome(env, rng, ctx, row, a):
         total = 0.0
         mine = 0.0
         for b in range(K):
-            m = _dot(env.theta, ctx[b])
+            m = dot(env.theta, ctx[b])
             total += m
             if m > best:
                 best = m

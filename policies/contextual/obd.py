@@ -20,7 +20,6 @@ not used; every row is one event.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import os
 import subprocess
@@ -29,6 +28,7 @@ import tempfile
 import zipfile
 
 from dpledger.errors import DpledgerError
+from dpledger.policies.contextual.data import file_sha256
 
 OBP_VERSION = "0.4.1"
 OBP_WHEEL = f"obp-{OBP_VERSION}-py3-none-any.whl"
@@ -62,14 +62,6 @@ def download_wheel(folder: str) -> str:
         raise DpledgerError(f"pip could not download obp=={OBP_VERSION} (is the package registry "
                             f"reachable?): {last[-1].strip() if last else 'no output'}")
     return path
-
-
-def sha256_bytes(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _write_atomic(path: str, data: bytes) -> None:
@@ -128,7 +120,7 @@ def fetch_obd(folder: str, campaign: str = "all") -> dict:
         raise DpledgerError(f"--campaign must be one of {', '.join(CAMPAIGNS)}, got {campaign!r}")
     with tempfile.TemporaryDirectory(prefix="dpledger-obp-") as tmp:
         wheel = download_wheel(tmp)
-        sha = sha256_bytes(wheel)
+        sha = file_sha256(wheel)
         if sha != OBP_WHEEL_SHA256:
             raise DpledgerError(f"{OBP_WHEEL} has sha256 {sha}, not the pinned "
                                 f"{OBP_WHEEL_SHA256}: refusing to use it")

@@ -90,7 +90,8 @@ def ridge_observe(chol, bvec, theta, m, x, r, work, work2):
 
 
 @njit(cache=True, inline="always")
-def _dot(a, b):
+def dot(a, b):
+    """Σ a_i·b_i in index order."""
     s = 0.0
     for i in range(a.size):
         s += a[i] * b[i]
@@ -107,7 +108,7 @@ def linucb_scores(chol, theta, ctx, shared, alpha, values, work):
         m = 0 if shared else a
         x = ctx[a] if shared else ctx[0]
         q = forward_solve(chol[m], x, work)
-        values[a] = _dot(theta[m], x) + alpha * np.sqrt(q)
+        values[a] = dot(theta[m], x) + alpha * np.sqrt(q)
 
 
 @njit(cache=True)
@@ -129,12 +130,12 @@ def lints_scores(chol, theta, ctx, shared, v, values, work, work2, rng):
         for i in range(d):
             work2[i] = theta[0, i] + v * work2[i]
         for a in range(K):
-            values[a] = _dot(work2, ctx[a])
+            values[a] = dot(work2, ctx[a])
     else:
         x = ctx[0]
         for a in range(K):
             q = forward_solve(chol[a], x, work)
-            values[a] = _dot(theta[a], x) + v * np.sqrt(q) * rng.standard_normal()
+            values[a] = dot(theta[a], x) + v * np.sqrt(q) * rng.standard_normal()
 
 
 @njit(cache=True, inline="always")

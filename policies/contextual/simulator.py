@@ -30,7 +30,7 @@ from dpledger.policies.contextual.base import ContextualPolicy, ContextualProble
     problem_of
 from dpledger.policies.contextual.environments import ContextualEnvironment
 from dpledger.policies.simulator import (_fmt_bytes, _MEMORY_SLACK, _record, available_memory,
-                                         checkpoints, run_generator)
+                                         check_runs, checkpoints, run_generator)
 
 
 @dataclass
@@ -189,15 +189,7 @@ def simulate_contextual(policy: ContextualPolicy, env: ContextualEnvironment, ho
         what = "log" if env.is_replay else "contextual table"
         raise DpledgerError(f"the {what} has {env.rows} rows, fewer than the horizon {T}")
     delay = check_delay(delay)
-    if run_indices is None:
-        if runs is None or isinstance(runs, bool) or int(runs) != runs or runs < 1:
-            raise DpledgerError(f"runs must be an integer >= 1, got {runs!r}")
-        run_indices = list(range(int(runs)))
-    run_indices = [int(i) for i in run_indices]
-    if not run_indices or len(set(run_indices)) != len(run_indices) or min(run_indices) < 0:
-        raise DpledgerError("run_indices must be distinct integers >= 0")
-    if isinstance(seed, bool) or int(seed) != seed or seed < 0:
-        raise DpledgerError(f"seed must be an integer >= 0, got {seed!r}")
+    run_indices = check_runs(runs, run_indices, seed)
     problem = problem_of(env, T, delay)
     workers = max(1, int(workers))
     check_memory(policy, env, problem, len(run_indices), workers)
