@@ -18,9 +18,9 @@ of s in the order it reached the policy (``obs_stream``, ``obs_round``: the roun
 the 1-based log row — whose record it is).  The queue holds at most min(D, rounds) + 1 records
 of d + 3 numbers each.
 
-A step form (issue 24) calls the same functions: ``round_context`` for the contexts, the
-policy's select and observe functions (:mod:`~dpledger.policies.contextual.ridge`) with the
-delay queue kept by the caller.
+A step form (issue 24), or another policy's loop, calls the same functions: ``round_context``
+and ``round_outcome`` for the environment, ``queue_new``/``queue_push``/``queue_pop`` for the
+delay, the policy's select and observe functions (:mod:`~dpledger.policies.contextual.ridge`).
 """
 from __future__ import annotations
 
@@ -99,6 +99,40 @@ def round_outcome(env, rng, ctx, row, a):
     return True, rw[a], best - rw[a], total / K
 
 
+@njit(cache=True)
+def queue_new(delay, T, d):
+    """The delay queue of a run of T rounds with delay ``delay`` and contexts of dimension d: at
+    most min(D, T) + 1 pending records (stream, round, rescaled reward, context), as arrays
+    (streams, rounds, rewards, contexts, [head, pending])."""
+    cap = min(delay, T) + 1
+    return (np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap), np.zeros((cap, d)),
+            np.zeros(2, np.int64))
+
+
+@njit(cache=True, inline="always")
+def queue_push(q, stream, rnd, r, x):
+    """Append a record (its context ``x`` copied) behind the pending ones."""
+    streams, rounds, rewards, xs, st = q
+    slot = (st[0] + st[1]) % streams.size
+    streams[slot] = stream
+    rounds[slot] = rnd
+    rewards[slot] = r
+    for j in range(x.size):
+        xs[slot, j] = x[j]
+    st[1] += 1
+
+
+@njit(cache=True, inline="always")
+def queue_pop(q):
+    """The oldest pending record (stream, round, reward, context — the context a view valid
+    until the next push), removed from the queue."""
+    streams, rounds, rewards, xs, st = q
+    h = st[0]
+    st[0] = (h + 1) % streams.size
+    st[1] -= 1
+    return streams[h], rounds[h], rewards[h], xs[h]
+
+
 @njit(cache=True, nogil=True)
 def run_ridge(rng, env, T, shared, delay, rule, width, chol, bvec, theta, actions, regret,
               obs_stream, obs_round):
@@ -117,14 +151,8 @@ def run_ridge(rng, env, T, shared, delay, rule, width, chol, bvec, theta, action
     work = np.zeros(d)
     work2 = np.zeros(d)
     scratch = np.zeros((K if env.kind == LINEAR else 1, d))
-    store = delay < T
-    cap = (min(delay, T) + 1) if store else 1
-    q_stream = np.zeros(cap, np.int64)
-    q_round = np.zeros(cap, np.int64)
-    q_r = np.zeros(cap)
-    q_x = np.zeros((cap, d))
-    head = 0                    # the oldest pending record's slot
-    pending = 0
+    store = delay < T           # D >= T: nothing would ever be delivered
+    q = queue_new(delay if store else 0, T, d)
     k = 0                       # policy rounds so far
     n_obs = 0
     reward_sum = 0.0
@@ -144,22 +172,13 @@ def run_ridge(rng, env, T, shared, delay, rule, width, chol, bvec, theta, action
         k += 1
         reward_sum += r
         uniform_sum += unif
-        if not store:                   # D >= T: nothing would ever be delivered
+        if not store:
             continue
-        slot = (head + pending) % cap
-        q_stream[slot] = 0 if shared else a
-        q_round[slot] = t
-        q_r[slot] = (r - env.lo) / span
-        x = ctx[a] if shared else ctx[0]
-        for j in range(d):
-            q_x[slot, j] = x[j]
-        pending += 1
+        queue_push(q, 0 if shared else a, t, (r - env.lo) / span, ctx[a] if shared else ctx[0])
         if k - delay >= 1:              # the record of policy round k − D reaches the policy
-            s = q_stream[head]
-            ridge_observe(chol, bvec, theta, s, q_x[head], q_r[head], work, work2)
+            s, rnd, rs, xs = queue_pop(q)
+            ridge_observe(chol, bvec, theta, s, xs, rs, work, work2)
             obs_stream[n_obs] = s
-            obs_round[n_obs] = q_round[head]
+            obs_round[n_obs] = rnd
             n_obs += 1
-            head = (head + 1) % cap
-            pending -= 1
     return k, n_obs, reward_sum, uniform_sum
