@@ -237,3 +237,34 @@ def test_supervised_regret_counts_mistakes():
     wrong = 2000 - res.reward_sum[0]
     assert res.regret[0, -1] == pytest.approx(wrong)
     assert res.reward_sum[0] / 2000 > 0.6          # learns far beyond uniform play (1/3)
+
+
+def test_memory_is_estimated_and_refused_before_a_run():
+    """32 bytes a round per run at once: T = 1e9 needs ~32 GB, refused with the estimate; the
+    same check with a stated memory refuses or accepts around the estimate."""
+    from dpledger.errors import DpledgerError
+    from dpledger.policies.contextual.simulator import check_memory, memory_estimate
+    env = CE.linear(3, 3, seed=0)
+    pol = make_policy("linucb")
+    prob = problem_of(env, 10 ** 9, 0)
+    est = memory_estimate(pol, env, prob, runs=2)
+    assert est["per_run"] >= 32 * 10 ** 9
+    with pytest.raises(DpledgerError, match="needs about .* GB"):
+        check_memory(pol, env, prob, 2, available=est["bytes"] - 1)
+    assert check_memory(pol, env, prob, 2, available=est["bytes"])["bytes"] == est["bytes"]
+    with pytest.raises(DpledgerError, match="32 bytes a round"):
+        simulate_contextual(pol, env, 10 ** 9, seed=0, runs=1)
+
+
+def test_a_log_too_large_for_memory_is_refused_before_parsing(tmp_path, monkeypatch):
+    """The log's size and its first block's bytes per line give a row estimate; parsed arrays
+    that would not fit in half the available memory are refused with the estimate."""
+    import dpledger.policies.simulator as sim
+    from dpledger.errors import DpledgerError
+    from dpledger.policies.contextual.data import read_log
+    p = tmp_path / "log.csv"
+    p.write_text("action,reward,x\n" + "0,1,0.5\n" * 5000)
+    assert read_log(str(p))["actions"].size == 5000
+    monkeypatch.setattr(sim, "available_memory", lambda: 200_000)
+    with pytest.raises(DpledgerError, match="about 5001 rows of 3 columns"):
+        read_log(str(p))

@@ -37,9 +37,10 @@ def summary_text(rep: dict) -> str:
     real = priv["realized"]
     w = real.get("worst_reward")
     if w:
+        where = ("log row" if env.get("name") == "replay" and unit == "stream" else "round")
         lines.append(f"worst-off reward: observation {w.get('index')} of {unit} {w.get('arm')} in "
-                     f"run {w.get('run')} (these count from 0), observed at round "
-                     f"{w.get('round')} (rounds count from 1)")
+                     f"run {w.get('run')} (these count from 0), observed at {where} "
+                     f"{w.get('round')} ({where}s count from 1)")
     header = f"  {'':12s} {'pure ε':>10s} {'GDP μ':>10s} {'ε(δ=' + d + ')':>16s}"
     lines.append("privacy (per reward, worst case):")
     lines.append(header)

@@ -100,9 +100,6 @@ class ContextualPolicy(Policy):
     @abstractmethod
     def run_one(self, rng: np.random.Generator, env, problem: ContextualProblem) -> RunOutput: ...
 
-    def resolved_params(self, T: int, K: int) -> dict:
-        return self.public_params()
-
     def row_capacity(self, problem: ContextualProblem) -> int:
         """Ledger rows one run may write (the simulator's memory estimate)."""
         return problem.n_streams
