@@ -90,7 +90,8 @@ def load_npz_table(path: str, norm_bound: float = 1.0, lo: float = 0.0, hi: floa
         return CE.contextual_table(contexts, rewards, norm_bound, lo, hi,
                                    source={"table_sha256": file_sha256(path)})
     except DpledgerError as exc:
-        raise DpledgerError(f"--table {path}: {exc}") from None
+        raise DpledgerError(f"--table {path}: {str(exc).removeprefix('contextual table: ')}") \
+            from None
 
 
 def load_supervised(name: str, norm_bound: float = 1.0, lo: float = 0.0, hi: float = 1.0
@@ -230,4 +231,4 @@ def load_replay(path: str, arms: int | None = None, context_columns: list[str] |
                          source={"log_sha256": log["sha256"],
                                  "context_columns": log["context_columns"]})
     except DpledgerError as exc:
-        raise DpledgerError(f"--log {path}: {exc}") from None
+        raise DpledgerError(f"--log {path}: {str(exc).removeprefix('the log: ')}") from None

@@ -129,34 +129,40 @@ def _norm_bound(L) -> float:
     return L
 
 
-def check_contexts(ctx: np.ndarray, norm_bound: float, what: str, row_name: str = "row") -> None:
+def check_contexts(ctx: np.ndarray, norm_bound: float, what: str, row_name: str = "row",
+                   first: int = 0) -> None:
     """Every context finite and of Euclidean norm ≤ ``norm_bound`` (a relative 1e-12 slack for
-    data normalised to the bound exactly); the first offender is named, nothing is clipped."""
+    data normalised to the bound exactly); the first offender is named (rows numbered from
+    ``first``: 0 for arrays, 1 for a log's data rows), nothing is clipped."""
     bad = ~np.isfinite(ctx)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise DpledgerError(f"{what}: a context holds NaN or infinity ({row_name} {idx[0]}"
-                            + (f", arm {idx[1]}" if ctx.ndim == 3 else "") + ")")
+        raise DpledgerError(f"{what}: a context holds NaN or infinity ({row_name} "
+                            f"{idx[0] + first}" + (f", arm {idx[1]}" if ctx.ndim == 3 else "")
+                            + ")")
     norms = np.sqrt(np.einsum("...j,...j->...", ctx, ctx))
     over = norms > norm_bound * (1 + 1e-12)
     if over.any():
         idx = tuple(int(i) for i in np.argwhere(over)[0])
         raise DpledgerError(
-            f"{what}: the context of {row_name} {idx[0]}" + (f", arm {idx[1]}" if ctx.ndim == 3
-                                                             else "")
+            f"{what}: the context of {row_name} {idx[0] + first}" + (
+                f", arm {idx[1]}" if ctx.ndim == 3 else "")
             + f" has norm {float(norms[idx]):.6g}, above the declared bound --norm-bound "
             f"{norm_bound:g} (contexts are refused, not clipped; rescale the data or declare a "
             "larger bound)")
 
 
-def check_rewards(rewards: np.ndarray, lo: float, hi: float, what: str) -> None:
+def check_rewards(rewards: np.ndarray, lo: float, hi: float, what: str, row_name: str = "row",
+                  first: int = 0) -> None:
+    """Every reward finite and inside the declared range (rows numbered from ``first``)."""
     if not np.all(np.isfinite(rewards)):
         raise DpledgerError(f"{what}: a reward is NaN or infinite")
     bad = (rewards < lo) | (rewards > hi)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise DpledgerError(f"{what}: reward {float(rewards[idx]):g} at row {idx[0]} lies "
-                            f"outside the declared range --range {lo:g},{hi:g}")
+        raise DpledgerError(f"{what}: reward {float(rewards[idx]):g} at {row_name} "
+                            f"{idx[0] + first} lies outside the declared range --range "
+                            f"{lo:g},{hi:g}")
 
 
 def sha256_of(*arrays: np.ndarray) -> str:
@@ -318,8 +324,8 @@ def replay(contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
     if K < 2:
         raise DpledgerError("the log names fewer than 2 actions; give --arms K")
     rew = np.asarray(rewards, dtype=np.float64)
-    check_rewards(rew.reshape(-1, 1), lo, hi, "the log")
-    check_contexts(ctx, L, "the log", "data row")
+    check_rewards(rew.reshape(-1, 1), lo, hi, "the log", "data row", 1)
+    check_contexts(ctx, L, "the log", "data row", 1)
     info = {"replay_mode": mode, "log_rows": int(n)}
     q = 0.0
     if propensity is not None:
