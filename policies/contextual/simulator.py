@@ -107,11 +107,13 @@ def memory_estimate(policy: ContextualPolicy, env: ContextualEnvironment,
                     problem: ContextualProblem, runs: int, workers: int = 1) -> dict:
     """Bytes a contextual simulation needs at least: per run at once 32 bytes a round (arm,
     regret term, delivered stream and round), the delay queue (min(D, T) + 1 records of d + 3
-    numbers), the policy's models and ledger rows; the environment's data once per process; the
-    regret checkpoints of every run kept to the end."""
+    numbers), a round's K contexts and scores, the policy's models and ledger rows; the
+    environment's data once per process; the regret checkpoints of every run kept to the
+    end."""
     T, d = problem.horizon, problem.dim
     queue = (min(problem.delay, T) + 1) * (d + 3) * 8
-    per_run = (32 * T + queue + policy.model_bytes(problem)
+    scratch = 8 * problem.arms * (problem.dim + 1)      # a round's K contexts and K scores
+    per_run = (32 * T + queue + scratch + policy.model_bytes(problem)
                + 40 * max(policy.row_capacity(problem), 1))
     concurrent = max(1, min(int(workers), int(runs)))
     held = runs * 8 * len(checkpoints(T)) + concurrent * env.nbytes()
