@@ -112,13 +112,15 @@ def memory_estimate(policy: ContextualPolicy, env: ContextualEnvironment,
     end."""
     T, d = problem.horizon, problem.dim
     queue = (min(problem.delay, T) + 1) * (d + 3) * 8
-    scratch = 8 * problem.arms * (problem.dim + 1)      # a round's K contexts and K scores
-    per_run = (32 * T + queue + scratch + policy.model_bytes(problem)
-               + 40 * max(policy.row_capacity(problem), 1))
+    parts = {"rounds": 32 * T, "delay queue": queue,
+             # a round's K contexts and K scores, the models
+             "arms and dimension": 8 * problem.arms * (problem.dim + 1) + policy.model_bytes(problem),
+             "ledger rows": 40 * max(policy.row_capacity(problem), 1)}
+    per_run = sum(parts.values())
     concurrent = max(1, min(int(workers), int(runs)))
     held = runs * 8 * len(checkpoints(T)) + concurrent * env.nbytes()
     return {"bytes": _MEMORY_SLACK + concurrent * per_run + held, "per_run": per_run,
-            "held": held, "concurrent": concurrent}
+            "held": held, "concurrent": concurrent, "largest": max(parts, key=parts.get)}
 
 
 def check_memory(policy, env, problem, runs, workers=1, available: int | None = None) -> dict:
@@ -126,12 +128,16 @@ def check_memory(policy, env, problem, runs, workers=1, available: int | None = 
     avail = available_memory() if available is None else int(available)
     if avail is None or est["bytes"] <= avail:
         return est
-    fix = ("use fewer --workers (each worker holds a run)" if est["concurrent"] > 1 else
-           "use a smaller --horizon")
+    fix = {"rounds": "use a smaller --horizon", "delay queue": "use a smaller --delay",
+           "arms and dimension": "use fewer --arms or a smaller --dim",
+           "ledger rows": "use a smaller --horizon"}[est["largest"]]
+    if est["concurrent"] > 1:
+        fix = "use fewer --workers (each worker holds a run) or " + fix.removeprefix("use ")
     raise DpledgerError(
         f"this contextual simulation needs about {_fmt_bytes(est['bytes'])} "
-        f"({est['concurrent']} run(s) at once of {_fmt_bytes(est['per_run'])} each — 32 bytes a "
-        f"round — and {_fmt_bytes(est['held'])} kept), more than the {_fmt_bytes(avail)} "
+        f"({est['concurrent']} run(s) at once of {_fmt_bytes(est['per_run'])} each, mostly "
+        + ("32 bytes a round" if est["largest"] == "rounds" else est["largest"])
+        + f", and {_fmt_bytes(est['held'])} kept), more than the {_fmt_bytes(avail)} "
         f"available; {fix}")
 
 
