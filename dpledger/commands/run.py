@@ -202,10 +202,7 @@ def make_env(args) -> E.Environment:
             raise DpledgerError(f"--{opt} describes --env {env}, but this run uses --env "
                                 f"{args.env}" + (" (the default); add --env " + env
                                                  if args.env == "bernoulli" else ""))
-    lohi = _floats("range", args.range)
-    if len(lohi) != 2:
-        raise DpledgerError(f"--range expects lo,hi, got {args.range!r}")
-    lo, hi = lohi
+    lo, hi = _range(args)
     if args.env == "bernoulli":
         return E.bernoulli(_floats("means", DEFAULT_MEANS if args.means is None else args.means), lo, hi)
     if args.env == "truncexp":
