@@ -11,7 +11,9 @@ One round (online environments), or one log row (replay), in this order:
    the policy after round k + D*, so the model that chooses round k holds exactly the records of
    rounds ≤ k − D − 1.  D = 0 is no delay; D ≥ the rounds played delivers nothing (the policy
    learns nothing: every round is chosen from the prior model).  In replay, rounds are accepted
-   rows (policy time), so the replayed history is that of an online run with delay D.
+   rows (policy time), so the replayed history is that of an online run with delay D (our
+   choice: Li et al. 2011 has no delays; a delay counted in log rows would make the online
+   delay random).
 
 Delivered records are the ledger's *observations*: observation n of stream s is the n-th record
 of s in the order it reached the policy (``obs_stream``, ``obs_round``: the round — for replay

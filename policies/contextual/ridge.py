@@ -60,8 +60,9 @@ def backward_solve(L, y, out):
 
 @njit(cache=True)
 def cholesky_rank1_update(L, x, work):
-    """L ← the Cholesky factor of LLᵀ + x xᵀ (the classical Givens-free rank-1 update, O(d²));
-    ``work`` (d,) is scratch."""
+    """L ← the Cholesky factor of LLᵀ + x xᵀ: the classical rank-1 update (Gill, Golub, Murray
+    & Saunders 1974, "Methods for modifying matrix factorizations", Math. Comp. 28), O(d²),
+    column by column r = √(L_kk² + w_k²), c = r/L_kk, s = w_k/L_kk; ``work`` (d,) is scratch."""
     d = x.size
     for i in range(d):
         work[i] = x[i]
