@@ -179,7 +179,7 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
         if report.get("schema_version") != 1:
             raise DpledgerError(f"unsupported schema_version {report.get('schema_version')!r}")
         from dpledger.verify_contextual import verify_contextual
-        return verify_contextual(report, ledger, v, _same, _whole, _malformed)
+        return verify_contextual(report, ledger, v)
     try:
         if report["schema_version"] != 1:
             raise DpledgerError(f"unsupported schema_version {report['schema_version']!r}")
@@ -193,28 +193,14 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
             _whole("seed", report["seed"])
         K = len(env["means"])
         lattice_bits = int(env.get("lattice_bits", 0))
-        priv = report["privacy"]
-        deltas = parse_deltas([float(d) for d in priv["deltas"]])
-        stored_realized = priv["realized"]
-        comps = [Composition.from_json(c) for c in stored_realized["compositions"]]
+        priv, deltas, stored_realized, comps = privacy_inputs(report)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, DpledgerError):
             raise
         raise _malformed(exc) from None
     problems = v.problems
 
-    # public parameters only: a hidden switch (e.g. a noise multiplier, a speed path) or an
-    # unknown name makes this a run of something other than the published policy
-    cls = policy_class(name)
-    public = [p.name for p in cls.params_spec if not p.hidden]
-    undeclared = [k for k in params if k not in public]
-    if undeclared:
-        problems.append(f"policy.params: {', '.join(map(repr, undeclared))} "
-                        f"{'is' if len(undeclared) == 1 else 'are'} not a public parameter of "
-                        f"{name!r} (public: {', '.join(public) or 'none'}); refusing a run made "
-                        "with undeclared parameters")
-        v.not_checked[:] = ["anything else (refused at its parameters)"]
-        v.hint = ""
+    if refuse_undeclared(name, params, v):
         return v
     policy = make_policy(name, **params)
     _same(policy.resolved_params(T, K), params, "policy.params", problems)
@@ -231,10 +217,7 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
     certificate = certificate_block(run_certificate(policy, T, K, lattice_bits), deltas)
     _same(certificate, priv["certificate"], "privacy.certificate", problems)
     v.checked.append("certificate")
-    realized = realized_privacy(comps, deltas, policy.adaptive)
-    _same({k: realized.get(k) for k in _REALIZED_DERIVED},
-          {k: stored_realized.get(k) for k in _REALIZED_DERIVED}, "privacy.realized", problems)
-    v.checked.append("realized from stored compositions")
+    realized = realized_from_stored(comps, deltas, policy.adaptive, stored_realized, v)
     if ledger is not None:
         try:
             _check_ledger(report, ledger, policy, T, R, K, deltas, problems)
@@ -249,8 +232,56 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
         v.checked += ["ledger streams vs horizon and runs", "regret curve from ledger file",
                       "realized from ledger file"]
 
+    check_invariants(theorem, certificate, stored_realized, realized, priv["checks"], v)
+    v.not_checked[:] = (["environment parameters (beyond the regret curve they shape)",
+                         "noise-draw and row counts"] if ledger is not None else
+                        ["regret values", "environment parameters", "noise-draw and row counts"])
+    return v
+
+
+def privacy_inputs(report: dict) -> tuple[dict, list[float], dict, list[Composition]]:
+    """(privacy block, δ grid, stored realized block, its compositions) of a run.json; a
+    missing or malformed field raises KeyError, TypeError or ValueError for the caller."""
+    priv = report["privacy"]
+    deltas = parse_deltas([float(d) for d in priv["deltas"]])
+    stored = priv["realized"]
+    return priv, deltas, stored, [Composition.from_json(c) for c in stored["compositions"]]
+
+
+def refuse_undeclared(name: str, params: dict, v: Verification) -> bool:
+    """Public parameters only: a hidden switch (e.g. a noise multiplier, a speed path) or an
+    unknown name makes this a run of something other than the published policy — a problem,
+    and nothing else is checked (True)."""
+    public = [p.name for p in policy_class(name).params_spec if not p.hidden]
+    undeclared = [k for k in params if k not in public]
+    if not undeclared:
+        return False
+    v.problems.append(f"policy.params: {', '.join(map(repr, undeclared))} "
+                      f"{'is' if len(undeclared) == 1 else 'are'} not a public parameter of "
+                      f"{name!r} (public: {', '.join(public) or 'none'}); refusing a run made "
+                      "with undeclared parameters")
+    v.not_checked[:] = ["anything else (refused at its parameters)"]
+    v.hint = ""
+    return True
+
+
+def realized_from_stored(comps: list, deltas, adaptive: bool, stored: dict,
+                         v: Verification) -> dict:
+    """The realized privacy recomputed from the stored compositions, compared with run.json's."""
+    realized = realized_privacy(comps, deltas, adaptive)
+    _same({k: realized.get(k) for k in _REALIZED_DERIVED},
+          {k: stored.get(k) for k in _REALIZED_DERIVED}, "privacy.realized", v.problems)
+    v.checked.append("realized from stored compositions")
+    return realized
+
+
+def check_invariants(theorem: dict, certificate: dict, stored_realized: dict, realized: dict,
+                     stored_checks: dict, v: Verification) -> None:
+    """``privacy.checks`` recomputed and compared, and realized ≤ certificate ≤ theorem (unless
+    the theorem declares a finding) required."""
+    problems = v.problems
     recomputed = checks(theorem, certificate, dict(stored_realized, **realized))
-    _same(recomputed, priv["checks"], "privacy.checks", problems)
+    _same(recomputed, stored_checks, "privacy.checks", problems)
     for name_ in ("realized_le_certificate", "certificate_le_theorem"):
         if name_ == "certificate_le_theorem" and recomputed.get("theorem_finding"):
             continue        # reported by the command as a finding about the theorem
@@ -259,11 +290,6 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
             problems.append(f"invariant {name_} violated: " +
                             "; ".join(f"{d['what']}: {d['lhs']!r} > {d['rhs']!r}" for d in bad))
     v.checked.append("invariants")
-
-    v.not_checked[:] = (["environment parameters (beyond the regret curve they shape)",
-                         "noise-draw and row counts"] if ledger is not None else
-                        ["regret values", "environment parameters", "noise-draw and row counts"])
-    return v
 
 
 def env_from_json(env: dict, table: np.ndarray | None = None):

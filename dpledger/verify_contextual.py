@@ -26,13 +26,10 @@ import math
 
 import numpy as np
 
-from dpledger.accounting.composition import Composition
-from dpledger.accounting.schema import parse_deltas
 from dpledger.errors import DpledgerError
 from dpledger.policies.contextual.base import ContextualProblem
 from dpledger.policies.registry import make_policy, policy_class
-from dpledger.report import certificate_block, checks, realized_from_ledger, realized_privacy, \
-    theorem_block
+from dpledger.report import certificate_block, realized_from_ledger, theorem_block
 from dpledger.report_contextual import REPLAY_NO_REGRET, delay_note
 
 
@@ -44,9 +41,11 @@ def problem_from_json(report: dict) -> ContextualProblem:
                              int(ctx["delay"]), str(env["name"]))
 
 
-def verify_contextual(report: dict, ledger, v, same, whole, malformed):
-    """Fill the :class:`~dpledger.verify.Verification` ``v`` (``same``, ``whole`` and
-    ``malformed`` are :mod:`dpledger.verify`'s comparison helpers)."""
+def verify_contextual(report: dict, ledger, v):
+    """Fill the :class:`~dpledger.verify.Verification` ``v``."""
+    from dpledger.verify import (_same as same, _whole as whole, _malformed as malformed,
+                                 check_invariants, privacy_inputs, realized_from_stored,
+                                 refuse_undeclared)
     try:
         pol = report["policy"]
         name, params = pol["name"], pol["params"]
@@ -58,10 +57,7 @@ def verify_contextual(report: dict, ledger, v, same, whole, malformed):
         problem = problem_from_json(report)
         rounds = [int(x) for x in ctx["rounds"]]
         observations = [int(x) for x in ctx["observations"]]
-        priv = report["privacy"]
-        deltas = parse_deltas([float(d) for d in priv["deltas"]])
-        stored_realized = priv["realized"]
-        comps = [Composition.from_json(c) for c in stored_realized["compositions"]]
+        priv, deltas, stored_realized, comps = privacy_inputs(report)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, DpledgerError):
             raise
@@ -72,14 +68,7 @@ def verify_contextual(report: dict, ledger, v, same, whole, malformed):
         problems.append(f"policy {name!r} is not a contextual policy, but run.json has a "
                         "contextual block")
         return v
-    public = [p.name for p in cls.params_spec if not p.hidden]
-    undeclared = [k for k in params if k not in public]
-    if undeclared:
-        problems.append(f"policy.params: {', '.join(map(repr, undeclared))} not public "
-                        f"parameter(s) of {name!r} (public: {', '.join(public) or 'none'}); "
-                        "refusing a run made with undeclared parameters")
-        v.not_checked[:] = ["anything else (refused at its parameters)"]
-        v.hint = ""
+    if refuse_undeclared(name, params, v):
         return v
     policy = make_policy(name, **params)
     same(policy.public_params(), params, "policy.params", problems)
@@ -99,11 +88,7 @@ def verify_contextual(report: dict, ledger, v, same, whole, malformed):
     certificate = certificate_block(policy.certificate(problem), deltas)
     same(certificate, priv["certificate"], "privacy.certificate", problems)
     v.checked += ["theorem", "certificate"]
-    from dpledger.verify import _REALIZED_DERIVED
-    realized = realized_privacy(comps, deltas, policy.adaptive)
-    same({k: realized.get(k) for k in _REALIZED_DERIVED},
-         {k: stored_realized.get(k) for k in _REALIZED_DERIVED}, "privacy.realized", problems)
-    v.checked.append("realized from stored compositions")
+    realized = realized_from_stored(comps, deltas, policy.adaptive, stored_realized, v)
     if ledger is not None:
         try:
             _check_ledger(report, ledger, policy, problem, R, observations, deltas, same,
@@ -114,16 +99,7 @@ def verify_contextual(report: dict, ledger, v, same, whole, malformed):
             from dpledger.accounting.realized import check_realized
             problems += check_realized(ledger, stored_realized)
         v.checked += ["ledger streams vs rounds, delay and runs", "realized from ledger file"]
-    recomputed = checks(theorem, certificate, dict(stored_realized, **realized))
-    same(recomputed, priv["checks"], "privacy.checks", problems)
-    for what in ("realized_le_certificate", "certificate_le_theorem"):
-        if what == "certificate_le_theorem" and recomputed.get("theorem_finding"):
-            continue
-        if not recomputed[what]:
-            bad = [d for d in recomputed["details"] if d["check"] == what and not d["ok"]]
-            problems.append(f"invariant {what} violated: " +
-                            "; ".join(f"{d['what']}: {d['lhs']!r} > {d['rhs']!r}" for d in bad))
-    v.checked.append("invariants")
+    check_invariants(theorem, certificate, stored_realized, realized, priv["checks"], v)
     v.not_checked[:] = ["regret and reward values (they need the data and the run)",
                         "noise-draw and row counts"]
     return v
