@@ -26,6 +26,7 @@ COMMANDS = {
     "plot": "overlay the regret curves of several runs",
     "bounds": "regret bounds of a policy's papers on an instance",
     "ledger": "a persistent ledger store: init, record, status",
+    "data": "fetch a public logged data set for --env replay (Open Bandit Dataset sample)",
 }
 
 

@@ -123,6 +123,18 @@ _RUN_SCHEMA: dict = {
 }
 
 
+# A contextual run.json (``dpledger run`` on --env linear, contextual-table, supervised or
+# replay): the environment names arms and dimension instead of arm means, a ``contextual`` block
+# describes the model and the delay, and a replay's regret is a status (no counterfactuals).
+_CONTEXTUAL_SCHEMA: dict = {
+    **{k: v for k, v in _RUN_SCHEMA.items() if k not in ("environment", "regret")},
+    "environment": {"name": str, "arms": int, "dim": int, "range": list},
+    "contextual": {"model": str, "streams": int, "delay": int, "privacy_model": str,
+                   "rounds": list, "observations": list},
+    "reward": {"per_run": list},
+}
+
+
 def _check_schema(obj: Any, schema: dict, where: str) -> None:
     for key, kind in schema.items():
         if key not in obj:
@@ -149,10 +161,16 @@ def load_run_json(path: str | os.PathLike, schema: bool = True) -> dict:
     if not schema:
         return rep
     try:
-        _check_schema(rep, _RUN_SCHEMA, "")
+        contextual = "contextual" in rep
+        _check_schema(rep, _CONTEXTUAL_SCHEMA if contextual else _RUN_SCHEMA, "")
         if rep["schema_version"] != 1:
             raise DpledgerError(f"unsupported schema_version {rep['schema_version']!r}")
-        curve = rep["regret"]["curve"]
+        if contextual:
+            if not isinstance(rep.get("regret"), dict):
+                raise DpledgerError("regret must be a JSON object")
+            if "status" not in rep["regret"]:
+                _check_schema(rep, {"regret": _RUN_SCHEMA["regret"]}, "")
+        curve = rep["regret"].get("curve", {"t": [0], "mean": [0], "lo": [0], "hi": [0]})
         n = len(curve["t"])
         if n == 0 or any(len(curve[k]) != n for k in ("mean", "lo", "hi")):
             raise DpledgerError("regret.curve's t, mean, lo and hi must have one equal, "

@@ -41,6 +41,12 @@ def plot_regret(reports: Sequence[dict], path: str, labels: Sequence[str] | None
     drawable`: problem-dependent, with a value) re-evaluated along t: each report's upper
     bounds dotted in its colour, the lower bounds of its instance and privacy model dashed in
     grey (once per distinct bound), every asymptotic one labelled "(asymptotic)"."""
+    for rep in reports:
+        if "curve" not in rep["regret"]:      # a replay: the log has no counterfactual rewards
+            from dpledger.errors import DpledgerError
+            raise DpledgerError(f"{rep['policy']['name']} on {rep['environment']['name']} has no "
+                                "regret curve to plot (" + str(rep["regret"].get("status", ""))
+                                .split(":", 1)[-1].split(";")[0] + ")")
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.2) if not bounds else (7.6, 4.6))
     curves = [_bound_curves(rep) for rep in reports] if bounds else []

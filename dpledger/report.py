@@ -184,17 +184,19 @@ def build_run_report(res: SimulationResult, deltas: Sequence[float] | None = Non
         "sampler": "exact" if res.env.lattice_bits else "float",
         **_rng_block(res),
         "regret": regret_block(res.points, res.regret),
-        "privacy": {
-            "deltas": [delta_key(d) for d in deltas],
-            "theorem": theorem,
-            "certificate": certificate,
-            "realized": realized,
-            "checks": checks(theorem, certificate, realized),
-        },
+        "privacy": privacy_section(deltas, theorem, certificate, realized),
         "ledger": _ledger_block(ledger, res),
     }
     report["ledger"].update(LEDGER_NOT_WRITTEN)
     return report
+
+
+def privacy_section(deltas: Sequence[float], theorem: dict, certificate: dict,
+                    realized: dict) -> dict:
+    """run.json's ``privacy``: the δ grid, the three blocks and their checks."""
+    return {"deltas": [delta_key(d) for d in deltas], "theorem": theorem,
+            "certificate": certificate, "realized": realized,
+            "checks": checks(theorem, certificate, realized)}
 
 
 # What run.json says about the ledger file until the writer of the file fills in its name

@@ -175,6 +175,11 @@ def _malformed(exc: Exception) -> DpledgerError:
 def _verify(report: Any, ledger, v: Verification) -> Verification:
     if not isinstance(report, dict):
         raise DpledgerError("run.json must hold a JSON object")
+    if isinstance(report.get("contextual"), dict):
+        if report.get("schema_version") != 1:
+            raise DpledgerError(f"unsupported schema_version {report.get('schema_version')!r}")
+        from dpledger.verify_contextual import verify_contextual
+        return verify_contextual(report, ledger, v)
     try:
         if report["schema_version"] != 1:
             raise DpledgerError(f"unsupported schema_version {report['schema_version']!r}")
@@ -188,28 +193,14 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
             _whole("seed", report["seed"])
         K = len(env["means"])
         lattice_bits = int(env.get("lattice_bits", 0))
-        priv = report["privacy"]
-        deltas = parse_deltas([float(d) for d in priv["deltas"]])
-        stored_realized = priv["realized"]
-        comps = [Composition.from_json(c) for c in stored_realized["compositions"]]
+        priv, deltas, stored_realized, comps = privacy_inputs(report)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, DpledgerError):
             raise
         raise _malformed(exc) from None
     problems = v.problems
 
-    # public parameters only: a hidden switch (e.g. a noise multiplier, a speed path) or an
-    # unknown name makes this a run of something other than the published policy
-    cls = policy_class(name)
-    public = [p.name for p in cls.params_spec if not p.hidden]
-    undeclared = [k for k in params if k not in public]
-    if undeclared:
-        problems.append(f"policy.params: {', '.join(map(repr, undeclared))} "
-                        f"{'is' if len(undeclared) == 1 else 'are'} not a public parameter of "
-                        f"{name!r} (public: {', '.join(public) or 'none'}); refusing a run made "
-                        "with undeclared parameters")
-        v.not_checked[:] = ["anything else (refused at its parameters)"]
-        v.hint = ""
+    if refuse_undeclared(name, params, v):
         return v
     policy = make_policy(name, **params)
     _same(policy.resolved_params(T, K), params, "policy.params", problems)
@@ -226,10 +217,7 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
     certificate = certificate_block(run_certificate(policy, T, K, lattice_bits), deltas)
     _same(certificate, priv["certificate"], "privacy.certificate", problems)
     v.checked.append("certificate")
-    realized = realized_privacy(comps, deltas, policy.adaptive)
-    _same({k: realized.get(k) for k in _REALIZED_DERIVED},
-          {k: stored_realized.get(k) for k in _REALIZED_DERIVED}, "privacy.realized", problems)
-    v.checked.append("realized from stored compositions")
+    realized = realized_from_stored(comps, deltas, policy.adaptive, stored_realized, v)
     if ledger is not None:
         try:
             _check_ledger(report, ledger, policy, T, R, K, deltas, problems)
@@ -244,8 +232,56 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
         v.checked += ["ledger streams vs horizon and runs", "regret curve from ledger file",
                       "realized from ledger file"]
 
+    check_invariants(theorem, certificate, stored_realized, realized, priv["checks"], v)
+    v.not_checked[:] = (["environment parameters (beyond the regret curve they shape)",
+                         "noise-draw and row counts"] if ledger is not None else
+                        ["regret values", "environment parameters", "noise-draw and row counts"])
+    return v
+
+
+def privacy_inputs(report: dict) -> tuple[dict, list[float], dict, list[Composition]]:
+    """(privacy block, δ grid, stored realized block, its compositions) of a run.json; a
+    missing or malformed field raises KeyError, TypeError or ValueError for the caller."""
+    priv = report["privacy"]
+    deltas = parse_deltas([float(d) for d in priv["deltas"]])
+    stored = priv["realized"]
+    return priv, deltas, stored, [Composition.from_json(c) for c in stored["compositions"]]
+
+
+def refuse_undeclared(name: str, params: dict, v: Verification) -> bool:
+    """Public parameters only: a hidden switch (e.g. a noise multiplier, a speed path) or an
+    unknown name makes this a run of something other than the published policy — a problem,
+    and nothing else is checked (True)."""
+    public = [p.name for p in policy_class(name).params_spec if not p.hidden]
+    undeclared = [k for k in params if k not in public]
+    if not undeclared:
+        return False
+    v.problems.append(f"policy.params: {', '.join(map(repr, undeclared))} "
+                      f"{'is' if len(undeclared) == 1 else 'are'} not a public parameter of "
+                      f"{name!r} (public: {', '.join(public) or 'none'}); refusing a run made "
+                      "with undeclared parameters")
+    v.not_checked[:] = ["anything else (refused at its parameters)"]
+    v.hint = ""
+    return True
+
+
+def realized_from_stored(comps: list, deltas, adaptive: bool, stored: dict,
+                         v: Verification) -> dict:
+    """The realized privacy recomputed from the stored compositions, compared with run.json's."""
+    realized = realized_privacy(comps, deltas, adaptive)
+    _same({k: realized.get(k) for k in _REALIZED_DERIVED},
+          {k: stored.get(k) for k in _REALIZED_DERIVED}, "privacy.realized", v.problems)
+    v.checked.append("realized from stored compositions")
+    return realized
+
+
+def check_invariants(theorem: dict, certificate: dict, stored_realized: dict, realized: dict,
+                     stored_checks: dict, v: Verification) -> None:
+    """``privacy.checks`` recomputed and compared, and realized ≤ certificate ≤ theorem (unless
+    the theorem declares a finding) required."""
+    problems = v.problems
     recomputed = checks(theorem, certificate, dict(stored_realized, **realized))
-    _same(recomputed, priv["checks"], "privacy.checks", problems)
+    _same(recomputed, stored_checks, "privacy.checks", problems)
     for name_ in ("realized_le_certificate", "certificate_le_theorem"):
         if name_ == "certificate_le_theorem" and recomputed.get("theorem_finding"):
             continue        # reported by the command as a finding about the theorem
@@ -254,11 +290,6 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
             problems.append(f"invariant {name_} violated: " +
                             "; ".join(f"{d['what']}: {d['lhs']!r} > {d['rhs']!r}" for d in bad))
     v.checked.append("invariants")
-
-    v.not_checked[:] = (["environment parameters (beyond the regret curve they shape)",
-                         "noise-draw and row counts"] if ledger is not None else
-                        ["regret values", "environment parameters", "noise-draw and row counts"])
-    return v
 
 
 def env_from_json(env: dict, table: np.ndarray | None = None):
@@ -308,13 +339,25 @@ def _check_environment(report: dict, env: dict, T: int, lattice_bits: int,
 def _check_regret(report: dict, T: int, R: int, problems: list[str]) -> None:
     """The regret block's internal consistency (its values need the simulation)."""
     try:
+        means = np.asarray(report["environment"]["means"], dtype=np.float64)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _malformed(exc) from None
+    gap = float(means.max() - means.min()) if means.size else 0.0
+    check_regret_curve(report, T, R, gap, "largest gap", problems)
+
+
+def check_regret_curve(report: dict, T: int, R: int, per_round: float, per_round_name: str,
+                       problems: list[str]) -> None:
+    """A regret block against itself: the checkpoints of T, band = 1.96·std/√R, the final
+    values the curve's last, the mean non-decreasing (every regret term is >= 0) and within
+    [0, t·``per_round``] (the largest regret a round can add)."""
+    try:
         reg = report["regret"]
         curve = reg["curve"]
         t = [int(x) for x in curve["t"]]
         mean = np.asarray(curve["mean"], dtype=np.float64)
         std = np.asarray(curve["std"], dtype=np.float64)
         stored = {k: curve[k] for k in ("lo", "hi", "band")}
-        means = np.asarray(report["environment"]["means"], dtype=np.float64)
         final_mean, final_std = reg["final_mean"], reg["final_std"]
     except (KeyError, TypeError, ValueError) as exc:
         raise _malformed(exc) from None
@@ -334,10 +377,10 @@ def _check_regret(report: dict, T: int, R: int, problems: list[str]) -> None:
         _same(float(std[-1]), final_std, "regret.final_std", problems)
     elif final_std is not None or np.any(std != 0):
         problems.append("regret: one run has no standard deviation (final_std null, std 0)")
-    gap = float(means.max() - means.min()) if means.size else 0.0
-    bound = np.asarray(t, dtype=np.float64) * gap * (1 + 1e-12)
+    bound = np.asarray(t, dtype=np.float64) * per_round * (1 + 1e-12)
     if np.any(mean < 0) or np.any(mean > bound) or np.any(std < 0):
-        problems.append("regret.curve: a mean outside [0, t·(largest gap)] or a negative std")
+        problems.append(f"regret.curve: a mean outside [0, t·({per_round_name})] or a negative "
+                        "std")
     elif np.any(np.diff(mean) < -1e-9 * np.maximum(np.abs(mean[1:]), 1.0)):
         problems.append("regret.curve.mean decreases (pseudo-regret never does)")
 
@@ -462,11 +505,24 @@ def load_run(path: str) -> tuple[bytes, dict]:
 
 
 def verify_run(path: str, ledger_path: str | None = None, resimulate: bool = False,
-               table_path: str | None = None, workers: int = 1) -> Verification:
-    """Everything ``dpledger verify`` checks, for the run.json at ``path``."""
+               table_path: str | None = None, workers: int = 1,
+               log_path: str | None = None) -> Verification:
+    """Everything ``dpledger verify`` checks, for the run.json at ``path`` (``table_path``: the
+    reward table or contextual .npz of a table run; ``log_path``: the log of a replay run)."""
     raw, report = load_run(path)
     v = Verification(report=report)
     ledger = _ledger_of(path, report, ledger_path, v)
+    if isinstance(report.get("contextual"), dict):
+        _verify(report, ledger, v)
+        _check_data_files(report, table_path, log_path, v)
+        if resimulate:
+            if v.problems:
+                v.notes.append("resimulation skipped: run.json already fails")
+            else:
+                _resimulate(path, raw, report, table_path, workers, v, log_path)
+        return v
+    if log_path is not None:
+        raise DpledgerError("--log belongs to a replay run (--env replay); this run.json is not one")
     table = None
     if table_path is not None:
         from dpledger.commands.run import load_table
@@ -485,6 +541,27 @@ def verify_run(path: str, ledger_path: str | None = None, resimulate: bool = Fal
         else:
             _resimulate(path, raw, report, table_path, workers, v)
     return v
+
+
+def _check_data_files(report: dict, table_path: str | None, log_path: str | None,
+                      v: Verification) -> None:
+    """A contextual table's or a replay log's file against the sha256 run.json recorded."""
+    from dpledger.policies.contextual.data import file_sha256, regular_file
+    env = report.get("environment", {})
+    for option, path, kind, key in (("--table", table_path, "contextual-table", "table_sha256"),
+                                    ("--log", log_path, "replay", "log_sha256")):
+        if path is None:
+            continue
+        if env.get("name") != kind:
+            raise DpledgerError(f"{option} belongs to a run on --env {kind}; this run.json is "
+                                f"on --env {env.get('name')}")
+        regular_file(path, option, "the run's data file")
+        sha = file_sha256(path)
+        if sha != env.get(key):
+            v.problems.append(f"{option} {path}: sha256 {sha[:16]}…, run.json recorded "
+                              f"{str(env.get(key))[:16]}… (not the run's data)")
+        else:
+            v.checked.append(f"data file sha256 ({option})")
 
 
 def _ledger_of(path: str, report: dict, ledger_path: str | None, v: Verification):
@@ -558,7 +635,7 @@ def _param_text(value: Any) -> str:
 
 
 def run_argv(report: dict, out: str, ledger_out: str, table_path: str | None,
-             workers: int) -> list[str]:
+             workers: int, log_path: str | None = None) -> list[str]:
     """The ``dpledger run`` command line that reproduces run.json's configuration."""
     pol, env = report["policy"], report["environment"]
     argv = ["run", str(pol["name"])]
@@ -567,6 +644,9 @@ def run_argv(report: dict, out: str, ledger_out: str, table_path: str | None,
             argv += ["--set", f"{k}={_param_text(val)}"]
     kind = env["name"]
     argv += ["--env", str(kind)]
+    if isinstance(report.get("contextual"), dict):
+        return argv + _contextual_argv(report, table_path, log_path) + _common_argv(
+            report, out, ledger_out, workers)
     if kind == "bernoulli":
         argv += ["--means", ",".join(repr(float(m)) for m in env["means"])]
     elif kind == "truncexp":
@@ -575,26 +655,56 @@ def run_argv(report: dict, out: str, ledger_out: str, table_path: str | None,
         argv += ["--ab", ",".join(f"{float(a)!r}:{float(b)!r}" for a, b in env["ab"])]
     else:
         argv += ["--table", str(table_path)]
-    lo, hi = (float(x) for x in env["range"])
-    argv += ["--range", f"{lo!r},{hi!r}", "--horizon", str(int(report["horizon"])),
-             "--runs", str(int(report["runs"])), "--seed", str(int(report["seed"])),
-             "--workers", str(int(workers)), "--sampler", str(report.get("sampler", "float"))]
+    argv += ["--sampler", str(report.get("sampler", "float"))]
     rng = report.get("rng")
     if isinstance(rng, str):
         argv += ["--rng", rng]
+    return argv + _common_argv(report, out, ledger_out, workers)
+
+
+def _common_argv(report: dict, out: str, ledger_out: str, workers: int) -> list[str]:
+    lo, hi = (float(x) for x in report["environment"]["range"])
+    argv = ["--range", f"{lo!r},{hi!r}", "--horizon", str(int(report["horizon"])),
+            "--runs", str(int(report["runs"])), "--seed", str(int(report["seed"])),
+            "--workers", str(int(workers))]
     for d in report["privacy"]["deltas"]:
         argv += ["--delta", str(d)]
-    argv += ["--out", out, "--ledger-out", ledger_out, "--quiet"]
+    return argv + ["--out", out, "--ledger-out", ledger_out, "--quiet"]
+
+
+def _contextual_argv(report: dict, table_path: str | None, log_path: str | None) -> list[str]:
+    env, ctx = report["environment"], report["contextual"]
+    argv = ["--norm-bound", repr(float(env["norm_bound"])), "--delay", str(int(ctx["delay"]))]
+    kind = env["name"]
+    if kind == "linear":
+        argv += ["--dim", str(int(env["dim"])), "--arms", str(int(env["arms"]))]
+        if env.get("theta_source") == "given":
+            argv += ["--theta", ",".join(repr(float(x)) for x in env["theta"])]
+    elif kind == "contextual-table":
+        argv += ["--table", str(table_path)]
+    elif kind == "supervised":
+        argv += ["--dataset", str(env["dataset"])]
+    else:
+        argv += ["--log", str(log_path), "--arms", str(int(env["arms"])),
+                 "--context-columns", ",".join(env["context_columns"]),
+                 "--replay-mode", str(env["replay_mode"])]
     return argv
 
 
 def _resimulate(path: str, raw: bytes, report: dict, table_path: str | None, workers: int,
-                v: Verification) -> None:
+                v: Verification, log_path: str | None = None) -> None:
     """Rerun the simulation from run.json's configuration and seed with ``dpledger run`` in a
     temporary folder; compare run.json's bytes (and through its sha256 the ledger file's)."""
     reason = _not_reproducible(report)
     if reason:
         raise DpledgerError(f"cannot resimulate {path}: {reason}")
+    kind = report["environment"].get("name")
+    if kind == "contextual-table" and table_path is None:
+        raise DpledgerError(f"cannot resimulate {path}: its contextual table is not in run.json; "
+                            "pass --table FILE.npz")
+    if kind == "replay" and log_path is None:
+        raise DpledgerError(f"cannot resimulate {path}: its log is not in run.json; pass "
+                            "--log FILE")
     if report["environment"].get("name") == "table" and table_path is None:
         raise DpledgerError(f"cannot resimulate {path}: its environment is a reward table "
                             f"(sha256 {report['environment'].get('table_sha256', '?')[:16]}…), "
@@ -609,7 +719,7 @@ def _resimulate(path: str, raw: bytes, report: dict, table_path: str | None, wor
             ledger_out = os.path.join(tmp, os.path.basename(stored_led["file"]))
             if os.path.abspath(ledger_out) == os.path.abspath(out):
                 ledger_out = out + ".ledger.json"
-        argv = run_argv(report, out, ledger_out, table_path, workers)
+        argv = run_argv(report, out, ledger_out, table_path, workers, log_path)
         try:
             args = build_parser("run").parse_args(argv)
         except SystemExit:

@@ -28,6 +28,14 @@ _REGISTRY = {
     "imed": "azize2025:IMED",
 }
 
+# Contextual policies (dpledger.policies.contextual): listed by `dpledger policies`, run on the
+# contextual environments only; ``available()`` keeps naming the K-armed ones (the reward-stream
+# tests and audits iterate over it), ``contextual_available()`` names these.
+_CONTEXTUAL = {
+    "linucb": "contextual.linear:LinUCB",
+    "lints": "contextual.linear:LinTS",
+}
+
 
 _USER: dict[str, type[Policy]] = {}
 
@@ -37,7 +45,7 @@ def register_policy(cls: type[Policy]) -> type[Policy]:
     class decorator.  Built-in names cannot be replaced."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise DpledgerError(f"register_policy needs a Policy subclass, got {cls!r}")
-    if cls.name in _REGISTRY:
+    if cls.name in _REGISTRY or cls.name in _CONTEXTUAL:
         raise DpledgerError(f"policy name {cls.name!r} is taken by a built-in policy")
     _USER[cls.name] = cls
     return cls
@@ -46,9 +54,10 @@ def register_policy(cls: type[Policy]) -> type[Policy]:
 def policy_class(name: str) -> type[Policy]:
     if name in _USER:
         return _USER[name]
-    target = _REGISTRY.get(name)
+    target = _REGISTRY.get(name) or _CONTEXTUAL.get(name)
     if target is None:
-        raise DpledgerError(f"unknown policy {name!r}; known: {', '.join(available())}")
+        raise DpledgerError(f"unknown policy {name!r}; known: "
+                            f"{', '.join(available() + contextual_available())}")
     module, cls = target.split(":")
     try:
         mod = importlib.import_module(f"dpledger.policies.{module}")
@@ -61,16 +70,30 @@ def make_policy(name: str, **params) -> Policy:
     return policy_class(name)(**params)
 
 
-def available() -> list[str]:
-    """Names whose implementation can be imported."""
+def _importable(names) -> list[str]:
     out = []
-    for name in _REGISTRY:
+    for name in names:
         try:
             policy_class(name)
         except DpledgerError:
             continue
         out.append(name)
     return out
+
+
+def available() -> list[str]:
+    """Names of the K-armed policies whose implementation can be imported."""
+    return _importable(_REGISTRY)
+
+
+def contextual_available() -> list[str]:
+    """Names of the contextual policies whose implementation can be imported."""
+    return _importable(_CONTEXTUAL)
+
+
+def is_contextual(name: str) -> bool:
+    """Whether ``name`` is a contextual policy (built in or registered by a user)."""
+    return bool(getattr(policy_class(name), "contextual", False))
 
 
 def exact_sampler_policies() -> list[str]:

@@ -543,6 +543,21 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
                               np.tile(np.arange(lengths.shape[1]), len(indices)), lengths.ravel())
 
 
+def check_runs(runs: int | None, run_indices: Sequence[int] | None, seed: int) -> list[int]:
+    """The run indices of a simulation (``runs`` → 0 … runs − 1, or distinct ``run_indices``
+    >= 0), after checking the master ``seed`` is an integer >= 0."""
+    if run_indices is None:
+        if runs is None or isinstance(runs, bool) or int(runs) != runs or runs < 1:
+            raise DpledgerError(f"runs must be an integer >= 1, got {runs!r}")
+        run_indices = list(range(int(runs)))
+    run_indices = [int(i) for i in run_indices]
+    if not run_indices or len(set(run_indices)) != len(run_indices) or min(run_indices) < 0:
+        raise DpledgerError("run_indices must be distinct integers >= 0")
+    if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+        raise DpledgerError(f"seed must be an integer >= 0, got {seed!r}")
+    return run_indices
+
+
 def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
              runs: int | None = None, run_indices: Sequence[int] | None = None,
              stop_at: int | None = None, capture: bool = False, keep_actions: bool = False,
@@ -560,6 +575,9 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
     exact sampler — the float sampler's output set leaks the data whatever its bit source."""
     if not isinstance(policy, Policy):
         raise DpledgerError(f"not a policy: {policy!r}")
+    if getattr(policy, "contextual", False):
+        raise DpledgerError(f"policy {policy.name!r} is contextual: simulate it with "
+                            "dpledger.policies.contextual.simulator.simulate_contextual")
     if not isinstance(env, Environment):
         raise DpledgerError(f"not an environment: {env!r}")
     if sampler not in ("float", "exact"):
@@ -581,17 +599,9 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
     if env.table.size and env.table.shape[0] < T:
         raise DpledgerError(f"the reward table has {env.table.shape[0]} rows, fewer than the "
                             f"horizon {T}")
-    if run_indices is None:
-        if runs is None or isinstance(runs, bool) or int(runs) != runs or runs < 1:
-            raise DpledgerError(f"runs must be an integer >= 1, got {runs!r}")
-        run_indices = list(range(int(runs)))
-    run_indices = [int(i) for i in run_indices]
-    if not run_indices or len(set(run_indices)) != len(run_indices) or min(run_indices) < 0:
-        raise DpledgerError("run_indices must be distinct integers >= 0")
+    run_indices = check_runs(runs, run_indices, seed)
     if stop_at is not None and not 1 <= int(stop_at) <= T:
         raise DpledgerError(f"stop_at must lie in [1, {T}], got {stop_at!r}")
-    if isinstance(seed, bool) or int(seed) != seed or seed < 0:
-        raise DpledgerError(f"seed must be an integer >= 0, got {seed!r}")
     workers = max(1, int(workers))
     check_memory(policy, env, T, len(run_indices), workers, keep_actions)
     # progress in rounds (``progress.rounds``): a thread reads the chunks' sinks (or, for runs

@@ -41,6 +41,8 @@ def inputs(tmp_path_factory):
     (d / "folder").mkdir()
     (d / "plain.txt").write_text("text")
     (d / "t.csv").write_text("0.5,0.2\n0.3,0.4\n0.1,0.9\n")
+    (d / "log.csv").write_text("action,reward,x\n" + "".join(f"{i % 3},{i % 2},0.5\n"
+                                                             for i in range(80)))
     t0 = np.zeros((40, 2))
     t0[:, 1] = 1.0
     t1 = t0.copy()
@@ -53,7 +55,7 @@ def inputs(tmp_path_factory):
 def _in(d):
     return [str(d / n) for n in ("run.json", "run.ledger.json", "audit.json", "empty_object.json",
                                  "list.json", "latin1.json", "folder", "plain.txt", "t.csv",
-                                 "d0.npy", "d1.npy", "missing.json")]
+                                 "d0.npy", "d1.npy", "missing.json", "log.csv")]
 
 
 def _out(d, o):
@@ -70,17 +72,19 @@ LISTS = ["0.9,0.4", "0.9,,0.4", "", ",", "0,1", "1,0", "a,b", "0.5", "0.25,0.5,0
          "1e-3,1e-6", "nan,0.5", "1:1,2:2", "1:1,,2:2", "1:x", "2,3", "0,2", "1e-400", "-1,1"]
 SETS = ["epsilon=0.5", "epsilon=-1", "epsilon", "=1", "foo=bar", "epsilon=1e400", "epsilon=",
         "epsilon=nan"]
-POLICIES = ["ucb1", "lazy-dp-ts", "dp-se", "ts-gaussian", "nope", ""]
+POLICIES = ["ucb1", "lazy-dp-ts", "dp-se", "ts-gaussian", "linucb", "lints", "nope", ""]
 RELEASES = ["laplace:eps=0.5", "gaussian:mu=1", "laplace:eps=0", "pure:eps=1,count=3", "x",
             "laplace:", ":", "gaussian:sigma=2,sensitivity=1,count=1000", "laplace:eps=1,count=0",
             "discrete_laplace:scale=4,sensitivity=1", "laplace:eps=1,count=1.5"]
 EXPERIMENTS = ["hu-2025", "nobody-2030", ""]
 
-INT_OPTIONS = {"--horizon", "--runs", "--seed", "--trials", "--arms", "--stop-at"}
-FLOAT_OPTIONS = {"--confidence", "--selection-fraction", "--delta"}
-LIST_OPTIONS = {"--means", "--rates", "--ab", "--range", "--deltas", "--epsilons", "--labels"}
-OUT_OPTIONS = {"--out", "--plot", "--ledger-out"}
-IN_OPTIONS = {"--ledger", "--table", "--pair"}
+INT_OPTIONS = {"--horizon", "--runs", "--seed", "--trials", "--arms", "--stop-at", "--dim",
+               "--delay"}
+FLOAT_OPTIONS = {"--confidence", "--selection-fraction", "--delta", "--norm-bound"}
+LIST_OPTIONS = {"--means", "--rates", "--ab", "--range", "--deltas", "--epsilons", "--labels",
+                "--theta", "--context-columns"}
+OUT_OPTIONS = {"--out", "--plot", "--ledger-out", "--dir"}
+IN_OPTIONS = {"--ledger", "--table", "--pair", "--log"}
 # random text without decimal digits: "999999" would be a valid --runs or --trials, and a
 # million runs is a long job, not a bad input (the pools hold the big and strange numbers)
 ODD = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Nd")), max_size=6)
@@ -102,7 +106,11 @@ GOOD = {"--horizon": ["50", "20", "1e1"], "--runs": ["1", "2", "3"], "--seed": [
         "--deltas": ["1e-3,1e-6", "0.5"], "--epsilons": ["0.5,1", "0"], "--labels": ["a", "a,b"],
         "--set": ["epsilon=0.5", "epsilon=2"], "--workers": ["1"], "--scheduler": [],
         "--ledger": ["run.ledger.json"], "--table": ["t.csv"], "--pair": ["d0.npy", "d1.npy"],
-        "file": ["run.json"], "files": ["run.json"], "policy": ["ucb1", "lazy-dp-ts", "dp-se"],
+        "--dim": ["2", "3"], "--delay": ["0", "3", "60"], "--norm-bound": ["1", "2"],
+        "--theta": ["0.5,0.5"], "--dataset": ["iris", "wine"], "--log": ["log.csv"],
+        "--context-columns": ["x"],
+        "file": ["run.json"], "files": ["run.json"],
+        "policy": ["ucb1", "lazy-dp-ts", "dp-se", "linucb", "lints"],
         "releases": RELEASES[:4], "name": ["hu-2025"]}
 
 
@@ -188,6 +196,21 @@ PROGRESS = ("auditing ", "  trials ", "  runs ", "  cells ", "note: ")
 
 
 @pytest.fixture(scope="module")
+def stub_download():
+    """``dpledger data fetch obd`` would download 1.3 MB per example: its CLI layer is fuzzed
+    with a download that fails as an unreachable registry does."""
+    from dpledger.errors import DpledgerError
+    from dpledger.policies.contextual import obd
+    real = obd.download_wheel
+
+    def unreachable(folder):
+        raise DpledgerError("pip could not download obp==0.4.1 (stub: no network in the fuzz)")
+    obd.download_wheel = unreachable
+    yield
+    obd.download_wheel = real
+
+
+@pytest.fixture(scope="module")
 def stub_experiment():
     import dpledger.experiments.common as common
     real = common.run_experiment
@@ -200,7 +223,7 @@ def stub_experiment():
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(data=st.data())
-def test_no_traceback_ever(inputs, stub_experiment, data):
+def test_no_traceback_ever(inputs, stub_experiment, stub_download, data):
     with tempfile.TemporaryDirectory() as o:
         argv = data.draw(argv_of(inputs, o), label="argv")
         err, out = io.StringIO(), io.StringIO()

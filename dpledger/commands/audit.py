@@ -138,6 +138,13 @@ def run(args: argparse.Namespace) -> int:
     workers = parse_workers(args.workers)
     if _is_release_spec(args.policy):
         return _run_spec(args, trials, until, max_trials)
+    from dpledger.policies.registry import is_contextual
+    if is_contextual(args.policy):
+        # the audits pair neighbouring K-armed reward streams; contextual neighbours (one
+        # record's context and reward) have no audit yet
+        raise DpledgerError(f"policy {args.policy!r} is contextual: the audits compare "
+                            "neighbouring K-armed reward streams, not contextual records (no "
+                            "contextual audit yet)")
     if args.releases:
         raise DpledgerError(f"unexpected arguments after the policy name: {' '.join(args.releases)}")
     policy = make_policy(args.policy, **parse_params(args.set))

@@ -47,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     from dpledger.policies.regret_bounds import bounds_for_policy
     from dpledger.policies.reward_families import RewardInstance
 
+    from dpledger.policies.registry import is_contextual
+    if is_contextual(args.policy):
+        return _contextual(args)
     inst = RewardInstance.from_environment(make_env(args))
     policy = make_policy(args.policy, **parse_params(args.set))
     T = parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
@@ -112,3 +115,39 @@ def format_bounds(policy, inst, T, model, bounds) -> str:
     lines += ["", "values: exact constants = the bound at T; O(x) = order only, x the argument "
               "of O(·) (a shape, not a bound); asymptotic = the slope × ln T, as T → ∞"]
     return "\n".join(lines) + "\n"
+
+
+def _contextual(args) -> int:
+    """A contextual policy: Azize & Basu 2022's linear minimax lower bound (Theorem 4) at the
+    --dimension given, in its non-private form (ε = ∞).  Its ε term binds ε-global DP
+    policies; the private contextual policies give joint DP of their released statistics
+    (docs/concepts.md), which that theorem does not cover, so it is not evaluated for them."""
+    from dpledger.accounting.schema import dumps
+    from dpledger.commands.run import MAX_HORIZON
+    from dpledger.errors import DpledgerError
+    from dpledger.inputs import parse_int
+    from dpledger.policies.regret_bounds import (azize_basu_2022_linear_minimax,
+                                                 azize_basu_2022_linear_threshold)
+    if args.dimension is None:
+        raise DpledgerError(f"{args.policy} is a contextual policy: its bound is the linear "
+                            "one; give --dimension d")
+    for opt in ("means", "rates", "ab"):
+        if getattr(args, opt) is not None:
+            raise DpledgerError(f"--{opt} describes K-armed rewards; {args.policy} is contextual")
+    if args.set:
+        raise DpledgerError("--set does not change the linear lower bound (it holds for every "
+                            "policy); drop it")
+    d = parse_int("--dimension", args.dimension, 1, 10 ** 9)
+    T = parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
+    bounds = [azize_basu_2022_linear_minimax(d, T), azize_basu_2022_linear_threshold(T)]
+    note = ("the ε-dependent term binds ε-global DP policies; contextual policies here give "
+            "none (non-private) or joint DP of their statistics, which Theorem 4 does not cover")
+    if args.json:
+        sys.stdout.write(dumps({"policy": {"name": args.policy}, "dimension": d, "horizon": T,
+                                "note": note, "bounds": [b.to_json() for b in bounds]}))
+        return 0
+    b = bounds[0]
+    sys.stdout.write(f"{args.policy}: linear bandit, d={d}, T={T}\n\nlower bound (minimax, the "
+                     f"worst θ):\n  {_value(b):>12}  {b.source}\n  {'':>12}  {b.formula} at "
+                     f"ε = ∞\n\nnote: {note}\n")
+    return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from dpledger.policies.registry import _REGISTRY, policy_class
+from dpledger.policies.registry import _CONTEXTUAL, _REGISTRY, policy_class
 from dpledger.errors import DpledgerError
 
 
@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 def describe_all() -> list[dict]:
     out = []
-    for name in _REGISTRY:
+    for name in [*_REGISTRY, *_CONTEXTUAL]:
         try:
             cls = policy_class(name)
         except DpledgerError:
@@ -26,7 +26,11 @@ def describe_all() -> list[dict]:
             continue
         pol = cls()
         d = pol.describe()
-        th = pol.theorem(10_000, 2)
+        if getattr(cls, "contextual", False):
+            from dpledger.policies.contextual.base import default_problem
+            th = pol.theorem(default_problem())
+        else:
+            th = pol.theorem(10_000, 2)
         d["theorem"] = {"paper": th.paper, "theorem": th.theorem, "statement": th.statement}
         d["implemented"] = True
         out.append(d)
@@ -44,6 +48,8 @@ def run(args) -> int:
             continue
         params = ", ".join(f"{p['name']}={p['default']}" for p in d["params"]) or "—"
         exact = "  [--sampler exact]" if "exact" in d.get("samplers", ()) else ""
-        sys.stdout.write(f"{d['name']:18s} {d['provenance']:36s} {params}{exact}\n"
+        ctx = (f"  [contextual; privacy model: {d['privacy_model']}]" if d.get("contextual")
+               else "")
+        sys.stdout.write(f"{d['name']:18s} {d['provenance']:36s} {params}{exact}{ctx}\n"
                          f"{'':18s} {d['title']}; {d['theorem']['paper']}, {d['theorem']['theorem']}\n")
     return 0

@@ -16,6 +16,8 @@ from dpledger.policies.registry import make_policy
 from dpledger.policies.simulator import simulate
 
 DEFAULT_MEANS = "0.75,0.625,0.5,0.375,0.25"
+DEFAULT_HORIZON = "10000"
+CONTEXTUAL_ENVS = ("linear", "contextual-table", "supervised", "replay")
 
 
 AUTO_LEDGER_RECORDS = 2_000_000     # larger ledgers are written only on request
@@ -27,11 +29,13 @@ def register(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="K=V",
                    help="policy parameter (repeatable; default: the policy's defaults, listed "
                         "by `dpledger policies`), e.g. --set epsilon=0.5")
-    add_instance_options(p)
+    add_instance_options(p, contextual=True)
     p.add_argument("--range", default="0,1",
                    help="declared reward range lo,hi that every reward lies in (default 0,1)")
-    p.add_argument("--horizon", type=str, default="10000",
-                   help="T, rounds per run (an integer in [K, 1e9]; default 10000)")
+    p.add_argument("--horizon", type=str, default=None,
+                   help="T, rounds per run (an integer in [K, 1e9]; default 10000; --env "
+                        "contextual-table: default all its rows; --env replay: log rows "
+                        "walked, default the whole log)")
     p.add_argument("--runs", type=str, default="10",
                    help="R, independent runs (an integer in [1, 1e9]; default 10)")
     p.add_argument("--seed", type=str, default=None,
@@ -68,13 +72,19 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def add_instance_options(p, table: bool = True) -> None:
-    """--env and the options that describe its arms (``bounds`` takes them without --table)."""
-    envs = ["bernoulli", "truncexp", "beta"] + (["table"] if table else [])
+def add_instance_options(p, table: bool = True, contextual: bool = False) -> None:
+    """--env and the options that describe its arms (``bounds`` takes them without --table;
+    ``run`` also with the contextual environments and their options)."""
+    envs = ["bernoulli", "truncexp", "beta"] + (["table"] if table else []) \
+        + (list(CONTEXTUAL_ENVS) if contextual else [])
     p.add_argument("--env", default="bernoulli", choices=envs,
                    help="reward distribution (default bernoulli): bernoulli takes --means (or "
                         "the default means), truncexp --rates, beta --ab"
-                        + (", table --table" if table else ""))
+                        + (", table --table" if table else "")
+                        + ("; contextual (for linucb, lints and the private contextual "
+                           "policies): linear takes --dim, --arms, --theta, contextual-table "
+                           "--table FILE.npz, supervised --dataset, replay --log"
+                           if contextual else ""))
     p.add_argument("--means", default=None,
                    help=f"--env bernoulli: comma-separated arm means inside the range, one per "
                         f"arm (default {DEFAULT_MEANS})")
@@ -87,9 +97,47 @@ def add_instance_options(p, table: bool = True) -> None:
     if table:
         p.add_argument("--table", default=None,
                        help="--env table: reward table file (.npy, .csv or .json; one row per "
-                            "round, one column per arm); no default")
+                            "round, one column per arm)"
+                            + ("; --env contextual-table: a .npz with 'contexts' (T, d) or "
+                               "(T, K, d) and 'rewards' (T, K)" if contextual else "")
+                            + "; no default")
     else:
         p.set_defaults(table=None)
+    if contextual:
+        _add_contextual_options(p)
+    else:                   # the shared readers of these options see "not given"
+        p.set_defaults(dim=None, arms=None, theta=None, norm_bound=None, dataset=None, log=None,
+                       context_columns=None, replay_mode=None, delay=None)
+
+
+def _add_contextual_options(p) -> None:
+    p.add_argument("--dim", default=None,
+                   help="--env linear: context dimension d (an integer >= 1; default 10)")
+    p.add_argument("--arms", default=None,
+                   help="--env linear: number of arms K (an integer >= 2; default 10); --env "
+                        "replay: K when the log's largest action + 1 is fewer (default: that)")
+    p.add_argument("--theta", default=None,
+                   help="--env linear: comma-separated θ (d entries >= 0, norm <= 1/norm "
+                        "bound; default: drawn from the seed)")
+    p.add_argument("--norm-bound", default=None,
+                   help="contextual environments: declared bound L > 0 on every context's "
+                        "Euclidean norm (a larger context is refused; default 1)")
+    p.add_argument("--dataset", default=None,
+                   help="--env supervised: digits, wine, breast_cancer or iris (shipped with "
+                        "scikit-learn: pip install 'dpledger[contextual]'; default digits)")
+    p.add_argument("--log", default=None,
+                   help="--env replay: logged data, a CSV with a header: action (0 … K−1), "
+                        "reward, optional propensity, context columns; no default")
+    p.add_argument("--context-columns", default=None,
+                   help="--env replay: comma-separated context columns of the log (default: "
+                        "every column but action, reward and propensity)")
+    p.add_argument("--replay-mode", default=None, choices=["uniform", "rejection"],
+                   help="--env replay: uniform (Li et al. 2011; propensities, if any, must be "
+                        "constant) or rejection (rejection sampling with the logged "
+                        "propensities); default uniform")
+    p.add_argument("--delay", default=None,
+                   help="contextual environments: the reward of round t reaches the policy "
+                        "after round t + D (an integer >= 0; default 0: no delay)")
 
 
 def _int(name: str, text: str, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -116,16 +164,72 @@ def parse_params(items: list[str]) -> dict:
 _ENV_OPTION = {"bernoulli": "means", "truncexp": "rates", "beta": "ab", "table": "table"}
 
 
+# options of the contextual environments: which environments each one describes
+_CONTEXTUAL_OPTION = {"dim": ("linear",), "theta": ("linear",), "arms": ("linear", "replay"),
+                      "dataset": ("supervised",), "log": ("replay",),
+                      "context_columns": ("replay",), "replay_mode": ("replay",),
+                      "norm_bound": CONTEXTUAL_ENVS, "delay": CONTEXTUAL_ENVS}
+
+
+def _flag(opt: str) -> str:
+    return "--" + opt.replace("_", "-")
+
+
+def _check_env_options(args) -> None:
+    """An option that describes another environment than ``--env`` is an error, not ignored."""
+    for opt, envs in _CONTEXTUAL_OPTION.items():
+        if getattr(args, opt) is not None and args.env not in envs:
+            raise DpledgerError(f"{_flag(opt)} describes --env {' or '.join(envs)}, but this run "
+                                f"uses --env {args.env}")
+    if args.env in CONTEXTUAL_ENVS:
+        for env, opt in _ENV_OPTION.items():
+            if getattr(args, opt) is not None and not (opt == "table"
+                                                       and args.env == "contextual-table"):
+                raise DpledgerError(f"--{opt} describes --env {env}, but this run uses --env "
+                                    f"{args.env}")
+
+
+def _range(args) -> tuple[float, float]:
+    lohi = _floats("range", args.range)
+    if len(lohi) != 2:
+        raise DpledgerError(f"--range expects lo,hi, got {args.range!r}")
+    return lohi[0], lohi[1]
+
+
+def make_contextual_env(args, seed: int):
+    """The contextual environment ``args`` describe (``seed`` draws θ when not given)."""
+    from dpledger.policies.contextual import data as CD
+    from dpledger.policies.contextual import environments as CE
+    lo, hi = _range(args)
+    L = 1.0 if args.norm_bound is None else parse_float("--norm-bound", args.norm_bound)
+    if args.env == "linear":
+        d = _int("dim", "10" if args.dim is None else args.dim, 1, 4096)
+        K = _int("arms", "10" if args.arms is None else args.arms, 2, 1 << 20)
+        theta = None if args.theta is None else _floats("theta", args.theta)
+        return CE.linear(d, K, theta, seed, L, lo, hi)
+    if args.env == "contextual-table":
+        if not args.table:
+            raise DpledgerError("--env contextual-table needs --table FILE.npz")
+        return CD.load_npz_table(args.table, L, lo, hi)
+    if args.env == "supervised":
+        return CD.load_supervised("digits" if args.dataset is None else args.dataset, L, lo, hi)
+    if not args.log:
+        raise DpledgerError("--env replay needs --log FILE (a CSV with columns action, reward, "
+                            "optional propensity and contexts)")
+    K = None if args.arms is None else _int("arms", args.arms, 2, 1 << 20)
+    cols = None if args.context_columns is None else split_list("--context-columns",
+                                                                args.context_columns)
+    return CD.load_replay(args.log, K, cols, args.replay_mode or "uniform", L, lo, hi)
+
+
 def make_env(args) -> E.Environment:
+    _check_env_options(args)
     for env, opt in _ENV_OPTION.items():
         if env != args.env and getattr(args, opt) is not None:
             raise DpledgerError(f"--{opt} describes --env {env}, but this run uses --env "
                                 f"{args.env}" + (" (the default); add --env " + env
                                                  if args.env == "bernoulli" else ""))
-    lohi = _floats("range", args.range)
-    if len(lohi) != 2:
-        raise DpledgerError(f"--range expects lo,hi, got {args.range!r}")
-    lo, hi = lohi
+    lo, hi = _range(args)
     if args.env == "bernoulli":
         return E.bernoulli(_floats("means", DEFAULT_MEANS if args.means is None else args.means), lo, hi)
     if args.env == "truncexp":
@@ -170,9 +274,24 @@ def _ledger_path(args) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from dpledger.report import build_run_report
-    from dpledger.commands.show_summary import summary_text
 
     check_outputs(args)
+    _check_env_options(args)
+    from dpledger.policies.registry import is_contextual
+    contextual_env = args.env in CONTEXTUAL_ENVS
+    if is_contextual(args.policy) != contextual_env:
+        from dpledger.policies.registry import contextual_available
+        if contextual_env:
+            raise DpledgerError(f"policy {args.policy!r} plays K-armed reward streams; --env "
+                                f"{args.env} needs a contextual policy "
+                                f"({', '.join(contextual_available())})")
+        raise DpledgerError(f"policy {args.policy!r} is contextual: give a contextual "
+                            f"environment (--env {', '.join(CONTEXTUAL_ENVS)})")
+    if contextual_env:
+        if getattr(args, "bounds", False):
+            raise DpledgerError("--bounds draws the K-armed papers' regret bounds; contextual "
+                                "runs have none coded (dpledger bounds lists them)")
+        return run_contextual(args)
     env = make_env(args)
     policy = make_policy(args.policy, **parse_params(args.set))
     if args.bounds:     # refused before the simulation, not after it
@@ -182,7 +301,9 @@ def run(args: argparse.Namespace) -> int:
         RewardInstance.from_environment(env)
     # the horizon's upper bound is validate_horizon's (policies/base.py), checked here first so
     # that the message echoes the number as typed
-    T, R = _int("horizon", args.horizon, 1, MAX_HORIZON), _int("runs", args.runs, 1, MAX_COUNT)
+    T = _int("horizon", DEFAULT_HORIZON if args.horizon is None else args.horizon, 1,
+             MAX_HORIZON)
+    R = _int("runs", args.runs, 1, MAX_COUNT)
     if args.rng == "os" and args.seed is not None:
         raise DpledgerError("--seed cannot be combined with --rng os (the OS entropy replaces it)")
     seed = _int("seed", "0" if args.seed is None else args.seed, 0)
@@ -193,8 +314,15 @@ def run(args: argparse.Namespace) -> int:
         res = simulate(policy, env, T, seed=seed, runs=R, workers=workers, progress=progress,
                        sampler=args.sampler, rng=args.rng)
     report = build_run_report(res, deltas, sampler=args.sampler)
+    return write_run(args, report, res.ledger)
+
+
+def write_run(args, report: dict, ledger) -> int:
+    """Write the ledger file (unless too large or 'none'), run.json and the plot; print the
+    summary; exit 1 when an invariant fails."""
+    from dpledger.commands.show_summary import summary_text
     ledger_out = _ledger_path(args) or "none"
-    records = res.ledger.n_rows() + len(res.ledger.segments["run"])
+    records = ledger.n_rows() + len(ledger.segments["run"])
     not_written = "not_written:--ledger-out none"
     if args.ledger_out is None and records > AUTO_LEDGER_RECORDS:
         # a ledger of 4e7 records (e.g. per-pull rows of a custom policy, or the segments of a
@@ -209,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
     # which `verify` checks before re-deriving the realized block from it
     if ledger_out != "none":
         from dpledger.verify import ledger_file_record
-        write_json_stream_atomic(ledger_out, res.ledger.compact().to_json(arrays=True))
+        write_json_stream_atomic(ledger_out, ledger.compact().to_json(arrays=True))
         report["ledger"].update(ledger_file_record(ledger_out, args.out))
         del report["ledger"]["file_status"]
     else:
@@ -226,3 +354,33 @@ def run(args: argparse.Namespace) -> int:
     if not code_ok(report["privacy"]["checks"]):
         raise InvariantViolation("see privacy.checks in " + args.out)
     return 0
+
+
+def run_contextual(args) -> int:
+    """``dpledger run`` on a contextual environment (linucb, lints, …)."""
+    from dpledger.policies.contextual.simulator import simulate_contextual
+    from dpledger.report_contextual import build_contextual_report
+    if args.sampler != "float" or args.rng != "seeded":
+        raise DpledgerError("the contextual policies run with the float sampler and the seeded "
+                            "generator only (no --sampler exact, no --rng os)")
+    policy = make_policy(args.policy, **parse_params(args.set))
+    R = _int("runs", args.runs, 1, MAX_COUNT)
+    seed = _int("seed", "0" if args.seed is None else args.seed, 0)
+    workers = _int("workers", args.workers, 1)
+    deltas = parse_deltas("--delta", args.delta) if args.delta else None
+    delay = _int("delay", "0" if args.delay is None else args.delay, None)
+    if delay < 0:
+        raise DpledgerError(f"--delay must be >= 0, got {args.delay!r} (a reward cannot arrive "
+                            "before its round)")
+    env = make_contextual_env(args, seed)
+    if args.horizon is None:        # a table or log: all its rows
+        T = env.rows if env.rows is not None else int(DEFAULT_HORIZON)
+    else:
+        T = _int("horizon", args.horizon, 1, MAX_HORIZON)
+    with SimulationProgress(T, R, quiet=args.quiet) as progress:
+        def tick(n: int) -> None:
+            progress(n)
+            progress.rounds(progress.done * T)
+        res = simulate_contextual(policy, env, T, seed=seed, runs=R, delay=delay,
+                                  workers=workers, progress=tick)
+    return write_run(args, build_contextual_report(res, deltas), res.ledger)

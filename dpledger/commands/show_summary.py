@@ -20,19 +20,27 @@ def summary_text(rep: dict) -> str:
     pol, env, priv = rep["policy"], rep["environment"], rep["privacy"]
     params = ", ".join(f"{k}={v!r}" for k, v in pol["params"].items())
     reg = rep["regret"]
-    lines = [f"{pol['name']}({params}) [{pol['provenance']}] on {env['name']} "
-             f"means={[round(m, 4) for m in env['means']]}, T={rep['horizon']}, "
-             f"{_n(rep['runs'], 'run')}, " + (f"seed {rep['seed']}" if rep.get("seed") is not None
-                                             else "bits from the OS entropy (not reproducible)"),
-             f"regret at T: mean {reg['final_mean']:.6g}, std {_fmt(reg['final_std'])}"]
+    seed = (f"seed {rep['seed']}" if rep.get("seed") is not None
+            else "bits from the OS entropy (not reproducible)")
+    ctx = rep.get("contextual")
+    unit = "arm"
+    if isinstance(ctx, dict):
+        lines = _contextual_head(rep, params, seed)
+        unit = "stream"
+    else:
+        lines = [f"{pol['name']}({params}) [{pol['provenance']}] on {env['name']} "
+                 f"means={[round(m, 4) for m in env['means']]}, T={rep['horizon']}, "
+                 f"{_n(rep['runs'], 'run')}, " + seed,
+                 f"regret at T: mean {reg['final_mean']:.6g}, std {_fmt(reg['final_std'])}"]
     deltas = priv["deltas"]
     d = min(deltas, key=float)
     real = priv["realized"]
     w = real.get("worst_reward")
     if w:
-        lines.append(f"worst-off reward: observation {w.get('index')} of arm {w.get('arm')} in "
-                     f"run {w.get('run')} (these count from 0), observed at round "
-                     f"{w.get('round')} (rounds count from 1)")
+        where = ("log row" if env.get("name") == "replay" and unit == "stream" else "round")
+        lines.append(f"worst-off reward: observation {w.get('index')} of {unit} {w.get('arm')} in "
+                     f"run {w.get('run')} (these count from 0), observed at {where} "
+                     f"{w.get('round')} ({where}s count from 1)")
     header = f"  {'':12s} {'pure ε':>10s} {'GDP μ':>10s} {'ε(δ=' + d + ')':>16s}"
     lines.append("privacy (per reward, worst case):")
     lines.append(header)
@@ -70,3 +78,31 @@ def summary_text(rep: dict) -> str:
                           + ")" for c in comp)
         lines.append(f"worst reward's releases: {parts}")
     return "\n".join(lines) + "\n"
+
+
+def _contextual_head(rep: dict, params: str, seed: str) -> list[str]:
+    """The first lines of a contextual run's summary: policy, environment, model, delay and
+    privacy model; regret (or the replayed reward) and the mean reward against uniform play."""
+    pol, env, ctx, reg, rew = (rep["policy"], rep["environment"], rep["contextual"],
+                               rep["regret"], rep.get("reward") or {})
+    what = env.get("dataset") or env["name"]
+    lines = [f"{pol['name']}({params}) [{pol['provenance']}] on {env['name']} ({what}), "
+             f"K={env['arms']}, d={env['dim']}, {ctx['model']} model "
+             f"({_n(ctx['streams'], 'stream')}), delay {ctx['delay']}, T={rep['horizon']}, "
+             f"{_n(rep['runs'], 'run')}, {seed}",
+             f"privacy model: {ctx['privacy_model']}"]
+    if "final_mean" in reg:
+        lines.append(f"regret at T: mean {reg['final_mean']:.6g}, std {_fmt(reg['final_std'])}")
+    else:
+        lines.append("regret: " + str(reg.get("status", "")).split(":", 1)[-1].split(";")[0])
+    if rew.get("accepted_rows") is not None:
+        acc = rew["accepted_rows"]
+        lines.append(f"replay: accepted rows per run {min(acc)}–{max(acc)} (mean "
+                     f"{sum(acc) / len(acc):.6g}) of {rep['horizon']}")
+    if rew:
+        lines.append(f"mean reward {_fmt(rew.get('mean_reward'))}, uniform play "
+                     f"{_fmt(rew.get('uniform_mean_reward'))}, normalised to uniform "
+                     f"{_fmt(rew.get('normalised_to_uniform'))}")
+    if ctx.get("delay_note"):
+        lines.append("note: " + ctx["delay_note"])
+    return lines

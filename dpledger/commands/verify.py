@@ -21,8 +21,12 @@ def register(sub) -> None:
                         "`dpledger run` does) and compare the bytes of run.json and of the "
                         "ledger file; exit 1 on any difference, naming the first (default: off)")
     p.add_argument("--table", default=None, metavar="FILE",
-                   help="the reward table of a run on --env table (run.json keeps only its "
-                        "sha256): checked against it, and needed by --resimulate (default: none)")
+                   help="the reward table of a run on --env table, or the .npz of a run on "
+                        "--env contextual-table (run.json keeps only its sha256): checked "
+                        "against it, and needed by --resimulate (default: none)")
+    p.add_argument("--log", default=None, metavar="FILE",
+                   help="the log of a run on --env replay (run.json keeps only its sha256): "
+                        "checked against it, and needed by --resimulate (default: none)")
     p.add_argument("--workers", type=str, default="1",
                    help="worker processes for --resimulate (an integer >= 1; default 1; the "
                         "bytes do not depend on it)")
@@ -54,7 +58,7 @@ def run(args) -> int:
     if not args.resimulate and args.workers != "1":
         raise DpledgerError("--workers applies to --resimulate only")
     v = verify_run(args.file, ledger_path=args.ledger, resimulate=args.resimulate,
-                   table_path=args.table, workers=workers)
+                   table_path=args.table, workers=workers, log_path=args.log)
     report = v.report
     priv = report.get("privacy") if isinstance(report, dict) else None
     priv = priv if isinstance(priv, dict) else {}

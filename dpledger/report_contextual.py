@@ -1,0 +1,90 @@
+"""``run.json`` of a contextual run: regret (or, for replay, the replayed reward), the ledger of
+records keyed (run, stream, observation), and the same privacy blocks as a K-armed run
+(:mod:`dpledger.report`: theorem, certificate, realized, checks).
+
+Beside the K-armed keys it holds ``contextual`` (model, streams, delay, privacy model, rounds and
+observations per run) and ``reward`` (mean reward per run and over runs, uniform play's mean
+reward, their ratio — the "CTR normalised to random" of replay experiments).  A replay has no
+counterfactual rewards, so its ``regret`` is ``{"status": "not_applicable:…"}``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from dpledger.accounting.schema import SCHEMA_VERSION, parse_deltas
+from dpledger.policies.contextual.simulator import ContextualResult
+from dpledger.report import (LEDGER_NOT_WRITTEN, _ledger_block, certificate_block,
+                             privacy_section, realized_from_ledger, regret_block, theorem_block)
+
+REPLAY_NO_REGRET = ("not_applicable:replay has no counterfactual rewards (the log holds the "
+                    "logged action's reward only); see reward")
+
+
+def delay_note(delay: int, rounds: Sequence[int]) -> str | None:
+    """What a delay at least as long as a run means (None when every run learned something)."""
+    if rounds and delay >= max(rounds):
+        return (f"delay {delay} >= the rounds played ({max(rounds)}): no reward reached the "
+                "policy, nothing was learned (every round chosen from the prior model)")
+    return None
+
+
+def reward_block(res: ContextualResult) -> dict:
+    """Mean reward per run (Σ reward / policy rounds; replay: over accepted rows), its mean over
+    runs, uniform play's mean reward over the same rounds (replay: the log's estimate) and the
+    ratio of the two."""
+    per_run = [s / n if n else None for s, n in zip(res.reward_sum, res.rounds)]
+    if res.env.is_replay:
+        uniform = res.env.info["uniform_mean_reward"]
+    else:
+        parts = [u / n for u, n in zip(res.uniform_sum, res.rounds) if n]
+        uniform = math.fsum(parts) / len(parts) if parts else None
+    vals = [v for v in per_run if v is not None]
+    mean = math.fsum(vals) / len(vals) if vals else None
+    out = {"mean_reward": mean, "per_run": per_run, "uniform_mean_reward": uniform,
+           "normalised_to_uniform": (mean / uniform if mean is not None and uniform
+                                     else None)}
+    if res.env.is_replay:
+        out["accepted_rows"] = list(res.rounds)
+        out["note"] = ("replay (Li, Chu, Langford & Wang 2011): a log row is a round of the "
+                       "policy only when the policy picks its logged action; mean_reward is "
+                       "over the accepted rows")
+    return out
+
+
+def build_contextual_report(res: ContextualResult, deltas: Sequence[float] | None = None) -> dict:
+    deltas = parse_deltas(deltas)
+    policy, problem, env = res.policy, res.problem, res.env
+    theorem = theorem_block(policy.theorem(problem), deltas)
+    certificate = certificate_block(policy.certificate(problem), deltas)
+    realized = realized_from_ledger(res.ledger, deltas, policy.adaptive, res.run_indices,
+                                    fixed_table=env.rows is not None)
+    ctx = {"model": "shared" if problem.shared else "disjoint",
+           "streams": problem.n_streams,
+           "stream_meaning": ("one stream: the shared model's records" if problem.shared else
+                              "stream a: the records of the rounds arm a was played"),
+           "delay": problem.delay,
+           "privacy_model": policy.privacy_model,
+           "rounds": list(res.rounds),
+           "observations": list(res.observations)}
+    note = delay_note(problem.delay, res.rounds)
+    if note:
+        ctx["delay_note"] = note
+    report = {
+        "schema_version": SCHEMA_VERSION,
+        "policy": {"name": policy.name, "params": policy.public_params(),
+                   "provenance": policy.provenance},
+        "environment": env.to_json(),
+        "contextual": ctx,
+        "horizon": problem.horizon,
+        "runs": res.runs,
+        "seed": res.seed,
+        "sampler": "float",
+        "regret": ({"status": REPLAY_NO_REGRET} if res.regret is None
+                   else regret_block(res.points, res.regret)),
+        "reward": reward_block(res),
+        "privacy": privacy_section(deltas, theorem, certificate, realized),
+        "ledger": _ledger_block(res.ledger, res),
+    }
+    report["ledger"].update(LEDGER_NOT_WRITTEN)
+    return report

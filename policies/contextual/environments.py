@@ -1,0 +1,364 @@
+"""Contextual environments: where a round's contexts and rewards come from.
+
+Four kinds, one kernel form (:class:`ContextualArms`), so that one compiled loop serves all:
+
+* ``linear`` — a synthetic linear bandit: K arms, one context per arm (a shared θ), contexts
+  x = L·|g|/‖g‖ with g ~ N(0, I_d) per arm (uniform on the positive orthant of the sphere of
+  the declared norm bound L), θ ≥ 0 with ‖θ‖₂·L ≤ 1, and Bernoulli(⟨θ, x⟩) rewards: ⟨θ, x⟩ ∈
+  [0, 1] by construction, so rewards lie in {0, 1} with no clipping and E[r | x] = ⟨θ, x⟩ is
+  exactly linear (reconstructed: the law is our choice).  Regret is the pseudo-regret
+  Σ_t (max_a ⟨θ, x_{t,a}⟩ − ⟨θ, x_{t,A_t}⟩).
+* ``contextual-table`` — full-information data: contexts (T, d) (one per round: disjoint
+  per-arm models) or (T, K, d) (one per arm: a shared θ), rewards (T, K); exact regret
+  Σ_t (max_a rewards[t, a] − rewards[t, A_t]).
+* ``supervised`` — a classification data set: arms = classes, reward 1 when the arm is the
+  label; a row drawn uniformly (i.i.d., from the run's generator) every round; exact regret as
+  for a table (it is Σ_t 1[A_t ≠ y_t]).
+* ``replay`` — logged data evaluated by replay (Li, Chu, Langford & Wang 2011): the log is
+  walked in order; a row is *accepted* (a round of the policy) only when the policy picks the
+  logged action (and, in rejection mode, a coin of probability q/p accepts it, q the smallest
+  logged propensity: Dudík et al. 2012's rejection sampling, so that every accepted row was
+  accepted with probability q whatever its context and action).
+
+Every context's Euclidean norm is at most the declared bound ``norm_bound`` (checked: a larger
+one is refused, never clipped) and every reward lies in the declared range [lo, hi] (checked).
+Policies see rewards rescaled to [0, 1] by (r − lo)/(hi − lo), as the K-armed ones do; regret
+and mean rewards are reported on the raw scale.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from dpledger.errors import DpledgerError, check_real
+
+LINEAR, TABLE, SUPERVISED, REPLAY = 0, 1, 2, 3
+KIND_NAMES = {LINEAR: "linear", TABLE: "contextual-table", SUPERVISED: "supervised",
+              REPLAY: "replay"}
+REPLAY_MODES = ("uniform", "rejection")
+
+
+class ContextualArms(NamedTuple):
+    """The kernel form of every contextual environment (one numba type for all kinds)."""
+    kind: int
+    contexts: np.ndarray        # (rows, Kc, d): Kc = 1 (one context per round) or K
+    rewards: np.ndarray         # (rows, K) full information; replay: (rows, 1) logged reward
+    logged: np.ndarray          # replay: (rows,) logged action; else empty
+    propensity: np.ndarray      # replay: (rows,) logged propensity; else empty
+    theta: np.ndarray           # linear: (d,); else empty
+    n_arms: int
+    norm_bound: float
+    lo: float
+    hi: float
+    accept_q: float             # replay, rejection mode: q = the smallest propensity; else 0
+
+
+@dataclass(frozen=True)
+class ContextualEnvironment:
+    """A contextual reward source with its declared context norm bound and reward range.
+
+    ``shared``: one context per arm and one shared θ (True), or one context per round and one
+    model per arm (False).  ``rows``: the data rows a run may walk (None: unlimited — the
+    synthetic linear bandit and the resampled classification data).  ``info``: what run.json
+    records about where the data came from (file sha256, data set name, θ and its source)."""
+
+    kind: int
+    n_arms: int
+    dim: int
+    shared: bool
+    norm_bound: float
+    lo: float
+    hi: float
+    contexts: np.ndarray = field(compare=False, repr=False)
+    rewards: np.ndarray = field(compare=False, repr=False)
+    logged: np.ndarray = field(compare=False, repr=False)
+    propensity: np.ndarray = field(compare=False, repr=False)
+    theta: np.ndarray = field(compare=False, repr=False)
+    rows: int | None = None
+    accept_q: float = 0.0
+    info: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def name(self) -> str:
+        return KIND_NAMES[self.kind]
+
+    @property
+    def n_streams(self) -> int:
+        """Statistic streams: one per arm (disjoint models) or one (a shared θ)."""
+        return 1 if self.shared else self.n_arms
+
+    @property
+    def is_replay(self) -> bool:
+        return self.kind == REPLAY
+
+    def as_kernel(self) -> ContextualArms:
+        return ContextualArms(self.kind, self.contexts, self.rewards, self.logged,
+                              self.propensity, self.theta, int(self.n_arms),
+                              float(self.norm_bound), float(self.lo), float(self.hi),
+                              float(self.accept_q))
+
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a in (self.contexts, self.rewards, self.logged,
+                                          self.propensity, self.theta)))
+
+    def to_json(self) -> dict:
+        out = {"name": self.name, "arms": self.n_arms, "dim": self.dim,
+               "contexts": "one per arm (shared θ)" if self.shared else
+               "one per round (one model per arm)",
+               "norm_bound": self.norm_bound, "range": [self.lo, self.hi]}
+        if self.rows is not None:
+            out["rows"] = self.rows
+        out.update(self.info)
+        return out
+
+
+def _range(lo, hi) -> tuple[float, float]:
+    lo, hi = check_real("range low end", lo), check_real("range high end", hi)
+    if not lo < hi:
+        raise DpledgerError(f"reward range must have lo < hi, got [{lo}, {hi}]")
+    return lo, hi
+
+
+def _norm_bound(L) -> float:
+    L = check_real("--norm-bound", L)
+    if not L > 0:
+        raise DpledgerError(f"--norm-bound must be > 0, got {L:g}")
+    return L
+
+
+def check_contexts(ctx: np.ndarray, norm_bound: float, what: str, row_name: str = "row",
+                   first: int = 0) -> None:
+    """Every context finite and of Euclidean norm ≤ ``norm_bound`` (a relative 1e-12 slack for
+    data normalised to the bound exactly); the first offender is named (rows numbered from
+    ``first``: 0 for arrays, 1 for a log's data rows), nothing is clipped."""
+    bad = ~np.isfinite(ctx)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise DpledgerError(f"{what}: a context holds NaN or infinity ({row_name} "
+                            f"{idx[0] + first}" + (f", arm {idx[1]}" if ctx.ndim == 3 else "")
+                            + ")")
+    norms = np.sqrt(np.einsum("...j,...j->...", ctx, ctx))
+    over = norms > norm_bound * (1 + 1e-12)
+    if over.any():
+        idx = tuple(int(i) for i in np.argwhere(over)[0])
+        raise DpledgerError(
+            f"{what}: the context of {row_name} {idx[0] + first}" + (
+                f", arm {idx[1]}" if ctx.ndim == 3 else "")
+            + f" has norm {float(norms[idx]):.6g}, above the declared bound --norm-bound "
+            f"{norm_bound:g} (contexts are refused, not clipped; rescale the data or declare a "
+            "larger bound)")
+
+
+def check_rewards(rewards: np.ndarray, lo: float, hi: float, what: str, row_name: str = "row",
+                  first: int = 0) -> None:
+    """Every reward finite and inside the declared range (rows numbered from ``first``)."""
+    if not np.all(np.isfinite(rewards)):
+        raise DpledgerError(f"{what}: a reward is NaN or infinite")
+    bad = (rewards < lo) | (rewards > hi)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise DpledgerError(f"{what}: reward {float(rewards[idx]):g} at {row_name} "
+                            f"{idx[0] + first} lies outside the declared range --range "
+                            f"{lo:g},{hi:g}")
+
+
+def sha256_of(*arrays: np.ndarray) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+_EMPTY_F = np.zeros(0)
+_EMPTY_I = np.zeros(0, dtype=np.int64)
+
+
+def theta_generator(seed: int) -> np.random.Generator:
+    """The generator θ is drawn from when not given: a SeedSequence of its own, (seed, 0x7468),
+    apart from every run's (seed, spawn_key=(i,)) — θ belongs to the environment, the same in
+    every run of a simulation."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), 0x7468])))
+
+
+def linear(dim: int, arms: int, theta=None, seed: int = 0, norm_bound: float = 1.0,
+           lo: float = 0.0, hi: float = 1.0) -> ContextualEnvironment:
+    """The synthetic linear bandit (module docstring).  θ given (non-negative, ‖θ‖·L ≤ 1) or
+    drawn from ``seed`` as |g|/(‖g‖·L), g ~ N(0, I_d)."""
+    lo, hi = _range(lo, hi)
+    L = _norm_bound(norm_bound)
+    if lo > 0 or hi < 1:
+        raise DpledgerError(f"--env linear draws Bernoulli rewards in {{0, 1}}, outside the "
+                            f"declared range [{lo:g}, {hi:g}]")
+    if not isinstance(dim, int) or dim < 1:
+        raise DpledgerError(f"--dim must be an integer >= 1, got {dim!r}")
+    if not isinstance(arms, int) or arms < 2:
+        raise DpledgerError(f"--arms must be an integer >= 2, got {arms!r}")
+    if theta is None:
+        g = np.abs(theta_generator(seed).standard_normal(dim))
+        th = g / (np.linalg.norm(g) * L)
+        source = "drawn from the seed: |g|/(‖g‖·L), g ~ N(0, I_d)"
+    else:
+        th = np.asarray(theta, dtype=np.float64).ravel()
+        if th.size != dim:
+            raise DpledgerError(f"--theta has {th.size} entries, but --dim is {dim}")
+        if not np.all(np.isfinite(th)) or np.any(th < 0):
+            raise DpledgerError("--theta entries must be finite and >= 0 (contexts are "
+                                "non-negative, so ⟨θ, x⟩ ∈ [0, 1] needs θ >= 0)")
+        if np.linalg.norm(th) * L > 1 + 1e-12:
+            raise DpledgerError(f"--theta has norm {np.linalg.norm(th):.6g}; with --norm-bound "
+                                f"{L:g} the norm must be at most {1 / L:.6g} so that every mean "
+                                "reward ⟨θ, x⟩ lies in [0, 1]")
+        source = "given"
+    info = {"theta": th.tolist(), "theta_source": source,
+            "context_law": "L·|g|/‖g‖, g ~ N(0, I_d), per arm and round",
+            "reward_law": "Bernoulli(⟨θ, x⟩), in {0, 1} by construction"}
+    return ContextualEnvironment(LINEAR, arms, dim, True, L, lo, hi,
+                                 np.zeros((0, arms, dim)), np.zeros((0, arms)), _EMPTY_I,
+                                 _EMPTY_F, th, None, 0.0, info)
+
+
+def contextual_table(contexts: np.ndarray, rewards: np.ndarray, norm_bound: float = 1.0,
+                     lo: float = 0.0, hi: float = 1.0, source: dict | None = None
+                     ) -> ContextualEnvironment:
+    """Full-information contextual data: ``contexts`` (T, d) or (T, K, d), ``rewards`` (T, K)."""
+    lo, hi = _range(lo, hi)
+    L = _norm_bound(norm_bound)
+    ctx = np.asarray(contexts)
+    rew = np.asarray(rewards)
+    if rew.ndim != 2 or rew.shape[1] < 2 or rew.shape[0] < 1:
+        raise DpledgerError(f"rewards must have shape (T, K) with K >= 2, got {rew.shape}")
+    T, K = rew.shape
+    if ctx.ndim == 2:
+        shared = False
+        if ctx.shape[0] != T:
+            raise DpledgerError(f"contexts have {ctx.shape[0]} rows, rewards {T}")
+        ctx3 = ctx.reshape(T, 1, ctx.shape[1])
+    elif ctx.ndim == 3:
+        shared = True
+        if ctx.shape[0] != T or ctx.shape[1] != K:
+            raise DpledgerError(f"contexts of shape (T, K, d) = {ctx.shape} do not match "
+                                f"rewards of shape (T, K) = {rew.shape}")
+        ctx3 = ctx
+    else:
+        raise DpledgerError(f"contexts must have shape (T, d) or (T, K, d), got {ctx.shape}")
+    if ctx3.shape[2] < 1:
+        raise DpledgerError("contexts have dimension 0")
+    ctx3 = np.ascontiguousarray(ctx3, dtype=np.float64)
+    rew = np.ascontiguousarray(rew, dtype=np.float64)
+    check_contexts(ctx3 if shared else ctx3[:, 0, :], L, "contextual table")
+    check_rewards(rew, lo, hi, "contextual table")
+    info = dict(source or {})
+    info.setdefault("data_sha256", sha256_of(ctx3, rew))
+    return ContextualEnvironment(TABLE, K, ctx3.shape[2], shared, L, lo, hi, ctx3, rew,
+                                 _EMPTY_I, _EMPTY_F, _EMPTY_F, T, 0.0, info)
+
+
+def scale_features(x: np.ndarray, norm_bound: float) -> np.ndarray:
+    """Features → contexts of norm L: each feature min-max scaled to [0, 1] over the data set
+    (a constant feature becomes 0), then each row scaled to Euclidean norm L (an all-zero row
+    stays 0).  Non-negative features, like digits' pixel intensities, so a model without an
+    intercept still separates the classes; every context has norm exactly L (or 0)."""
+    x = np.asarray(x, dtype=np.float64)
+    lo, hi = x.min(axis=0), x.max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    z = np.where(hi > lo, (x - lo) / span, 0.0)
+    n = np.linalg.norm(z, axis=1, keepdims=True)
+    return np.where(n > 0, z * (norm_bound / np.where(n > 0, n, 1.0)), 0.0)
+
+
+def supervised(features: np.ndarray, labels: np.ndarray, name: str, norm_bound: float = 1.0,
+               lo: float = 0.0, hi: float = 1.0, source: dict | None = None
+               ) -> ContextualEnvironment:
+    """Supervised-to-bandit: arms = classes (labels 0 … K−1), reward 1 when the arm is the
+    label; contexts :func:`scale_features` of the features."""
+    lo, hi = _range(lo, hi)
+    L = _norm_bound(norm_bound)
+    if lo > 0 or hi < 1:
+        raise DpledgerError(f"--env supervised rewards are 0 or 1, outside the declared range "
+                            f"[{lo:g}, {hi:g}]")
+    y = np.asarray(labels, dtype=np.int64)
+    K = int(y.max()) + 1
+    ctx = scale_features(features, L)
+    check_contexts(ctx, L, f"data set {name}")
+    onehot = np.zeros((y.size, K))
+    onehot[np.arange(y.size), y] = 1.0
+    info = {"dataset": name, "dataset_rows": int(y.size),
+            "features": "min-max scaled to [0, 1] per feature, then each row to norm L",
+            "data_sha256": sha256_of(ctx, onehot)}
+    info.update(source or {})
+    return ContextualEnvironment(SUPERVISED, K, ctx.shape[1], False, L, lo, hi,
+                                 np.ascontiguousarray(ctx.reshape(y.size, 1, -1)), onehot,
+                                 _EMPTY_I, _EMPTY_F, _EMPTY_F, None, 0.0, info)
+
+
+def replay(contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+           propensity: np.ndarray | None, arms: int | None = None, mode: str = "uniform",
+           norm_bound: float = 1.0, lo: float = 0.0, hi: float = 1.0,
+           source: dict | None = None) -> ContextualEnvironment:
+    """A log for replay: contexts (n, d), logged actions (n,) in 0 … K−1, rewards (n,),
+    propensities (n,) or None.  ``mode="uniform"`` (Li et al. 2011) needs uniform logging:
+    propensities, if given, must be constant; ``mode="rejection"`` needs propensities in (0, 1]
+    and accepts a matching row with probability q/p (q the smallest propensity)."""
+    lo, hi = _range(lo, hi)
+    L = _norm_bound(norm_bound)
+    if mode not in REPLAY_MODES:
+        raise DpledgerError(f"--replay-mode must be one of {', '.join(REPLAY_MODES)}, got {mode!r}")
+    ctx = np.ascontiguousarray(contexts, dtype=np.float64)
+    act = np.asarray(actions)
+    n = act.size
+    if n == 0:
+        raise DpledgerError("the log has no rows")
+    if np.any(act < 0) or np.any(act != np.round(act)):
+        raise DpledgerError("logged actions must be integers >= 0")
+    act = act.astype(np.int64)
+    K = int(act.max()) + 1
+    if arms is not None:
+        if act.max() >= arms:
+            i = int(np.argmax(act >= arms))
+            raise DpledgerError(f"the log's action {int(act[i])} (row {i + 1}) lies outside "
+                                f"0 … {arms - 1} (--arms {arms})")
+        K = int(arms)
+    if K < 2:
+        raise DpledgerError("the log names fewer than 2 actions; give --arms K")
+    rew = np.asarray(rewards, dtype=np.float64)
+    check_rewards(rew.reshape(-1, 1), lo, hi, "the log", "data row", 1)
+    check_contexts(ctx, L, "the log", "data row", 1)
+    info = {"replay_mode": mode, "log_rows": int(n)}
+    q = 0.0
+    if propensity is not None:
+        p = np.asarray(propensity, dtype=np.float64)
+        if not np.all(np.isfinite(p)) or np.any(p <= 0) or np.any(p > 1):
+            raise DpledgerError("logged propensities must lie in (0, 1]")
+        pmin, pmax = float(p.min()), float(p.max())
+        if mode == "uniform" and pmax > pmin * (1 + 1e-9):
+            raise DpledgerError(
+                f"the log's propensities vary (from {pmin:.6g} to {pmax:.6g}): replay is "
+                "unbiased only for uniform logging; use --replay-mode rejection (rejection "
+                "sampling with the logged propensities)")
+        info["propensity"] = {"min": pmin, "max": pmax}
+        if mode == "rejection":
+            q = pmin
+            info["accept_q"] = q
+    else:
+        if mode == "rejection":
+            raise DpledgerError("--replay-mode rejection needs a propensity column in the log")
+        p = _EMPTY_F
+    info["uniform_mean_reward"] = uniform_mean_reward(rew, p, K, mode)
+    info["uniform_mean_reward_estimator"] = (
+        "the log's mean reward (uniform logging is uniform play)" if mode == "uniform" else
+        "inverse propensity: mean of r/(K·p)")
+    info.update(source or {})
+    return ContextualEnvironment(REPLAY, K, ctx.shape[1], False, L, lo, hi,
+                                 ctx.reshape(n, 1, -1), rew.reshape(n, 1), act,
+                                 p if mode == "rejection" else _EMPTY_F, _EMPTY_F, n, q, info)
+
+
+def uniform_mean_reward(rewards: np.ndarray, propensity: np.ndarray, K: int, mode: str) -> float:
+    """Uniform play's mean reward as the log estimates it: under uniform logging the log's mean
+    reward; with propensities (rejection mode) the inverse-propensity mean Σ r/(K·p) / n."""
+    if mode == "uniform" or propensity.size == 0:
+        return float(np.mean(rewards))
+    return float(np.mean(rewards / (K * propensity)))
