@@ -1,4 +1,4 @@
-"""Azize & Basu 2022 (NeurIPS), Figures 2 and 3 (docs/algorithms.md#adap-ucb-and-adap-klucb,
+"""Azize & Basu 2022 (NeurIPS), Figures 2 and 3 (docs/algorithms.md#adap-ucb,
 docs/algorithms.md#dp-ucb, docs/algorithms.md#dp-se)."""
 from __future__ import annotations
 

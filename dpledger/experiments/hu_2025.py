@@ -1,6 +1,6 @@
 """Hu, Huang, Zhang, Lécuyer & Hegde 2025 (ICML), Section 5: DP-TS-UCB over α, and against
 M-TS-Gaussian (Ou et al. 2024) at equal GDP μ (docs/algorithms.md#dp-ts-ucb,
-docs/algorithms.md#ts-gaussian-and-m-ts-gaussian).
+docs/algorithms.md#m-ts-gaussian).
 
 DP-TS-UCB and its theorem are reconstructed (c0 = 1, the paper's constant was not recovered).
 M-TS-Gaussian runs with b = ⌈ln T⌉ (their Table 1's b = ln^α T family at the natural-log

@@ -1,4 +1,5 @@
-"""Hu & Hegde 2022 (UAI), Section 4 and Appendix F.2 (docs/algorithms.md#dp-ts-and-lazy-dp-ts)."""
+"""Hu & Hegde 2022 (UAI), Section 4 and Appendix F.2 (docs/algorithms.md#dp-ts,
+docs/algorithms.md#lazy-dp-ts)."""
 from __future__ import annotations
 
 import os

@@ -1,7 +1,7 @@
 """Mishra & Thakurta 2015 (UAI), Section 5 and Figure 1: private UCB (Algorithm 1, DP-UCB) and
 private Thompson sampling (Algorithm 2) over ε, on five Bernoulli arms (best 0.9, others 0.4),
 against non-private UCB1 and Beta-TS (docs/algorithms.md#dp-ucb,
-docs/algorithms.md#private-thompson-sampling-dp-ts-mt).
+docs/algorithms.md#private-thompson-sampling).
 
 Each private algorithm runs twice: as printed (DP-UCB width Γ/n with Γ = K·ln²T·ln(K·T·ln T/γ)/ε;
 private TS with gap estimation and the printed ⌈Γ/Δ̂²⌉ random pulls) and in the variant the
@@ -43,7 +43,7 @@ CHOICES = [f"T = {T_FULL:g}, {R_FULL} runs (the paper states neither)",
            f"'experimental' = no gap estimation and {RANDOM_PULLS} random pulls per arm (their "
            "Section 5: 'a smaller m', value not stated); n of the Beta posterior counts every "
            "pull (n_mode printed), the noisy tree sum is clipped to [0, n] "
-           "(docs/algorithms.md#private-thompson-sampling-dp-ts-mt)",
+           "(docs/algorithms.md#private-thompson-sampling)",
            "'near-linear' regret: regret at T ≥ half the regret of uniform play, "
            "T·mean gap; 'competitive': within a factor 3 of the non-private counterpart",
            "master seed 2015"]
@@ -153,9 +153,9 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     linear = T * mean_gap
     for names, text, near in (
             (("dp-ucb-printed", "dp-ts-mt-printed"),
-             f"with the printed constants regret is near-linear at T = {T:g} (docs/"
-             "algorithms.md#dp-ucb, docs/algorithms.md#private-thompson-sampling-dp-ts-mt): "
-             "≥ half of uniform play's T·mean gap", True),
+             f"with the printed constants regret is near-linear at T = {T:g} "
+             "(docs/algorithms.md#dp-ucb, docs/algorithms.md#private-thompson-sampling): ≥ half "
+             "of uniform play's T·mean gap", True),
             (("dp-ucb-experimental", "dp-ts-mt-experimental"),
              "the experimental variants are not near-linear (regret below half of uniform "
              "play)", False)):

@@ -1,6 +1,6 @@
 """Ou, Avella Medina & Cummings 2024, Section 5 (Figures 2–5): M-TS-Gaussian over the number of
 pre-pulls b, with, for each b and GDP budget μ, the smallest variance scale c that meets the
-budget (docs/algorithms.md#ts-gaussian-and-m-ts-gaussian).
+budget (docs/algorithms.md#m-ts-gaussian).
 
 The budget is matched twice and labelled: by the paper's theorem (√(T/(c(b+1))) ≤ μ, the
 papers' way) and by the ledger's certificate ((T − bK)/(c(b+1)) ≤ μ², or (T − 1)/(2c) for b = 0;
@@ -38,7 +38,7 @@ CHOICES = [f"T = {T_FULL:g} (the paper's T was lost in its text); {R_FULL} runs 
            "b and bK = T/4",
            "for each (b, μ) the smallest c meeting μ, found by bisection "
            "(calibration.smallest_parameter) twice: on the theorem μ = √(T/(c(b+1))) "
-           "(reconstructed, docs/algorithms.md#ts-gaussian-and-m-ts-gaussian: the papers' way) "
+           "(reconstructed, docs/algorithms.md#m-ts-gaussian: the papers' way) "
            "and on the certificate μ (the ledger's worst reward: (T − bK)/(c(b+1)), or "
            "(T − 1)/(2c) for b = 0); each run is labelled by its matching",
            "truncated exponential rewards on [0, 1] with rates 0.1, 1, 2, 5, 10, sampled by "
