@@ -118,14 +118,8 @@ class CustomExperiment:
     # -- parsing ---------------------------------------------------------------------------------
     def _instances(self, items: list, where: str) -> dict[str, dict]:
         from dpledger.policies import environments as E
-        if not items:
-            raise DpledgerError(f"{where}: instances needs at least one [[instances]] table")
         out: dict[str, dict] = {}
-        for i, item in enumerate(items):
-            at = f"{where}: instances[{i}]"
-            if not isinstance(item, dict):
-                raise DpledgerError(f"{at} must be a table ([[instances]])")
-            _keys(item, INSTANCE_KEYS, at)
+        for at, item in _tables(items, "instances", INSTANCE_KEYS, where):
             name = _name(_get(item, "name", str, at), f"{at}: name")
             if name in out:
                 raise DpledgerError(f"{at}: instance name {name!r} is used twice")
@@ -147,14 +141,8 @@ class CustomExperiment:
 
     def _policies(self, items: list, where: str) -> dict[str, dict]:
         from dpledger.policies.registry import policy_class
-        if not items:
-            raise DpledgerError(f"{where}: policies needs at least one [[policies]] table")
         out: dict[str, dict] = {}
-        for i, item in enumerate(items):
-            at = f"{where}: policies[{i}]"
-            if not isinstance(item, dict):
-                raise DpledgerError(f"{at} must be a table ([[policies]])")
-            _keys(item, POLICY_KEYS, at)
+        for at, item in _tables(items, "policies", POLICY_KEYS, where):
             name = _get(item, "name", str, at)
             try:
                 cls = policy_class(name)
@@ -344,6 +332,18 @@ def _get(doc: dict, key: str, kind: type, where: str, default: Any = ...) -> Any
     if kind is int and isinstance(value, bool) or not isinstance(value, kind):
         raise DpledgerError(f"{where}: {key} must be {_TYPE_NAMES[kind]}, got {value!r}")
     return value
+
+
+def _tables(items: list, key: str, allowed: tuple[str, ...], where: str):
+    """(where-label, table) of each ``[[key]]`` table, each checked for its allowed keys."""
+    if not items:
+        raise DpledgerError(f"{where}: {key} needs at least one [[{key}]] table")
+    for i, item in enumerate(items):
+        at = f"{where}: {key}[{i}]"
+        if not isinstance(item, dict):
+            raise DpledgerError(f"{at} must be a table ([[{key}]])")
+        _keys(item, allowed, at)
+        yield at, item
 
 
 def _keys(doc: dict, allowed: tuple[str, ...], where: str) -> None:
