@@ -6,7 +6,8 @@ witness position (arm, observation index, and the round when known) where it is 
 argument that makes it valid.  Accountants report the pointwise maximum over candidates.
 
 A **theorem** is the bound a paper states: its source (paper, theorem number, statement), its
-provenance label (algorithms.md A16) and its value in the currencies it speaks (pure ε, GDP μ).
+provenance label (docs/algorithms.md#provenance) and its value in the currencies it speaks (pure ε,
+GDP μ).
 Theorem values are computed by the functions in :mod:`dpledger.accounting.theorems`; nothing
 here does arithmetic beyond converting a stated value to (ε, δ).
 """
@@ -106,8 +107,8 @@ class Theorem:
     unbounded: bool = False
     notes: tuple[str, ...] = field(default=())
     # Non-empty when the theorem is known to fall below the certificate for these parameters
-    # (e.g. DP-TS-UCB with ⌈φ⌉ > 2φ, algorithms.md A7): the cause, reported as a finding about
-    # the theorem rather than a failure of the code.
+    # (e.g. DP-TS-UCB with ⌈φ⌉ > 2φ, docs/algorithms.md#dp-ts-ucb): the cause, reported as a
+    # finding about the theorem rather than a failure of the code.
     finding: str = ""
 
     def __post_init__(self) -> None:

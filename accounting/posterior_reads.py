@@ -1,6 +1,7 @@
 """Posterior reads: the ledger's structured record for a Gaussian posterior sampled every round.
 
-Ou, Avella Medina & Cummings 2024 (Algorithms 1–2; algorithms.md A8): in every round t of a
+Ou, Avella Medina & Cummings 2024 (Algorithms 1–2; docs/algorithms.md#posterior-reads): in every
+round t of a
 window [first_round, last_round], the policy draws θ ~ N(S/(k+1), c/(k+1)) from each arm's
 posterior, where S and k are the sum and the number of the arm's rewards observed before round
 t.  The draw is a Gaussian mechanism on those k rewards: the mean S/(k+1) has sensitivity

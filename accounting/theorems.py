@@ -1,7 +1,8 @@
-"""The papers' privacy theorems, one function each (algorithms.md Parts A and B).
+"""The papers' privacy theorems, one function each (docs/algorithms.md#policies).
 
 Each returns a :class:`Theorem` with the paper, theorem number, statement, provenance label
-(A16) and its value in the currencies the paper speaks.  These are the only places the theorem
+(docs/algorithms.md#provenance) and its value in the currencies the paper speaks.  These are the
+only places the theorem
 formulas live; ``verify`` recomputes them from (policy, parameters, T, K).
 """
 from __future__ import annotations
@@ -58,7 +59,8 @@ def sajed_sheffet_2019_dp_se(epsilon: float) -> Theorem:
                    statement="DP-SE is ε-DP: each reward enters one epoch mean released once "
                              "with Laplace noise",
                    provenance="faithful to public implementations", pure_epsilon=epsilon,
-                   notes=("constants from two independent public implementations (B §5.1)",))
+                   notes=("constants from two independent public implementations "
+                          "(docs/algorithms.md#dp-se)",))
 
 
 def hu_huang_mehta_2021_anytime_lazy_ucb(epsilon: float) -> Theorem:
@@ -67,7 +69,7 @@ def hu_huang_mehta_2021_anytime_lazy_ucb(epsilon: float) -> Theorem:
                    statement="ε-DP by the Lazy-DP-TS argument: one Lap(1/ε) per epoch sum of "
                              "fresh rewards",
                    provenance="reconstructed", pure_epsilon=epsilon,
-                   notes=("index constants reconstructed (algorithms.md A9)",))
+                   notes=("index constants reconstructed (docs/algorithms.md#anytime-lazy-ucb)",))
 
 
 # ---- issue 5: Gaussian and tree-based policies ------------------------------------------------
@@ -76,7 +78,7 @@ def ou_2024_ts_gaussian(T: int, b: int = 0, c: float = 1.0) -> Theorem:
     """Ou, Avella Medina & Cummings 2024: TS-Gaussian (b = 0, c = 1) and M-TS-Gaussian are
     ``√(T / (c·(b+1)))``-GDP.
 
-    RECONSTRUCTED constant (algorithms.md A8, B §3.4): the paper's lemma statements were not
+    RECONSTRUCTED constant (docs/algorithms.md#m-ts-gaussian): the paper's lemma statements were not
     recovered; this is the per-round bound μ_t ≤ 1/√(c(b+1)) composed over T rounds (T counting
     the b·K pre-pull rounds).  This function is the one place the formula lives."""
     mu = sqrt_up(Fraction(T) / (Fraction(c) * (b + 1)))       # rounded up (R6)
@@ -87,14 +89,15 @@ def ou_2024_ts_gaussian(T: int, b: int = 0, c: float = 1.0) -> Theorem:
                              "mechanism with μ ≤ 1/√(c(b+1)); T rounds compose",
                    provenance="reconstructed", gdp_mu=mu,
                    notes=("constant factor reconstructed from the papers' scalings, not the "
-                          "paper's statement (algorithms.md A8)",
+                          "paper's statement (docs/algorithms.md#m-ts-gaussian)",
                           "the certificate is smaller: a reward is read only by later rounds "
                           "(T − bK of them, or T − 1 at k ≥ 1 when b = 0)"))
 
 
 def hu_2025_dp_ts_ucb(T: int, K: int, alpha: float = 0.5, c0: float = 1.0) -> Theorem:
     """Hu, Huang, Zhang, Lécuyer, Hegde 2025 (ICML), DP-TS-UCB, Theorem 4.4 as recovered from
-    SECONDARY sources: ``√(2·c0·T^{0.5(1−α)}·ln(T)^{1.5(1−α)})``-GDP (algorithms.md A7, B §2.5).
+    SECONDARY sources: ``√(2·c0·T^{0.5(1−α)}·ln(T)^{1.5(1−α)})``-GDP
+    (docs/algorithms.md#dp-ts-ucb).
 
     ``finding`` is set when the integer budget makes the certificate exceed it: with
     φ = c0·T^{0.5(1−α)}·ln(T)^{0.5(3−α)}, certificate μ² = min(⌈φ⌉, T−K)/ln(T)^α and theorem
@@ -120,11 +123,11 @@ def hu_2025_dp_ts_ucb(T: int, K: int, alpha: float = 0.5, c0: float = 1.0) -> Th
                    provenance="reconstructed", gdp_mu=mu, finding=finding,
                    notes=("recovered from secondary sources (AI-generated paper notes), not read "
                           "in the paper; c0 = the paper's constant was not recovered "
-                          "(algorithms.md A7)",
+                          "(docs/algorithms.md#dp-ts-ucb)",
                           "expect certificate/theorem ≈ 1/√2: the ledger's √(min(φ, T−K)/ln(T)^α) "
                           "has no factor 2 — but the paper's proof takes its per-round bound from "
                           "Ou et al.'s Lemma 5, so the factor 2 may be a convention shared with "
-                          "A8 (TS-Gaussian) rather than slack (algorithms.md A7)"))
+                          "M-TS-Gaussian rather than slack (docs/algorithms.md#dp-ts-ucb)"))
 
 
 def mishra_thakurta_2015_dp_ucb(epsilon: float, per_tree_budget: str = "split") -> Theorem:
@@ -133,7 +136,7 @@ def mishra_thakurta_2015_dp_ucb(epsilon: float, per_tree_budget: str = "split") 
     DP-UCB) the same statement holds by parallel composition."""
     notes = ["each reward enters one arm's tree only (parallel composition), so the ledger "
              "certifies the per-tree budget: ε/K under the printed split — the split is "
-             "conservative; this is reported, not hidden (algorithms.md A10)"]
+             "conservative; this is reported, not hidden (docs/algorithms.md#dp-ucb)"]
     if per_tree_budget == "full":
         notes = ["per_tree_budget='full': ε per tree (Azize & Basu's description); ε-DP by "
                  "parallel composition (each reward enters one tree)"]
@@ -154,7 +157,8 @@ def mishra_thakurta_2015_private_ts(epsilon: float) -> Theorem:
                    provenance="faithful", pure_epsilon=epsilon,
                    notes=("each reward sits in one ε/(2K) Laplace batch or one ε/(2K) tree, so "
                           "the ledger certifies ε/(2K): the proof's composition over phases and "
-                          "arms is conservative by 2K (algorithms.md A11)",))
+                          "arms is conservative by 2K "
+                          "(docs/algorithms.md#private-thompson-sampling)",))
 
 
 # ---- issue 17: Azize, Wu, Honda, Orabona, Ito & Basu 2025 (NeurIPS) ---------------------------

@@ -455,7 +455,8 @@ def dp_ts_unclipped_from(eps: float, K: int, limit: int = 10 ** 8) -> int | None
 
 
 def dp_ts_clipping_bound(eps: float, T: int, K: int) -> tuple[float, int | None]:
-    """(B, O*) for DP-TS (Hu & Hegde 2022, Algorithm 1; algorithms.md A5) on any reward table
+    """(B, O*) for DP-TS (Hu & Hegde 2022, Algorithm 1; docs/algorithms.md#dp-ts) on any reward
+    table
     in its declared range: B bounds the probability that some arm's Beta mean
     m = clip(μ̃ + υ(ε, O, t)) falls below 1 at some round of a run of T rounds; O* is the
     smallest observation count whose shift υ(ε, O, O + K) is at most 1

@@ -31,7 +31,8 @@ confidence), so by the union bound both hold with probability ≥ 1 − α, and 
 Selection (SPEC §6, notes §7.2.1, StatDP's and Delta-Siege's design).  The first
 ``selection_fraction`` (default 0.1) of each side's trials choose the event — the direction
 (> or <) and the threshold, from a grid of 200 quantiles of the pooled selection scores (and,
-for black-box audits, which score) — by the bound the same formula gives on those trials.  The
+for black-box audits, which score) — by the bound the same formula would give on the count
+trials at the rates the selection trials vouch for (:func:`candidate_bounds`).  The
 remaining trials, disjoint from the selection trials, give the counts n0, k0, n1, k1 of the one
 chosen event, and only those counts enter the reported bound.  No α is spent on selection, and
 none is lost to the maximum over candidates: the reported bound is one pre-specified test on
@@ -177,20 +178,46 @@ def event_counts(sorted_scores: np.ndarray, grid: np.ndarray) -> tuple[np.ndarra
 
 
 def candidate_bounds(n0, k0, n1, k1, alpha: float, currency: str, delta: float,
-                     project: int | None = None):
-    """The selection criterion of each candidate event: its bound (in the audited currency) on
-    the selection trials, then a smoothed plug-in log-ratio to break ties (all zero when the
-    selection split is small).  With ``project`` = N (sequential audits, whose count trials may
-    grow to N per side), the bound is the one the smoothed rates (k + ½)/(n + 1) would give on
-    N count trials: a small selection split otherwise favours central thresholds, which a large
-    count split no longer needs."""
+                     project: int | tuple[int, int] | None = None,
+                     selection_level: float | None = None):
+    """The selection criterion of each candidate event, then a tie-break.
+
+    Criterion: without ``project``, the event's bound (in the audited currency) on the
+    selection trials.  With ``project`` = N, or (N0, N1) per side — the count trials the chosen
+    event will be counted on — the bound the event would give on those count trials, at rates
+    read from the selection trials:
+
+    * ``selection_level`` None (sequential audits, whose count trials may grow to
+      ``max_trials``): the smoothed plug-in rates (k + ½)/(n + 1).  A small selection split
+      otherwise favours central thresholds, which a large count split no longer needs.
+    * ``selection_level`` a (fixed-n audits, a = α): the rates the selection trials vouch for
+      at one-sided level a — the rate on D at its Clopper–Pearson upper bound, the rate on D′
+      at its lower bound — so a candidate is credited only with the separation its own
+      selection counts support.  Plug-in rates are not used there: the maximum over hundreds
+      of candidates then rewards whichever rare event was lucky on the selection split (a
+      handful of counts on D′, almost none on D), and the reported bound collapses on the
+      count split (issue 23 §5; tests/test_audits_selection.py has the cases and numbers).
+      The level α (not α/2 per rate) is a choice, measured on 170 black- and white-box
+      audits at 2·10⁴ trials: α/2 and 0.16 did no better.
+
+    Tie-break: a smoothed plug-in log-ratio in the direction that can give a bound (the event
+    more likely on D′ than on D), largest first; when every criterion is 0 (a selection split
+    too small to show anything) it still never prefers an event whose rates point the wrong
+    way, which gives 0 whatever the count split shows."""
     if project is not None:
-        N = float(project)
-        k0 = np.floor((np.asarray(k0) + 0.5) / (np.asarray(n0) + 1.0) * N)
-        k1 = np.ceil((np.asarray(k1) + 0.5) / (np.asarray(n1) + 1.0) * N)
-        k1 = np.minimum(k1, N)
-        n0 = n1 = N
-    fpr_ub, fnr_ub = rates_upper(n0, k0, n1, k1, alpha)
+        N0, N1 = (project, project) if np.ndim(project) == 0 else project
+        N0, N1 = float(N0), float(N1)
+        if selection_level is None:
+            q0 = (np.asarray(k0) + 0.5) / (np.asarray(n0) + 1.0)
+            q1 = (np.asarray(k1) + 0.5) / (np.asarray(n1) + 1.0)
+        else:
+            q0 = cp_upper(k0, n0, selection_level)
+            q1 = cp_lower(k1, n1, selection_level)
+        pk0 = np.floor(q0 * N0) if selection_level is None else np.ceil(q0 * N0)
+        pk1 = np.ceil(q1 * N1) if selection_level is None else np.floor(q1 * N1)
+        fpr_ub, fnr_ub = rates_upper(N0, pk0, N1, np.minimum(pk1, N1), alpha)
+    else:
+        fpr_ub, fnr_ub = rates_upper(n0, k0, n1, k1, alpha)
     if currency == "mu":
         main = mu_from_rates(fpr_ub, fnr_ub)
     else:
@@ -198,14 +225,14 @@ def candidate_bounds(n0, k0, n1, k1, alpha: float, currency: str, delta: float,
     p0 = (np.asarray(k0) + 0.5) / (np.asarray(n0) + 1.0)
     p1 = (np.asarray(k1) + 0.5) / (np.asarray(n1) + 1.0)
     p0, p1 = np.broadcast_arrays(p0, p1)
-    plug = np.maximum(np.abs(np.log(p1 / p0)), np.abs(np.log((1 - p0) / (1 - p1))))
+    plug = np.maximum(np.log(p1 / p0), np.log((1 - p0) / (1 - p1)))
     return np.atleast_1d(main), np.atleast_1d(plug)
 
 
 @dataclass
 class Selection:
     event: Event
-    criterion: float           # the chosen event's bound on the selection trials
+    criterion: float           # the chosen event's criterion (candidate_bounds)
     candidates: int            # number of (score, direction, threshold) candidates compared
     n0: int                    # selection trials per side
     n1: int
@@ -213,8 +240,10 @@ class Selection:
 
 def select_event(sel0: dict[str, np.ndarray], sel1: dict[str, np.ndarray], *, alpha: float,
                  currency: str, delta: float, grid_size: int = GRID_SIZE,
-                 project: int | None = None) -> Selection:
-    """Pick (score, direction, threshold) on the selection trials only.
+                 project: int | tuple[int, int] | None = None,
+                 selection_level: float | None = None) -> Selection:
+    """Pick (score, direction, threshold) on the selection trials only, by
+    :func:`candidate_bounds` (``project``, ``selection_level``: see there).
 
     ``sel0``/``sel1`` map score names to the selection trials' scores on D and D′ (the same keys,
     in a fixed order).  Ties go to the earlier candidate, so the choice is deterministic."""
@@ -228,7 +257,7 @@ def select_event(sel0: dict[str, np.ndarray], sel1: dict[str, np.ndarray], *, al
         g1, l1 = event_counts(s1, grid)
         for direction, c0, c1 in ((GREATER, g0, g1), (LESS, l0, l1)):
             main, plug = candidate_bounds(s0.size, c0, s1.size, c1, alpha, currency, delta,
-                                          project)
+                                          project, selection_level)
             total += main.size
             i = int(np.lexsort((-np.arange(main.size), plug, main))[-1])  # max main, then plug
             key = (float(main[i]), float(plug[i]))
@@ -306,8 +335,11 @@ def audit_scores(scores0, scores1, *, confidence: float = DEFAULT_CONFIDENCE,
         raise DpledgerError(f"an audit needs at least 2 trials per side, got {n0} and {n1}")
     m0, _ = split_sizes(n0, float(selection_fraction))
     m1, _ = split_sizes(n1, float(selection_fraction))
+    # each candidate scored by the bound it would give on the count split, at the rates its
+    # selection counts vouch for (issue 23 §5)
     sel = select_event({k: v[:m0] for k, v in d0.items()}, {k: v[:m1] for k, v in d1.items()},
-                       alpha=alpha, currency=currency, delta=float(delta), grid_size=grid_size)
+                       alpha=alpha, currency=currency, delta=float(delta), grid_size=grid_size,
+                       project=(n0 - m0, n1 - m1), selection_level=alpha)
     c0 = d0[sel.event.score][m0:]
     c1 = d1[sel.event.score][m1:]
     k0 = int(np.count_nonzero(sel.event.contains(c0)))

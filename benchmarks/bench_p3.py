@@ -24,7 +24,8 @@ def main() -> None:
     from dpledger.experiments.azize_basu_2022 import FIG2, FIG2_MEANS
     from dpledger.sweep import LocalExecutor, RunConfig, run_sweep
     t_import = time.perf_counter() - T0
-    configs = [RunConfig(f"fig2-{p}", p, params, {"kind": "bernoulli", "means": FIG2_MEANS},
+    configs = [RunConfig(f"fig2-{p}", p, {"epsilon": 1.0, **params},
+                         {"kind": "bernoulli", "means": FIG2_MEANS},
                          args.horizon, args.runs, seed=2022) for p, params in FIG2]
     out = tempfile.mkdtemp(prefix="p3-")
     t1 = time.perf_counter()

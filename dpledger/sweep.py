@@ -159,9 +159,11 @@ def cell_path(out: str, config: RunConfig, indices: Sequence[int]) -> str:
 
 def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: int = 5,
               deltas: Sequence[float] | None = None, quiet: bool = False,
-              stop_after: int | None = None) -> dict[str, dict]:
+              stop_after: int | None = None, extra: dict | None = None) -> dict[str, dict]:
     """Compute every config (resuming from ``out``), write ``out/runs/<label>.json`` and return
-    {label: run report}.  ``stop_after`` cells: stop early (simulates an interruption; tests)."""
+    {label: run report}.  ``stop_after`` cells: stop early (simulates an interruption; tests).
+    ``extra``: top-level fields added to every run report (an experiment's name and overrides);
+    they describe the sweep, not the simulation, so cells are reused whatever they say."""
     labels = [c.label for c in configs]
     if len(set(labels)) != len(labels):
         raise DpledgerError("sweep labels must be distinct")
@@ -191,7 +193,8 @@ def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: 
             if stop_after is not None and n + 1 >= stop_after:
                 raise KeyboardInterrupt("sweep stopped after %d cells" % (n + 1))
     # Reports: one task per config, in local processes (they read the cells from this disk).
-    tasks = [(cfg.to_json(), out, cell_runs, list(deltas) if deltas else None) for cfg in configs]
+    tasks = [(cfg.to_json(), out, cell_runs, list(deltas) if deltas else None, extra)
+             for cfg in configs]
     local = LocalExecutor(getattr(executor, "workers", 1) if isinstance(executor, LocalExecutor)
                           else 2)
     reports = {}
@@ -201,7 +204,7 @@ def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: 
 
 
 def build_config_report(config: dict, out: str, cell_runs: int,
-                        deltas: Sequence[float] | None) -> dict:
+                        deltas: Sequence[float] | None, extra: dict | None = None) -> dict:
     """Join a config's cells in run order, build its run.json, write ``out/runs/<label>.json``."""
     from dpledger.policies.simulator import assemble
     from dpledger.report import build_run_report
@@ -212,5 +215,6 @@ def build_config_report(config: dict, out: str, cell_runs: int,
     rep = build_run_report(res, deltas)
     rep["label"] = cfg.label
     rep["tags"] = cfg.tags
+    rep.update(extra or {})
     write_json_atomic(os.path.join(out, "runs", f"{cfg.label}.json"), rep)
     return rep

@@ -47,7 +47,7 @@ _REALIZED_DERIVED = ("pure_epsilon", "pure_epsilon_status", "gdp_mu", "gdp_mu_st
 
 # Keys a sweep adds to the run.json it writes (dpledger.sweep): annotations, not results;
 # ``--resimulate`` carries them over to the rebuilt run.json.
-_ANNOTATIONS = ("label", "tags")
+_ANNOTATIONS = ("label", "tags", "experiment")
 
 # Fields of run.json's ledger block that record where (and whether) the ledger file was
 # written — a choice of output, not a result: ``--resimulate`` compares everything else.

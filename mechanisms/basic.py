@@ -1,7 +1,9 @@
-"""Laplace and Gaussian releases of sums and means of rewards (algorithms.md B §1.1, §1.2).
+"""Laplace and Gaussian releases of sums and means of rewards (docs/algorithms.md#laplace-release,
+docs/algorithms.md#gaussian-release).
 
 Rewards lie in a declared range [lo, hi] and statistics are computed on the normalised values
-(x − lo)/(hi − lo) ∈ [0, 1] (algorithms.md A3; a reward outside the range is an error, never a
+(x − lo)/(hi − lo) ∈ [0, 1] (docs/algorithms.md#reward-range; a reward outside the range is an
+error, never a
 clip).  Declared sensitivities, to one reward, in normalised units:
 
 * sum of n rewards: Δ = 1;  mean of n rewards: Δ = 1/n (Dwork–Roth Thm 3.6 for Laplace,
@@ -45,7 +47,8 @@ class NoisyStatistic:
 
 
 def normalise(values, lo: float = 0.0, hi: float = 1.0) -> np.ndarray:
-    """(x − lo)/(hi − lo), refusing values outside [lo, hi] or non-finite (A3)."""
+    """(x − lo)/(hi − lo), refusing values outside [lo, hi] or non-finite
+    (docs/algorithms.md#reward-range)."""
     lo = check_real("lo", lo)
     hi = check_real("hi", hi)
     if not hi > lo:

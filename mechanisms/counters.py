@@ -1,5 +1,6 @@
 """Continual counting for one arm's reward stream (Chan, Shi & Song 2011, "Private and
-Continual Release of Statistics", ACM TISSEC 14(3); algorithms.md A4 and B §1.4).
+Continual Release of Statistics", ACM TISSEC 14(3); docs/algorithms.md#binary-tree-counter,
+docs/algorithms.md#logarithmic-counter, docs/algorithms.md#hybrid-counter).
 
 Three counters, each written once as ``@njit`` state-update functions over arrays so compiled
 policy kernels (DP-UCB, DP-TS) can run them per round, plus a thin Python wrapper that calls
@@ -29,7 +30,8 @@ Counters never add up privacy: each describes its releases; per-reward totals co
 ledger and the accountants.
 
 * **Binary mechanism** (CSS11 Alg. 2, "T-bounded"): parameterised by L, the most items it will
-  ever hold; ``levels = ⌈log2(L+1)⌉`` (A4; ⌈log2 L⌉ is one level short at powers of two) and
+  ever hold; ``levels = ⌈log2(L+1)⌉`` (docs/algorithms.md#binary-tree-counter; ⌈log2 L⌉ is one
+  level short at powers of two) and
   each p-sum gets ``Lap(levels/ε)``, sensitivity 1.  Item t closes the p-sum at level
   i = (lowest set bit of t) over items (t − 2^i, t].  DP-TS's epoch buffer is L = 2^{r+1} − 1.
 * **Logarithmic mechanism** (CSS11 Alg. 1): each block sum gets one ``Lap(1/ε)``; the published
@@ -41,7 +43,8 @@ ledger and the accountants.
   t ∈ (2^k, 2^{k+1}) a fresh binary mechanism with ε/2 over the items after 2^k; output
   ``L(2^k) + B(t − 2^k)``, and ``L(t)`` when t is a power of two.  Item 2^{k+1} is published by
   the logarithmic mechanism at that very time, so epoch k's binary mechanism holds at most
-  2^k − 1 items: ``levels = k`` and its p-sums get ``Lap(2k/ε)`` (same trick as A4; release code
+  2^k − 1 items: ``levels = k`` and its p-sums get ``Lap(2k/ε)`` (the bit-length rule of the
+  binary counter; release code
   k).  Each item: one log block (ε/2) plus at most k p-sums of ε/(2k) — ε in all.
 """
 from __future__ import annotations
@@ -62,7 +65,7 @@ _EXACT_LIMIT = 2.0 ** 52       # lattice integers in the float64 state stay exac
 
 
 def binary_levels(max_items: int) -> int:
-    """``⌈log2(L + 1)⌉`` = the bit length of L (algorithms.md A4)."""
+    """``⌈log2(L + 1)⌉`` = the bit length of L (docs/algorithms.md#binary-tree-counter)."""
     return int(check_count("max_items", max_items)).bit_length()
 
 
@@ -270,7 +273,8 @@ class Counter:
     ``sampler``: :class:`FloatSampler` (compiled ``*_run``, Generator Laplace) or
     :class:`ExactSampler` (the same compiled push/commit, exact discrete-Laplace noise on the
     lattice; items are rounded to the lattice one by one and the accumulated rounding bias is
-    kept in ``rounding_bias``).  Items are rewards in [lo, hi], counted normalised (A3).
+    kept in ``rounding_bias``).  Items are rewards in [lo, hi], counted normalised
+    (docs/algorithms.md#reward-range).
     ``offset`` is the stream index of the counter's first item (a counter over a DP-TS epoch
     buffer starts mid-stream).  Outputs are noisy running sums in normalised reward units.
     """
@@ -351,7 +355,8 @@ class Counter:
 
 
 class BinaryCounter(Counter):
-    """Binary mechanism bounded by ``max_items`` = L (A4): ``levels = ⌈log2(L+1)⌉`` and each
+    """Binary mechanism bounded by ``max_items`` = L (docs/algorithms.md#binary-tree-counter):
+    ``levels = ⌈log2(L+1)⌉`` and each
     p-sum gets Lap(levels/ε) (release code 0)."""
 
     _push, _commit, _output, _run = (binary_push, binary_commit, binary_output, binary_run)

@@ -1,5 +1,6 @@
-"""Anytime-Lazy-UCB (Hu, Huang, Mehta 2021, arXiv 2102.07929) — **reconstructed** (algorithms.md
-A9, B §5.2): the paper's index constants were not recovered; the constants below are ours.
+"""Anytime-Lazy-UCB (Hu, Huang, Mehta 2021, arXiv 2102.07929) — **reconstructed**
+(docs/algorithms.md#anytime-lazy-ucb): the paper's index constants were not recovered; the
+constants below are ours.
 
 Per-arm doubling epochs exactly as in Lazy-DP-TS: each arm is pulled once (μ̃ = x + Lap(1/ε),
 O = 1); afterwards an arm's fresh rewards fill a buffer, and when it holds 2^{r+1} rewards the

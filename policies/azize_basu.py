@@ -1,4 +1,5 @@
-"""Azize & Basu 2022 (NeurIPS): AdaP-UCB and AdaP-KLUCB (algorithms.md A13, B §6).  Natural log.
+"""Azize & Basu 2022 (NeurIPS): AdaP-UCB and AdaP-KLUCB (docs/algorithms.md#adap-ucb,
+docs/algorithms.md#adap-klucb).  Natural log.
 
 Episodes with doubling: after one pull of each arm (each a first "episode" of size 1), episode ℓ
 starts at round t_ℓ, plays A_ℓ = argmax_a I_a(t_ℓ) until the arm's count doubles.  An arm's index

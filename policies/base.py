@@ -5,7 +5,7 @@ It declares:
 
 * ``releases(T, K)`` — the interned release table its kernel's ``release_id`` column indexes;
 * ``certificate(T, K)`` — its release schedule's worst case, as candidate compositions
-  (SPEC §2 table; derivations in algorithms.md Part A);
+  (SPEC §2 table; derivations in docs/algorithms.md#policies);
 * ``theorem(T, K)`` — the paper's statement, from :mod:`dpledger.accounting.theorems`;
 * ``adaptive`` — whether release parameters depend on the (public) history, in which case the
   realized ledger is an odometer reading;

@@ -1,4 +1,5 @@
-"""Non-private baselines (algorithms.md A14): UCB1, KL-UCB, Beta-Bernoulli Thompson sampling.
+"""Non-private baselines (docs/algorithms.md#ucb1, docs/algorithms.md#kl-ucb,
+docs/algorithms.md#beta-thompson-sampling): UCB1, KL-UCB, Beta-Bernoulli Thompson sampling.
 
 Their ledgers record every reward as read without noise (``NonPrivateRelease``): the privacy of a
 non-private policy is reported as unbounded, and the ledger still says which rewards it exposed.
@@ -21,7 +22,7 @@ from dpledger.policies.rules import (argmax_first, argmax_step, bernoulli_kl,
 
 class NonPrivatePolicy(KernelPolicy):
     private = False
-    provenance = "faithful"     # algorithms.md A16: UCB1, KL-UCB, Beta-TS are faithful
+    provenance = "faithful"     # docs/algorithms.md#provenance
 
     def releases(self, T, K):
         return [NonPrivateRelease()]
@@ -78,7 +79,8 @@ class UCB1(NonPrivatePolicy):
 
 @njit(cache=True, nogil=True)
 def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
-    """KL-UCB (Garivier & Cappé 2011; A14): pull each arm once, then argmax of
+    """KL-UCB (Garivier & Cappé 2011; docs/algorithms.md#kl-ucb): pull each arm once, then argmax
+    of
     max{q : n·d(μ̂, q) ≤ ln t} (no c·ln ln t term), ties uniformly at random.
 
     ``params[0]`` (hidden, not on the CLI) selects the *threshold test* (1, default): solve the
@@ -159,7 +161,8 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
 
 
 class KLUCB(NonPrivatePolicy):
-    """KL-UCB with exploration ln t (A14); rewards in [0, 1] (Bernoulli KL as the divergence)."""
+    """KL-UCB with exploration ln t (docs/algorithms.md#kl-ucb); rewards in [0, 1] (Bernoulli KL
+    as the divergence)."""
 
     name = "klucb"
     title = "KL-UCB (Garivier & Cappé 2011), exploration ln t"

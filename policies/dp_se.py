@@ -1,5 +1,6 @@
-"""DP-SE: differentially private successive elimination (Sajed & Sheffet 2019; algorithms.md
-A12, B §5.1).  Natural log.  Provenance: faithful to public implementations (two agree).
+"""DP-SE: differentially private successive elimination (Sajed & Sheffet 2019;
+docs/algorithms.md#dp-se).  Natural log.  Provenance: faithful to public implementations (two
+agree).
 
 Epoch e (Δ_e = 2^{−e}, S the surviving arms at the epoch start, β = 1/T by default):
 

@@ -1,7 +1,8 @@
 """Reward environments (SPEC §5): Bernoulli, truncated exponential on [0, 1], Beta, fixed table.
 
 Every environment declares its reward range ``[lo, hi]`` (default [0, 1]); a reward outside it
-is an error, never a silent clip (algorithms.md A3): the privacy proofs assume the range.
+is an error, never a silent clip (docs/algorithms.md#reward-range): the privacy proofs assume the
+range.
 Policies see rewards rescaled to [0, 1] by ``(x − lo)/(hi − lo)``.
 
 For compiled kernels an environment is a named tuple ``(kind, params, table, lo, hi)``:

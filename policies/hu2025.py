@@ -1,8 +1,10 @@
 """Hu, Huang, Zhang, Lécuyer & Hegde 2025 (ICML), "Connecting Thompson Sampling and UCB":
-DP-TS-UCB (Algorithm 1) — RECONSTRUCTED (algorithms.md A7, B §2): c0 (the paper's constant was
+DP-TS-UCB (Algorithm 1) — RECONSTRUCTED (docs/algorithms.md#dp-ts-ucb): c0 (the paper's constant
+was
 not recovered), the epoch rule and the theorem's factor 2 are ours or from secondary sources.
 
-* Budget ``φ = ⌈c0 · T^{0.5(1−α)} · ln(T)^{0.5(3−α)}⌉`` (natural log, A1).
+* Budget ``φ = ⌈c0 · T^{0.5(1−α)} · ln(T)^{0.5(3−α)}⌉`` (natural log,
+docs/algorithms.md#logarithms).
 * Start: pull each arm once; that reward is epoch 0 (n = 1).  Epochs then collect 2, 4, 8, …
   fresh rewards; when an arm's buffer reaches its epoch size its model becomes
   ``N(mean of the epoch's n rewards, ln(T)^α / n)``, older rewards are dropped, the budget
@@ -38,7 +40,8 @@ from dpledger.policies.rules import argmax_first, tie_break, capture_release
 
 
 def sampling_budget(T: int, alpha: float, c0: float) -> int:
-    """φ = ⌈c0 · T^{0.5(1−α)} · ln(T)^{0.5(3−α)}⌉ (A7), at least 1."""
+    """φ = ⌈c0 · T^{0.5(1−α)} · ln(T)^{0.5(3−α)}⌉ (docs/algorithms.md#dp-ts-ucb), at least
+    1."""
     lnT = math.log(T)
     return max(1, math.ceil(c0 * T ** (0.5 * (1.0 - alpha)) * lnT ** (0.5 * (3.0 - alpha))))
 

@@ -1,12 +1,14 @@
 """Hu & Hegde 2022 (UAI): DP-TS (Algorithm 1) and Lazy-DP-TS (Algorithm 2).  Logarithms are
-base 2 (algorithms.md A1).
+base 2 (docs/algorithms.md#logarithms).
 
 Lazy-DP-TS keeps, per arm, a buffer of fresh rewards; when it holds 2^{r+1} rewards the arm's
-private mean becomes (Σ buffer + Lap(1/ε)) / 2^{r+1} and the buffer is emptied (B §4.2).  Each
+private mean becomes (Σ buffer + Lap(1/ε)) / 2^{r+1} and the buffer is emptied
+(docs/algorithms.md#lazy-dp-ts).  Each
 reward enters exactly one released sum of sensitivity 1 — the certificate is one Laplace
 release of ε — and the Beta sampling is post-processing (Theorem 3).
 
-DP-TS (B §4.1, A4, A5) keeps all observations: per arm a modified logarithmic mechanism (budget
+DP-TS (docs/algorithms.md#dp-ts, docs/algorithms.md#binary-tree-counter) keeps all observations:
+per arm a modified logarithmic mechanism (budget
 ε/2: the first reward, then blocks of 2, 4, … rewards each released once with Lap(2/ε)) and, on
 the current epoch buffer, a 2^{r+1}-bounded binary mechanism (budget ε/2: levels r + 1, each
 p-sum Lap(2(r+1)/ε)).  Both counters are the compiled state updates of
@@ -113,7 +115,8 @@ class LazyDPTS(KernelPolicy):
 
 @njit(cache=True)
 def dp_ts_shift(eps, o, t):
-    """υ(ε, O, t) = 6·√8·log2(O+1)·log2(t) / (ε·O)  (A5: the radical covers 8 only)."""
+    """υ(ε, O, t) = 6·√8·log2(O+1)·log2(t) / (ε·O)  (the radical covers 8 only,
+    docs/algorithms.md#dp-ts)."""
     return 6.0 * np.sqrt(8.0) * np.log2(o + 1.0) * np.log2(t) / (eps * o)
 
 

@@ -1,6 +1,7 @@
 """Mishra & Thakurta 2015 (UAI), "(Nearly) Optimal Differentially Private Stochastic Multi-Arm
-Bandits": private UCB (Algorithm 1, DP-UCB, algorithms.md A10) and private Thompson sampling
-(Algorithm 2, A11).  Natural logarithms (A1).  Provenance: faithful (A16).
+Bandits": private UCB (Algorithm 1, DP-UCB, docs/algorithms.md#dp-ucb) and private Thompson sampling
+(Algorithm 2, docs/algorithms.md#private-thompson-sampling).  Natural logarithms
+(docs/algorithms.md#logarithms).  Provenance: faithful (docs/algorithms.md#provenance).
 
 Both read rewards only through one binary (tree) mechanism per arm (Chan–Shi–Song 2011), run
 with the numba state updates of :mod:`dpledger.mechanisms.counters` (``binary_new`` /
@@ -85,7 +86,8 @@ def dp_ucb_root(n):
 @njit(cache=True, inline="always")
 def dp_ucb_coefficients(r, n, gamma_, experimental, root):
     """(A, B, C) with index = A + B·√(ln t) + C·ln t, the DP-UCB index of Mishra & Thakurta
-    2015 (Algorithm 1 as printed; Section 5's width as "experimental"; algorithms.md A10) —
+    2015 (Algorithm 1 as printed; Section 5's width as "experimental";
+    docs/algorithms.md#dp-ucb) —
     printed: r/n + √(2 ln t/n) + Γ/n, i.e.
     ((r + Γ)/n, √(2/n), 0); experimental: r/n + √(max(r,0)·ln t)/n + ln t/n, i.e.
     (r/n, √max(r,0)/n, 1/n).  They change only when the arm is pulled, so a round costs a

@@ -1,12 +1,14 @@
 """Ou, Avella Medina & Cummings 2024, "Thompson Sampling Itself is Differentially Private":
 TS-Gaussian (Algorithm 1, Agrawal–Goyal Gaussian TS) and Modified TS, M-TS-Gaussian
-(Algorithm 2).  Provenance: reconstructed constants (algorithms.md A8, A16).
+(Algorithm 2).  Provenance: reconstructed constants (docs/algorithms.md#ts-gaussian,
+docs/algorithms.md#m-ts-gaussian).
 
 Model per arm: ``N(S/(k+1), c/(k+1))`` with S the sum and k the count of the arm's rewards.
 M-TS-Gaussian first pulls every arm ``b`` times round-robin (inside the horizon T); TS-Gaussian
 is b = 0, c = 1.
 
-Privacy (A8).  Every round after the pre-pulls, every arm's sample θ_j = S_j/(k_j+1) + N(0,
+Privacy (docs/algorithms.md#m-ts-gaussian).  Every round after the pre-pulls, every arm's sample
+θ_j = S_j/(k_j+1) + N(0,
 c/(k_j+1)) is a Gaussian mechanism on the arm's prefix of k_j rewards: the mean S/(k+1) has
 sensitivity 1/(k+1) and σ² = c/(k+1), so μ² = 1/(c(k+1)) per draw.  The ledger records these as
 one posterior-read record per arm, (arm, first sampling round, last round, c)
@@ -174,7 +176,8 @@ class MTSGaussian(KernelPolicy):
         return out
 
     def certificate_reads(self, T: int, K: int) -> tuple[int, float]:
-        """(number of reads, μ² per read) of the worst-off reward (A8); the accounting composes
+        """(number of reads, μ² per read) of the worst-off reward
+        (docs/algorithms.md#m-ts-gaussian); the accounting composes
         them."""
         b, c = self.b, self.c
         if b >= 1:
@@ -182,7 +185,8 @@ class MTSGaussian(KernelPolicy):
         return max(T - 1, 0), float(posterior_read_mu2(1.0, c))                 # all at k = 1
 
     def certificate(self, T, K, lattice_bits: int = 0):
-        """The worst reward's reads (A8); with the exact sampler (``lattice_bits`` > 0) each
+        """The worst reward's reads (docs/algorithms.md#m-ts-gaussian); with the exact sampler
+        (``lattice_bits`` > 0) each
         read is the discrete Gaussian the kernel draws at that k (posterior_read_release), so
         the certificate is stated in zCDP, never with the continuous formulas."""
         reads, _ = self.certificate_reads(T, K)

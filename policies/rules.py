@@ -37,7 +37,7 @@ def play_stretch(rng, env, a, t, m, fast, emit, segs, n_segs, last, actions):
 
 @njit(cache=True, inline="always")
 def argmax_random_tie(values, rng):
-    """Index of the largest value; ties broken uniformly at random (algorithms.md A2).
+    """Index of the largest value; ties broken uniformly at random (docs/algorithms.md#ties).
 
     The tie-break draw happens only when there is a tie (SPEC §5 draw order).  The sweep is
     :func:`argmax_first` (selects, not branches: the comparisons of random samples are
@@ -114,7 +114,8 @@ def bernoulli_kl(p, q):
 
 @njit(cache=True)
 def kl_ucb_index(p, bound, tol=1e-10):
-    """max{q ∈ [p, 1] : d(p, q) ≤ bound} by bisection to ``tol`` (algorithms.md A13).
+    """max{q ∈ [p, 1] : d(p, q) ≤ bound} by bisection to ``tol``
+    (docs/algorithms.md#adap-klucb).
 
     Returns the upper end of the final bracket (never below the exact index)."""
     if p >= 1.0 or bound <= 0.0:

@@ -162,7 +162,7 @@ def test_experiment_quick_tables_and_lower_bounds(tmp_path):
     import os
 
     from dpledger.experiments import experiment_module
-    from dpledger.experiments.azize_2025 import INSTANCES, finals_by_run
+    from dpledger.experiments.azize_2025 import MEANS, finals_by_run
     from dpledger.experiments.common import run_experiment
     mod = experiment_module("azize-2025")
     res = run_experiment(mod, str(tmp_path), quick=True, workers=1, quiet=True)
@@ -177,7 +177,7 @@ def test_experiment_quick_tables_and_lower_bounds(tmp_path):
             continue
         lnT = math.log(r["T"])
         assert r["lb_2025_asymptotic"] == pytest.approx(
-            azize_2025_lower_bound_constant(INSTANCES[r["instance"]], r["epsilon"]) * lnT,
+            azize_2025_lower_bound_constant(MEANS[r["instance"]], r["epsilon"]) * lnT,
             rel=1e-12)
         assert r["lb_2025_asymptotic"] >= r["lb_2022_asymptotic"]
     for label, c in cfgs.items():

@@ -474,9 +474,9 @@ def test_quick_claims_state_the_runs_used(tmp_path, monkeypatch):
     from dpledger.sweep import RunConfig
     mod = types.SimpleNamespace(
         NAME="tiny", TITLE="Tiny", CHOICES=["20 runs per setting"],
-        configs=lambda quick: [RunConfig("a", "ucb1", {}, {"kind": "bernoulli",
-                                                           "means": [0.6, 0.4]}, 40, 3)],
-        summarize=lambda reports, out, quick: Summary([], [], []))
+        configs=lambda quick, ov: [RunConfig("a", "ucb1", {}, {"kind": "bernoulli",
+                                                               "means": [0.6, 0.4]}, 40, 3)],
+        summarize=lambda reports, out, quick, ov: Summary([], [], []))
     run_experiment(mod, str(tmp_path / "q"), quick=True, quiet=True)
     text = (tmp_path / "q" / "claims.md").read_text()
     assert "T = 40 rounds, 3 runs per setting" in text

@@ -1,12 +1,15 @@
-"""Azize & Basu 2022 (NeurIPS), Figures 2 and 3 (algorithms.md B §6.4, A10, A12, A13)."""
+"""Azize & Basu 2022 (NeurIPS), Figures 2 and 3 (docs/algorithms.md#adap-ucb,
+docs/algorithms.md#dp-ucb, docs/algorithms.md#dp-se)."""
 from __future__ import annotations
 
 import os
 
 import numpy as np
 
-from dpledger.experiments.common import (Claim, Summary, band, compare_less, final_regret, horizon,
-                                         plot_regret_panels, plot_tradeoff, privacy_row, runs, thin)
+from dpledger.experiments.common import (Claim, Summary, band, compare_less, final_regret,
+                                         plot_regret_panels, plot_tradeoff, privacy_row)
+from dpledger.experiments.overrides import (NO_OVERRIDES, Overrides, first_reason,
+                                            outside_instance, outside_levels)
 from dpledger.policies import regret_bounds
 from dpledger.sweep import RunConfig
 
@@ -14,27 +17,71 @@ NAME = "azize-basu-2022"
 TITLE = "Azize & Basu 2022: AdaP-UCB, AdaP-KLUCB against DP-UCB and DP-SE"
 FIG2_MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
 FIG3_MEANS = [0.8, 0.1, 0.1, 0.1, 0.1]
+FIG2_EPS = 1.0
 FIG3_EPS = [0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 10.0]
-FIG2 = [("dp-ucb", {"epsilon": 1.0, "gamma": 0.1, "per_tree_budget": "full"}),
-        ("dp-se", {"epsilon": 1.0}),
-        ("adap-ucb", {"epsilon": 1.0, "alpha": 3.1}),
-        ("adap-klucb", {"epsilon": 1.0, "alpha": 3.1})]
+FIG2 = [("dp-ucb", {"gamma": 0.1, "per_tree_budget": "full"}),
+        ("dp-se", {}),
+        ("adap-ucb", {"alpha": 3.1}),
+        ("adap-klucb", {"alpha": 3.1})]
+FIG3_POLICY = ("adap-klucb", {"alpha": 3.1})
+T_FULL = 10_000_000
+R_FULL = 20
+SEED = 2022
 CHOICES = ["Fig. 3 ε grid: 0.05, 0.1, 0.2, 0.3, 0.5, 1, 2, 5, 10 (the paper shows [0.05, 10])",
-           "DP-UCB with the printed index of Mishra & Thakurta (algorithms.md A10), per-tree "
-           "budget ε as Azize & Basu describe it",
+           "DP-UCB with the printed index of Mishra & Thakurta (docs/algorithms.md#dp-ucb), "
+           "per-tree budget ε as Azize & Basu describe it",
            "master seed 2022"]
+# what the overrides address: --epsilons replaces Fig. 3's grid and runs Fig. 2 at each of its
+# ε (the paper's Fig. 2 is at ε = 1); --instance fig2 / fig3 runs one figure; a custom
+# instance replaces both figures' instances
+LEVEL_OPTION = "epsilons"
+INSTANCES = {"fig2": {"kind": "bernoulli", "means": FIG2_MEANS},
+             "fig3": {"kind": "bernoulli", "means": FIG3_MEANS}}
+POLICY_NAMES = [p for p, _ in FIG2]
 
 
-def configs(quick: bool) -> list[RunConfig]:
-    T, R = horizon(10_000_000, quick), runs(20, quick)
-    out = [RunConfig(f"fig2-{pol}", pol, params, {"kind": "bernoulli", "means": FIG2_MEANS}, T, R,
-                     seed=2022, tags={"figure": 2, "policy": pol}) for pol, params in FIG2]
-    for eps in thin(FIG3_EPS, quick):
-        out.append(RunConfig(f"fig3-adap-klucb-eps{eps:g}", "adap-klucb",
-                             {"epsilon": eps, "alpha": 3.1},
-                             {"kind": "bernoulli", "means": FIG3_MEANS}, T, R, seed=2022,
-                             tags={"figure": 3, "policy": "adap-klucb", "epsilon": eps}))
+def figures(ov: Overrides) -> dict[int, dict]:
+    """figure → env spec of the figures this run makes."""
+    if ov.instance is not None:
+        return {2: dict(ov.instance), 3: dict(ov.instance)}
+    insts = ov.instances_or(INSTANCES)
+    return {int(k[-1]): v for k, v in insts.items()}
+
+
+def fig2_eps(ov: Overrides) -> list[float]:
+    return list(ov.levels) if ov.levels is not None else [FIG2_EPS]
+
+
+def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
+    T, R = ov.horizon_or(T_FULL, quick), ov.runs_or(R_FULL, quick)
+    figs = figures(ov)
+    seed = ov.seed_or(SEED)
+    out = []
+    if 2 in figs:
+        for eps in fig2_eps(ov):
+            for pol, params in FIG2:
+                if ov.keeps(pol):
+                    out.append(RunConfig(fig2_label(pol, eps, ov), pol, {"epsilon": eps, **params},
+                                         figs[2], T, R, seed=seed,
+                                         tags={"figure": 2, "policy": pol, "epsilon": eps}))
+    pol, params = FIG3_POLICY
+    if 3 in figs and ov.keeps(pol):
+        for eps in ov.levels_or(FIG3_EPS, quick):
+            out.append(RunConfig(f"fig3-{pol}-eps{eps:g}", pol, {"epsilon": eps, **params},
+                                 figs[3], T, R, seed=seed,
+                                 tags={"figure": 3, "policy": pol, "epsilon": eps}))
     return out
+
+
+def fig2_label(pol: str, eps: float, ov: Overrides) -> str:
+    """The paper's Fig. 2 label (``fig2-<policy>``) at its ε; ``-eps<ε>`` when overridden."""
+    return f"fig2-{pol}" if ov.levels is None else f"fig2-{pol}-eps{eps:g}"
+
+
+def _bernoulli_means(spec: dict) -> list[float] | None:
+    """The means of a Bernoulli instance (the lower bounds below are Bernoulli ones), else
+    None."""
+    return list(spec["means"]) if spec.get("kind") == "bernoulli" else None
 
 
 def lower_bound(means, eps: float, T: int) -> float:
@@ -50,7 +97,9 @@ def lower_bound_2025(means, eps: float, T: int) -> float:
     return regret_bounds.azize_2025_lower(means, T, eps).value
 
 
-def summarize(reports: dict, out: str, quick: bool) -> Summary:
+def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES) -> Summary:
+    figs = figures(ov)
+    m3 = _bernoulli_means(figs[3]) if 3 in figs else None
     table, fig3 = [], []
     for label, rep in reports.items():
         tg = rep["tags"]
@@ -59,51 +108,84 @@ def summarize(reports: dict, out: str, quick: bool) -> Summary:
                "epsilon": rep["policy"]["params"].get("epsilon"), "T": rep["horizon"],
                "runs": rep["runs"], "regret_mean": m, "regret_std": s, **privacy_row(rep)}
         if tg["figure"] == 3:
-            row["lower_bound_asymptotic"] = lower_bound(FIG3_MEANS, tg["epsilon"], rep["horizon"])
-            row["lower_bound_2025_asymptotic"] = lower_bound_2025(FIG3_MEANS, tg["epsilon"],
-                                                                  rep["horizon"])
+            if m3 is not None:
+                row["lower_bound_asymptotic"] = lower_bound(m3, tg["epsilon"], rep["horizon"])
+                row["lower_bound_2025_asymptotic"] = lower_bound_2025(m3, tg["epsilon"],
+                                                                      rep["horizon"])
             fig3.append((tg["epsilon"], m, band(rep)))
         table.append(row)
-    fig2 = {"Fig. 2 (ε = 1)": [(tg, reports[f"fig2-{tg}"]) for tg, _ in FIG2]}
-    T = reports["fig2-dp-se"]["horizon"]
-    xs = np.geomspace(min(e for e, _, _ in fig3), max(e for e, _, _ in fig3), 50)
-    plots = [plot_regret_panels(fig2, os.path.join(out, "fig2_regret.png"), TITLE),
-             plot_tradeoff({"AdaP-KLUCB": fig3}, os.path.join(out, "fig3_regret_vs_eps.png"), "ε",
-                           f"AdaP-KLUCB regret at T = {T:g} on 0.8, 0.1×4",
-                           extra={"2022 lower bound (asymptotic)": (
-                                      xs, [lower_bound(FIG3_MEANS, e, T) for e in xs]),
-                                  "d_ε lower bound, Azize et al. 2025 (asymptotic)": (
-                                      xs, [lower_bound_2025(FIG3_MEANS, e, T) for e in xs])})]
+    T = next(iter(reports.values()))["horizon"]
+    plots = []
+    fig2 = {f"Fig. 2 (ε = {eps:g})": [(p, reports[fig2_label(p, eps, ov)]) for p, _ in FIG2
+                                      if fig2_label(p, eps, ov) in reports]
+            for eps in fig2_eps(ov)} if 2 in figs else {}
+    fig2 = {k: v for k, v in fig2.items() if v}
+    if fig2:
+        plots.append(plot_regret_panels(fig2, os.path.join(out, "fig2_regret.png"), TITLE))
+    if fig3:
+        extra = None
+        if m3 is not None:
+            xs = np.geomspace(min(e for e, _, _ in fig3), max(e for e, _, _ in fig3), 50)
+            extra = {"2022 lower bound (asymptotic)": (xs, [lower_bound(m3, e, T) for e in xs]),
+                     "d_ε lower bound, Azize et al. 2025 (asymptotic)": (
+                         xs, [lower_bound_2025(m3, e, T) for e in xs])}
+        plots.append(plot_tradeoff({"AdaP-KLUCB": fig3},
+                                   os.path.join(out, "fig3_regret_vs_eps.png"), "ε",
+                                   f"AdaP-KLUCB regret at T = {T:g} on "
+                                   f"{', '.join(f'{v:g}' for v in m3) if m3 else 'custom'}",
+                                   extra=extra))
+    return Summary(table=table, plots=plots, claims=_claims(reports, fig3, figs, m3, T, ov))
+
+
+def _claims(reports, fig3, figs, m3, T, ov: Overrides) -> list[Claim]:
     claims = []
-    r = {p: reports[f"fig2-{p}"] for p, _ in FIG2}
-    oks, evs = [], []
-    for ada in ("adap-ucb", "adap-klucb"):
-        for base in ("dp-ucb", "dp-se"):
-            ok, ev = compare_less(r[ada], r[base], ada, base)
-            oks.append(ok)
-            evs.append(ev)
-    claims.append(Claim("Fig. 2: AdaP-UCB and AdaP-KLUCB have lower regret than DP-UCB and DP-SE",
-                        all(oks), "; ".join(evs)))
-    ok, ev = compare_less(r["adap-klucb"], r["adap-ucb"], "AdaP-KLUCB", "AdaP-UCB")
-    claims.append(Claim("Fig. 2: AdaP-KLUCB has the lowest regret", ok, ev))
+    inst_out = outside_instance(ov, "Fig. 2 0.75, 0.625, 0.5, 0.375, 0.25; Fig. 3 0.8, 0.1×4")
+    t1 = "Fig. 2: AdaP-UCB and AdaP-KLUCB have lower regret than DP-UCB and DP-SE"
+    t2 = "Fig. 2: AdaP-KLUCB has the lowest regret"
+    for eps in (fig2_eps(ov) if 2 in figs else []):
+        r = {p: reports.get(fig2_label(p, eps, ov)) for p, _ in FIG2}
+        lvl = None if eps == FIG2_EPS else (f"the paper's Fig. 2 is at ε = {FIG2_EPS:g}; this "
+                                            f"run's is {eps:g}")
+        why = first_reason(inst_out, lvl)
+        at = "" if ov.levels is None else f" (ε = {eps:g})"
+        missing = [p for p, v in r.items() if v is None]
+        if missing:
+            claims.append(Claim.missing(t1 + at, f"{', '.join(missing)} not run (--policies)"))
+        else:
+            oks, evs = [], []
+            for ada in ("adap-ucb", "adap-klucb"):
+                for base in ("dp-ucb", "dp-se"):
+                    ok, ev = compare_less(r[ada], r[base], ada, base)
+                    oks.append(ok)
+                    evs.append(ev)
+            claims.append(Claim.judged(t1 + at, all(oks), "; ".join(evs), why))
+        if r["adap-klucb"] is None or r["adap-ucb"] is None:
+            claims.append(Claim.missing(t2 + at, "AdaP-UCB or AdaP-KLUCB not run (--policies)"))
+        else:
+            ok, ev = compare_less(r["adap-klucb"], r["adap-ucb"], "AdaP-KLUCB", "AdaP-UCB")
+            claims.append(Claim.judged(t2 + at, ok, ev, why))
     pts = sorted(fig3)
+    t3 = "Fig. 3: regret decreases as ε grows"
+    if len(pts) < 2:
+        claims.append(Claim.missing(t3, f"{len(pts)} Fig. 3 ε level(s) run"))
+        return claims
+    why3 = first_reason(inst_out, outside_levels([p[0] for p in pts], FIG3_EPS, "ε"))
     dec = all(a[1] >= b[1] - a[2] - b[2] for a, b in zip(pts, pts[1:]))
-    claims.append(Claim("Fig. 3: regret decreases as ε grows", dec,
-                        ", ".join(f"ε={e:g}: {m:.4g}" for e, m, _ in pts)))
+    claims.append(Claim.judged(t3, dec, ", ".join(f"ε={e:g}: {m:.4g}" for e, m, _ in pts), why3))
     lo = [p for p in pts if p[0] >= 1.0]
     hi_priv = [p for p in pts if p[0] <= 0.1]
     if lo and hi_priv:
         flat = (max(p[1] for p in lo) - min(p[1] for p in lo)) / max(p[1] for p in lo)
         steep = hi_priv[0][1] / lo[-1][1]
-        claims.append(Claim("Fig. 3: two regimes — regret depends on ε in the high-privacy regime "
-                            "and is nearly flat in the low-privacy regime",
-                            bool(flat < 0.35 and steep > 1.5),
-                            f"relative spread over ε ≥ 1: {flat:.2f}; regret(ε={hi_priv[0][0]:g}) / "
-                            f"regret(ε={lo[-1][0]:g}) = {steep:.2f}"))
-    below = [(e, m, lower_bound(FIG3_MEANS, e, T), lower_bound_2025(FIG3_MEANS, e, T))
-             for e, m, _ in pts]
-    claims.append(Claim("AdaP-KLUCB's regret tracks the Bernoulli lower bound (asymptotic; a "
-                        "finite-T comparison only)", None,
-                        "; ".join(f"ε={e:g}: regret {m:.4g} vs 2022 bound {lb:.4g}, d_ε bound "
-                                  f"(2025) {lb2:.4g}" for e, m, lb, lb2 in below)))
-    return Summary(table=table, plots=plots, claims=claims)
+        claims.append(Claim.judged(
+            "Fig. 3: two regimes — regret depends on ε in the high-privacy regime and is nearly "
+            "flat in the low-privacy regime", bool(flat < 0.35 and steep > 1.5),
+            f"relative spread over ε ≥ 1: {flat:.2f}; regret(ε={hi_priv[0][0]:g}) / "
+            f"regret(ε={lo[-1][0]:g}) = {steep:.2f}", why3))
+    if m3 is not None:
+        below = [(e, m, lower_bound(m3, e, T), lower_bound_2025(m3, e, T)) for e, m, _ in pts]
+        claims.append(Claim("AdaP-KLUCB's regret tracks the Bernoulli lower bound (asymptotic; "
+                            "a finite-T comparison only)", None,
+                            "; ".join(f"ε={e:g}: regret {m:.4g} vs 2022 bound {lb:.4g}, d_ε "
+                                      f"bound (2025) {lb2:.4g}" for e, m, lb, lb2 in below)))
+    return claims

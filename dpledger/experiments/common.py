@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from dpledger.accounting.schema import write_json_atomic
+from dpledger.errors import DpledgerError
+from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, check_overrides
 from dpledger.sweep import RunConfig, executor_for, run_sweep
 
 QUICK_T = 20_000
@@ -35,14 +37,42 @@ def runs(R: int, quick: bool) -> int:
 
 @dataclass
 class Claim:
-    """A qualitative claim of the paper, and whether the reproduction confirms it."""
+    """A qualitative claim of the paper, and whether the reproduction confirms it.
+
+    ``outside``: why the run that was made lies outside the setting the paper states the claim
+    in (an override: a custom instance, a privacy level the paper did not run); such a claim is
+    never reported as confirmed or not, only as not applicable, with what this run showed."""
 
     text: str
-    confirmed: bool | None          # None: not testable at this size
+    confirmed: bool | None          # None: not testable at this size, or outside (below)
     evidence: str
+    outside: str | None = None
+
+    def __post_init__(self):
+        if self.outside and self.confirmed is not None:
+            raise ValueError("a claim outside the paper's setting is neither confirmed nor not")
+
+    @classmethod
+    def judged(cls, text: str, ok: bool, evidence: str, outside: str | None = None) -> "Claim":
+        """The claim judged on this run: confirmed or not, or — outside the paper's setting —
+        not applicable, with whether it held on this run in its evidence."""
+        if outside:
+            return cls(text, None, f"{evidence} (on this run it {'holds' if ok else 'fails'})",
+                       outside)
+        return cls(text, bool(ok), evidence)
+
+    @classmethod
+    def missing(cls, text: str, what: str) -> "Claim":
+        """A claim this run cannot judge: ``what`` was not run (e.g. a policy left out by
+        --policies)."""
+        return cls(text, None, f"{what} (0 cells to judge)")
 
     def line(self) -> str:
-        mark = {True: "confirmed", False: "NOT confirmed", None: "not testable here"}[self.confirmed]
+        if self.outside:
+            mark = f"not applicable: outside the paper's setting ({self.outside})"
+        else:
+            mark = {True: "confirmed", False: "NOT confirmed",
+                    None: "not testable here"}[self.confirmed]
         return f"- {self.text} — **{mark}**: {self.evidence}"
 
 
@@ -76,14 +106,26 @@ def privacy_row(rep: dict, delta: str = "1e-06") -> dict:
 
 def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
                    scheduler: str | None = None, quiet: bool = False,
-                   cell_runs: int | None = None) -> dict:
-    configs: list[RunConfig] = module.configs(quick)
+                   cell_runs: int | None = None, overrides: Overrides | None = None) -> dict:
+    """Run ``module``'s sweep (its paper setting, with ``overrides`` applied) and write
+    experiment.json, table.csv, table.md, claims.md and the plots into ``out``.  Every run.json
+    and experiment.json record the overrides (``"overrides"``, in flag names)."""
+    ov = overrides or NO_OVERRIDES
+    check_overrides(module, ov)
+    configs: list[RunConfig] = module.configs(quick, ov)
+    if not configs:
+        raise DpledgerError(f"{module.NAME}: these overrides leave nothing to run "
+                            f"({ov.describe()})")
     os.makedirs(out, exist_ok=True)
     executor = executor_for(workers, scheduler)
     cell = cell_runs or (1 if quick else 5)
-    reports = run_sweep(configs, out, executor, cell_runs=cell, quiet=quiet)
-    summary: Summary = module.summarize(reports, out, quick)
+    reports = run_sweep(configs, out, executor, cell_runs=cell, quiet=quiet,
+                        extra={"experiment": {"name": module.NAME, "quick": quick,
+                                              "overrides": ov.to_json()}})
+    summary: Summary = module.summarize(reports, out, quick, ov)
     meta = {"experiment": module.NAME, "title": module.TITLE, "quick": quick,
+            "overrides": ov.to_json(),
+            **({"config": module.CONFIG} if getattr(module, "CONFIG", None) else {}),
             "configs": [c.to_json() for c in configs], "choices": getattr(module, "CHOICES", []),
             "notes": summary.notes, "claims": [c.__dict__ for c in summary.claims],
             "table": summary.table}
@@ -92,16 +134,27 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
     with open(os.path.join(out, ".claims.md.tmp"), "w") as fh:
         fh.write(f"# {module.TITLE}{' (quick)' if quick else ''}\n\n")
         fh.write(f"Size of this reproduction: {_sizes(configs)}.\n\n")
-        fh.write("\n".join(c.line() for c in summary.claims) + "\n")
+        if ov.any():
+            fh.write(f"Overridden: {ov.describe()}. Claims are judged on this run; a claim "
+                     "judged outside the setting the paper states it in is reported as not "
+                     "applicable, with what this run showed.\n\n")
+        fh.write("\n".join(c.line() for c in summary.claims) + "\n" if summary.claims else
+                 "No claims: this experiment states none to check (see the notes).\n")
         if getattr(module, "CHOICES", None):
             # the choices describe the full experiment; a quick run's sizes are the line above
             fh.write("\nSettings the paper does not state (our choices"
                      + (" for the full experiment; this --quick run used the sizes stated above"
-                        if quick else "") + "):\n")
+                        if quick else "")
+                     + ("; the overrides above replace some of them" if ov.any() else "")
+                     + "):\n")
             fh.write("\n".join(f"- {c}" for c in module.CHOICES) + "\n")
+        if summary.notes:
+            fh.write("\nNotes:\n" + "\n".join(f"- {n}" for n in summary.notes) + "\n")
     os.replace(os.path.join(out, ".claims.md.tmp"), os.path.join(out, "claims.md"))
     if not quiet:
         sys.stdout.write(f"{module.TITLE}{' (quick)' if quick else ''}: {_sizes(configs)}\n")
+        if ov.any():
+            sys.stdout.write(f"overridden: {ov.describe()}\n")
         sys.stdout.write(_markdown(summary.table[:40]))
         for c in summary.claims:
             sys.stdout.write(c.line() + "\n")
