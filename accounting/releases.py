@@ -515,9 +515,9 @@ class ApproxDpRelease:
         return {"epsilon": self.epsilon, "delta": self.delta}
 
 
-# The Wishart theorem's constant and range, as this project reads Sheffet 2015 (docs/algorithms.md
-# "Wishart mechanism"): W ~ W_p(L²·I, k) added to AᵀA, rows of A of L2 norm ≤ L, is (ε, δ)-DP for
-# k ≥ p + 1 + 28·ln(4/δ)/ε², ε ∈ (0, 1), δ ∈ (0, 1/e).
+# The Wishart theorem's constant and range, as this project reads Sheffet 2015
+# (docs/algorithms.md#vector-and-matrix-releases): W ~ W_p(L²·I, k) added to AᵀA, rows of A of
+# L2 norm ≤ L, is (ε, δ)-DP for k ≥ p + 1 + 28·ln(4/δ)/ε², ε ∈ (0, 1), δ ∈ (0, 1/e).
 WISHART_CONSTANT = 28
 
 
@@ -533,8 +533,9 @@ class WishartRelease:
         ε = √(28·ln(4/δ)/(k − p − 1))       (the theorem's k ≥ p + 1 + 28·ln(4/δ)/ε², solved)
 
     rounded up, valid only inside the theorem's range ε < 1, δ < 1/e (refused outside it).
-    Reconstructed reading (docs/algorithms.md): the published statement and the authors' code
-    differ by one in the degrees of freedom (k ≥ p + … against k = p + …); the stricter is used.
+    Reconstructed reading (docs/algorithms.md#vector-and-matrix-releases): the published
+    statement and the authors' code differ by one in the degrees of freedom (k ≥ p + … against
+    k = p + …); the stricter is used.
     It composes only as an (ε, δ) statement — its normal form is the :class:`ApproxDpRelease`
     of that (ε, δ): basic and advanced composition, and the optimal composition of (ε, δ)
     statements through PLD — never through a Rényi or Gaussian bound the theorem does not give.
