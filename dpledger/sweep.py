@@ -62,10 +62,28 @@ class RunConfig:
         return make_env(self.env)
 
 
+CONTEXTUAL_KINDS = ("linear", "supervised", "replay")
+
+
 def make_env(spec: dict):
+    """The environment a spec names.  Contextual kinds: {"kind": "linear", "dim", "arms",
+    "seed"}, {"kind": "supervised", "dataset"}, {"kind": "replay", "log", "arms"?}, each with
+    optional "norm_bound" and "range"; their reward delay is the spec's "delay" (default 0),
+    read by :func:`delay_of`."""
     from dpledger.policies import environments as E
     lo, hi = spec.get("range", [0.0, 1.0])
     kind = spec.get("kind")
+    if kind in CONTEXTUAL_KINDS:
+        from dpledger.policies.contextual import data as CD
+        from dpledger.policies.contextual import environments as CE
+        L = spec.get("norm_bound", 1.0)
+        if kind == "linear":
+            return CE.linear(spec["dim"], spec["arms"], spec.get("theta"), spec.get("seed", 0),
+                             L, lo, hi)
+        if kind == "supervised":
+            return CD.load_supervised(spec["dataset"], L, lo, hi)
+        return CD.load_replay(spec["log"], spec.get("arms"), spec.get("context_columns"),
+                              spec.get("mode", "uniform"), L, lo, hi)
     if kind == "bernoulli":
         return E.bernoulli(spec["means"], lo, hi)
     if kind == "truncexp":
@@ -75,10 +93,30 @@ def make_env(spec: dict):
     raise DpledgerError(f"unknown environment kind {kind!r}")
 
 
+def delay_of(spec: dict) -> int:
+    return int(spec.get("delay", 0))
+
+
+def _contextual_problem(cfg: "RunConfig", env):
+    from dpledger.policies.contextual.base import check_delay, problem_of
+    return problem_of(env, cfg.horizon, check_delay(delay_of(cfg.env)))
+
+
 def compute_cell(config: dict, indices: Sequence[int]) -> dict:
     """Simulate runs ``indices`` of ``config``; JSON-ready (floats round-trip exactly)."""
-    from dpledger.policies.simulator import run_chunk
     cfg = RunConfig(**config)
+    if cfg.env.get("kind") in CONTEXTUAL_KINDS:
+        from dpledger.policies.contextual.simulator import run_chunk as contextual_chunk
+        env = cfg.make_env()
+        part = contextual_chunk(cfg.make_policy(), env, _contextual_problem(cfg, env), cfg.seed,
+                                list(indices))
+        return {"cell_schema": CELL_SCHEMA, "config_key": cfg.key(), "contextual": True,
+                "indices": list(part["indices"]),
+                "regret": [None if r is None else r.tolist() for r in part["regret"]],
+                "draws": part["draws"], "rounds": part["rounds"],
+                "observations": part["observations"], "reward_sum": part["reward_sum"],
+                "uniform_sum": part["uniform_sum"], "ledger": part["ledger"].compact().to_json()}
+    from dpledger.policies.simulator import run_chunk
     part = run_chunk(cfg.make_policy(), cfg.make_env(), cfg.horizon, cfg.seed, list(indices))
     return {"cell_schema": CELL_SCHEMA, "config_key": cfg.key(), "indices": list(part["indices"]),
             "regret": [r.tolist() for r in part["regret"]], "draws": part["draws"],
@@ -87,10 +125,16 @@ def compute_cell(config: dict, indices: Sequence[int]) -> dict:
 
 def _cell_part(cell: dict) -> dict:
     from dpledger.accounting.ledger import RewardLedger
-    return {"indices": cell["indices"], "regret": [np.array(r) for r in cell["regret"]],
-            "draws": cell["draws"], "played": cell["played"],
-            "ledger": RewardLedger.from_json(cell["ledger"]),
-            "actions": [None] * len(cell["indices"]), "captured": [None] * len(cell["indices"])}
+    part = {"indices": cell["indices"], "draws": cell["draws"],
+            "ledger": RewardLedger.from_json(cell["ledger"])}
+    if cell.get("contextual"):
+        part.update(regret=[None if r is None else np.array(r) for r in cell["regret"]],
+                    **{k: cell[k] for k in ("rounds", "observations", "reward_sum",
+                                            "uniform_sum")})
+        return part
+    part.update(regret=[np.array(r) for r in cell["regret"]], played=cell["played"],
+                actions=[None] * len(cell["indices"]), captured=[None] * len(cell["indices"]))
+    return part
 
 
 # -- executors -------------------------------------------------------------------------------
@@ -211,8 +255,16 @@ def build_config_report(config: dict, out: str, cell_runs: int,
 
     cfg = RunConfig(**config)
     parts = [_cell_part(read_json(cell_path(out, cfg, idx))) for idx in cells_of(cfg, cell_runs)]
-    res = assemble(cfg.make_policy(), cfg.make_env(), cfg.horizon, cfg.seed, parts)
-    rep = build_run_report(res, deltas)
+    if cfg.env.get("kind") in CONTEXTUAL_KINDS:
+        from dpledger.policies.contextual.simulator import assemble as contextual_assemble
+        from dpledger.report_contextual import build_contextual_report
+        env = cfg.make_env()
+        res = contextual_assemble(cfg.make_policy(), env, _contextual_problem(cfg, env),
+                                  cfg.seed, parts)
+        rep = build_contextual_report(res, deltas)
+    else:
+        res = assemble(cfg.make_policy(), cfg.make_env(), cfg.horizon, cfg.seed, parts)
+        rep = build_run_report(res, deltas)
     rep["label"] = cfg.label
     rep["tags"] = cfg.tags
     rep.update(extra or {})

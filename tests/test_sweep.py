@@ -56,3 +56,23 @@ def test_dask_local_cluster_matches_local_pool(reference, tmp_path):
             distributed.Client(cluster) as client:
         run_sweep(CONFIGS, str(tmp_path), DaskExecutor(client=client), cell_runs=2, quiet=True)
     assert _run_files(str(tmp_path)) == _run_files(reference)
+
+
+def test_contextual_configs_sweep_to_the_same_bytes_as_one_simulation(tmp_path):
+    """A contextual config (supervised digits, a reward delay) split into cells and joined is
+    the run.json one direct simulation gives, byte for byte."""
+    import json
+    from dpledger.policies.contextual.simulator import simulate_contextual
+    from dpledger.policies.registry import make_policy
+    from dpledger.report_contextual import build_contextual_report
+    from dpledger.sweep import RunConfig, make_env, run_sweep
+    pytest.importorskip("sklearn")
+    cfg = RunConfig("c", "lints", {"v": 0.5}, {"kind": "supervised", "dataset": "iris",
+                                               "delay": 7}, 600, 5, seed=11)
+    rep = run_sweep([cfg], str(tmp_path), cell_runs=2)["c"]
+    res = simulate_contextual(make_policy("lints", v=0.5), make_env(cfg.env), 600, seed=11,
+                              runs=5, delay=7)
+    direct = build_contextual_report(res)
+    got = {k: v for k, v in rep.items() if k not in ("label", "tags")}
+    assert json.dumps(got, sort_keys=True) == json.dumps(direct, sort_keys=True)
+    assert rep["contextual"]["delay"] == 7
