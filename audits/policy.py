@@ -472,6 +472,90 @@ def run_trials(policy, env, T: int, n: int, *, seed: int, side: int, stop: int, 
     return {k: np.concatenate([p[k] for p in parts])[skip:] for k in parts[0]}
 
 
+# ---- memory ----------------------------------------------------------------------------------
+
+_TABLE_COPIES = 8           # the pair's design table, D and D′ with their working copies and the
+                            # two environments built from them (measured: 7 copies of T × K
+                            # float64 at T = 1e7, `audit lazy-dp-ts --trials 4`)
+_AUDIT_SLACK = 256 << 20    # interpreter, numba, compiled trial loops, scores' selection
+
+
+def _windows_at_most(stop: int, mode: str) -> int:
+    """Black-box feature windows of a play of ``stop`` rounds (:func:`windows`, at most
+    log2(stop) + 2, reached for a witness at round 1); none in white-box mode."""
+    return 0 if mode == "whitebox" else int(stop).bit_length() + 1
+
+
+def _trial_bytes(stop: int, K: int, mode: str) -> int:
+    """Bytes one trial of one side keeps until the scores are computed: the black-box features
+    (per-window pull counts, int32, and their float64 copy for the fitted score), the next-pull
+    round, captured value, clean value and last round, twice over (the chunks' arrays and their
+    concatenation), and the candidate scores."""
+    W = _windows_at_most(stop, mode)
+    return 2 * (4 * 8 + 4 * W * K) + 3 * 8 + 8 * W * K
+
+
+def _chunk_bytes(policy, T: int, K: int, stop: int, lr: str | None, mode: str) -> int:
+    """Bytes one chunk of :func:`_run_chunk` allocates while its trials play: the action array
+    of ``stop`` rounds (or a segment buffer), the row buffer, the capture buffer of the score in
+    use (:data:`LR_CAPTURE`), and the chunk's feature arrays."""
+    W = _windows_at_most(stop, mode)
+    rows = 5 * 8 * max(int(policy.row_capacity(T, K)), 1) if _uses_kernel(policy) else 0
+    if lr == "gaussian-posterior":
+        cap = 3 * 8 * stop * K
+    elif lr == "laplace-releases":
+        cap = 6 * 8 * (2 * stop + 2 * K + 8)
+    elif lr == "gaussian-releases":
+        cap = 6 * 8 * (K * stop + 8)
+    else:
+        cap = 16
+    if _uses_kernel(policy) and policy.emits_segments() and lr is None:
+        play = 4 * 8 * max(int(policy.segment_capacity(T, K)), 1)
+    else:
+        play = 8 * stop * (2 if not _uses_kernel(policy) else 1)
+    return rows + cap + play + CHUNK * (4 * W * K + 4 * 8)
+
+
+def memory_estimate(policy, T: int, K: int, trials: int, mode: str, workers: int = 1,
+                    lr: str | None = None, pair_given: bool = False) -> dict:
+    """Bytes an audit of ``trials`` trials per side holds at its peak, before anything is
+    allocated (the stop round is at most T, the witness round at least 1: an upper estimate of
+    the features), as {"bytes", "pair", "per_trial", "chunks", "held_trials"}: the pair's
+    tables (:data:`_TABLE_COPIES` copies of T × K float64, unless given), ``workers`` chunks
+    at once (:func:`_chunk_bytes`), and both sides' trials (:func:`_trial_bytes`)."""
+    T, K, trials = int(T), int(K), int(trials)
+    pair = 0 if pair_given else _TABLE_COPIES * 8 * T * K
+    per_trial = 2 * _trial_bytes(T, K, mode)
+    chunks = max(1, int(workers)) * _chunk_bytes(policy, T, K, T, lr, mode)
+    return {"bytes": _AUDIT_SLACK + pair + chunks + per_trial * trials, "pair": pair,
+            "per_trial": per_trial, "chunks": chunks, "held_trials": trials}
+
+
+def check_memory(policy, T: int, K: int, trials: int, mode: str, workers: int = 1,
+                 lr: str | None = None, pair_given: bool = False,
+                 sequential: bool = False) -> dict:
+    """:func:`memory_estimate` of an audit, refused with the estimate and what would fit
+    (:func:`dpledger.resources.check_fits`).  A sequential audit holds its first batch
+    (``trials``) and one later batch of at most :data:`SEQUENTIAL_BATCH` trials."""
+    from dpledger.audits.stats import SEQUENTIAL_BATCH
+    from dpledger.resources import available_memory, check_fits, fmt_bytes, largest_fitting
+    held = trials + (min(SEQUENTIAL_BATCH, 100 * trials) if sequential else 0)
+    est = memory_estimate(policy, T, K, held, mode, workers, lr, pair_given)
+    avail = available_memory()
+    fixed = est["bytes"] - est["per_trial"] * held
+    if avail is not None and fixed > avail:
+        fix = ("use a smaller --horizon (the pair's tables and each worker's arrays grow with "
+               f"it: {fmt_bytes(fixed)} before any trial)"
+               + ("; or fewer --workers" if workers > 1 and est["chunks"] > est["pair"] else ""))
+    else:
+        fits = largest_fitting(est["per_trial"], fixed, avail)
+        fix = (f"use fewer --trials (each trial of both sides keeps about "
+               f"{fmt_bytes(est['per_trial'])}; at most {fits} fit"
+               + (", first batch included" if sequential else "") + ")")
+    check_fits("this audit", est["bytes"], fix, avail)
+    return est
+
+
 # ---- scores ----------------------------------------------------------------------------------
 
 def fisher_weights(x0: np.ndarray, x1: np.ndarray) -> np.ndarray:
@@ -553,6 +637,15 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     if pair is None:
         if T is None:
             T = DEFAULT_BLACKBOX_T if mode == "blackbox" else DEFAULT_WHITEBOX_T
+        T = validate_horizon(T, K if isinstance(K, int) and K >= 1 else 1)
+    # before the pair's tables and the trials' arrays exist (issue 25 §1)
+    check_memory(policy, T if pair is None else pair.horizon if T is None else T,
+                 K if pair is None else pair.n_arms, trials, mode, workers,
+                 LR_CAPTURE.get(getattr(policy, "name", "")) if (
+                     mode == "whitebox" and sampler == "float" and whitebox_score == "auto")
+                 else None, pair_given=pair is not None,
+                 sequential=until_ratio is not None or max_trials is not None)
+    if pair is None:
         pair = default_pair(policy, T, K, lo, hi, whitebox=mode == "whitebox",
                             **(design_options or {}))
     else:
