@@ -159,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
                             "use --mode blackbox (its certificate is unbounded either way)")
     pair = None
     if args.pair:
-        pair = NeighbourPair.from_tables(load_table(args.pair[0]), load_table(args.pair[1]), lo, hi)
+        pair = NeighbourPair.from_tables(load_table(args.pair[0], "--pair"),
+                                         load_table(args.pair[1], "--pair"), lo, hi)
     t0 = time.monotonic()
     progress = _Progress(args.quiet, f"auditing {policy!r} ({args.mode}), {trials} trials per "
                                       "stream")

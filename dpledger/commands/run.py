@@ -8,8 +8,8 @@ import sys
 
 from dpledger.accounting.schema import write_json_atomic, write_json_stream_atomic
 from dpledger.errors import DpledgerError, InvariantViolation
-from dpledger.inputs import (PLOT_EXTENSIONS, check_distinct, check_output_file, load_table,
-                             parse_deltas, parse_float, parse_floats, parse_int, split_list)
+from dpledger.inputs import (PLOT_EXTENSIONS, check_distinct, check_output_file,
+                             ledger_file_record, load_table, parse_deltas, parse_float, parse_floats, parse_int, split_list)
 from dpledger.progress import SimulationProgress
 from dpledger.policies import environments as E
 from dpledger.policies.registry import make_policy
@@ -128,7 +128,7 @@ def make_env(args) -> E.Environment:
         return E.beta(pairs, lo, hi)
     if not args.table:
         raise DpledgerError("--env table needs --table FILE")
-    return E.table(load_table(args.table), lo, hi)
+    return E.table(load_table(args.table, "--table"), lo, hi)
 
 
 MAX_HORIZON = 10 ** 9          # validate_horizon's maximum (a test keeps the two equal)
@@ -189,7 +189,6 @@ def run(args: argparse.Namespace) -> int:
     # the ledger file first: run.json records its name (relative to run.json), sha256 and size,
     # which `verify` checks before re-deriving the realized block from it
     if ledger_out != "none":
-        from dpledger.verify import ledger_file_record
         write_json_stream_atomic(ledger_out, res.ledger.compact().to_json(arrays=True))
         report["ledger"].update(ledger_file_record(ledger_out, args.out))
         del report["ledger"]["file_status"]
