@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -50,12 +49,16 @@ from dpledger.audits.result import (AuditResult, certificate_summary, currency_o
 from dpledger.audits.stats import (DEFAULT_CONFIDENCE, DEFAULT_SELECTION_FRACTION, audit_scores,
                                    ceiling, check_options, split_sizes)
 from dpledger.errors import DpledgerError, check_count
+from dpledger.interrupt import interruptible_pool, raise_if_stopped
 
 
 class _Missing(Exception):
     """Some white-box trials made no witness release within the rounds played."""
 
 CHUNK = 2048
+ROUNDS_PER_CALL = 1 << 20       # rounds per compiled call of a chunk's trials (≤ 0.3 s at the
+                                # slowest kernel measured, 3.2e6 rounds/s: lazy-dp-ts black-box
+                                # at T = 1e4); Ctrl-C is heard between calls
 SCORES = ("pulls", "next", "fitted")
 DEFAULT_BLACKBOX_T = 1000
 DEFAULT_WHITEBOX_T = 1000
@@ -388,21 +391,37 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
     rel = np.full(n, np.nan)
     cln = np.full(n, np.nan)
     last = np.zeros(n, dtype=np.int64)
+    # compiled calls of at most ROUNDS_PER_CALL rounds (same Generator, same arrays: the trials
+    # are those of one call), so that Ctrl-C is heard between them (dpledger.interrupt)
+    step = max(1, ROUNDS_PER_CALL // max(int(stop), 1))
+    spans = [(i, min(n, i + step)) for i in range(0, n, step)]
+
+    def calls(batch, spec):
+        """``batch(*play, m, *buffers, counts, nxt, *per_trial, *tail)`` once per span, with
+        the span's views of the per-trial arrays; the sum of what the calls return."""
+        play, buffers, per_trial, tail = spec
+        total = 0
+        for i0, i1 in spans:
+            raise_if_stopped()
+            total += batch(*play, i1 - i0, *buffers, counts[i0:i1], nxt[i0:i1],
+                           *(a[i0:i1] for a in per_trial), *tail)
+        return total
+
+    if _uses_kernel(policy):
+        play = (type(policy).kernel, rng, env_tuple, T, K, stop, policy.kernel_params(T, K))
     if lr == "gaussian-posterior" and _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         cap = np.full((3, stop * K), np.nan)
-        _batch_gauss(type(policy).kernel, rng, env_tuple, T, K, stop, policy.kernel_params(T, K),
-                     n, rows, cap, edges, arm, t_star, counts, nxt, rel, float(delta),
-                     float(policy.c), float(side))
+        calls(_batch_gauss, (play, (rows, cap, edges, arm, t_star), (rel,),
+                             (float(delta), float(policy.c), float(side))))
     elif lr in ("laplace-releases", "gaussian-releases") and _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         gaussian = lr == "gaussian-releases"
         # every release of every arm: Laplace, at most one p-sum or block per pull; Gaussian,
         # at most K fresh samples a round; plus slack
         cap = np.zeros((6, (K * stop + 8) if gaussian else (2 * stop + 2 * K + 8)))
-        over = _batch_releases(type(policy).kernel, rng, env_tuple, T, K, stop,
-                               policy.kernel_params(T, K), n, rows, cap, edges, arm, t_star,
-                               counts, nxt, rel, cln, last, float(delta), float(side), gaussian)
+        over = calls(_batch_releases, (play, (rows, cap, edges, arm, t_star), (rel, cln, last),
+                                       (float(delta), float(side), gaussian)))
         if over:
             raise DpledgerError(f"{over} trials overflowed the white-box capture buffer")
     elif _uses_kernel(policy) and policy.emits_segments():
@@ -410,18 +429,17 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         segs = np.zeros((4, max(policy.segment_capacity(T, K), 1)), dtype=np.int64)
         cap = np.zeros((2, 1)) if capture else np.zeros((2, 0))
-        _batch_segments(type(policy).segment_kernel, rng, env_tuple, T, K, stop,
-                        policy.kernel_params(T, K), n, rows, cap, segs, edges, arm, t_star,
-                        counts, nxt, rel, cln)
+        calls(_batch_segments, ((type(policy).segment_kernel,) + play[1:],
+                                (rows, cap, segs, edges, arm, t_star), (rel, cln), ()))
     elif _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         # one column: the witness release.  (Kernels that support full capture, e.g. the
         # Gaussian TS of ``ou.py``, switch to it when the array has ≥ stop·K columns.)
         cap = np.zeros((2, 1)) if capture else np.zeros((2, 0))
-        _batch(type(policy).kernel, rng, env_tuple, T, K, stop, policy.kernel_params(T, K), n,
-               rows, cap, edges, arm, t_star, counts, nxt, rel, cln)
+        calls(_batch, (play, (rows, cap, edges, arm, t_star), (rel, cln), ()))
     else:
         for i in range(n):
+            raise_if_stopped()
             out = policy.run_one(rng, env_tuple, T, stop_at=stop, capture=capture)
             acts = np.asarray(out.actions, dtype=np.int64)
             full = np.zeros(stop, dtype=np.int64)
@@ -462,8 +480,8 @@ def run_trials(policy, env, T: int, n: int, *, seed: int, side: int, stop: int, 
         # the compiled chunk loops release the GIL (nogil): threads share one compiled copy —
         # no pickling, no compile per process; a chunk's trials do not depend on its thread.
         # Python-only policies run in processes.
-        pool_type = ThreadPoolExecutor if _uses_kernel(policy) else ProcessPoolExecutor
-        with pool_type(max_workers=min(workers, len(args))) as pool:
+        kind = "thread" if _uses_kernel(policy) else "process"
+        with interruptible_pool(kind, min(workers, len(args))) as pool:
             futs = [pool.submit(_run_chunk, *a) for a in args]
             for a, f in zip(args, futs):
                 parts.append(f.result())

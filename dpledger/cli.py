@@ -13,6 +13,7 @@ import sqlite3
 import sys
 
 from dpledger.errors import DpledgerError, InvariantViolation
+from dpledger.interrupt import Stopped, clear_stop
 
 COMMANDS = {
     "compose": "compose releases and print their privacy",
@@ -120,9 +121,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"dpledger {args.command}: error: out of memory (try a smaller "
                          "--horizon or --runs, or fewer --workers)\n")
         return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("dpledger: interrupted\n")
+    except (KeyboardInterrupt, Stopped):
+        # outputs are written to a temporary name and renamed: nothing is left half-written
+        sys.stderr.write(f"dpledger {args.command}: interrupted (no file is left half-written)\n")
         return 130
+    finally:
+        clear_stop()            # the next command in this process (tests) starts afresh
 
 
 if __name__ == "__main__":  # pragma: no cover

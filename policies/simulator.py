@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -37,6 +36,7 @@ from numba import njit
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.ledger import RewardLedger
 from dpledger.errors import DpledgerError
+from dpledger.interrupt import in_worker_thread, interruptible_pool, raise_if_stopped
 from dpledger.resources import available_memory, fmt_bytes, largest_fitting
 from dpledger.policies.base import KernelPolicy, Policy, RunOutput, validate_horizon
 from dpledger.policies.environments import Environment
@@ -431,6 +431,7 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     acts = []
     rng_source = rng
     for i in indices:
+        raise_if_stopped()                  # Ctrl-C between runs (inside one: the sink's flush)
         # the run's Generator: seeded from (seed, i), or with rng "os" from 128 bits of OS
         # entropy drawn once per run (a sink overflow replays the run with the same bits)
         entropy = _os_entropy() if rng_source == "os" else None
@@ -603,9 +604,14 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
     width = sink_width(K) if _sunk(policy, keep_actions) else 2
     if workers == 1 or len(run_indices) == 1:
         sink = np.zeros((6, width), dtype=np.int64) if rounds is not None else None
+
+        def work():
+            return run_chunk(policy, env, T, seed, run_indices, stop_at, capture, keep_actions,
+                             progress, sink, rng)
         with _Poller(rounds, lambda: rounds_done(sink)):
-            parts = [run_chunk(policy, env, T, seed, run_indices, stop_at, capture, keep_actions,
-                               progress, sink, rng)]
+            # compiled kernels run off the main thread, which hears Ctrl-C and stops them at
+            # their next flush (dpledger.interrupt); a Python policy hears it itself
+            parts = [in_worker_thread(work) if isinstance(policy, KernelPolicy) else work()]
     else:
         import multiprocessing
         chunks = [run_indices[k::workers] for k in range(workers) if run_indices[k::workers]]
@@ -613,8 +619,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
         raw = multiprocessing.RawArray("q", int(np.prod(shape)))   # zeroed, shared with workers
         sinks = np.frombuffer(raw, dtype=np.int64).reshape(shape)
         with _Poller(rounds, lambda: sum(rounds_done(s) for s in sinks)), \
-                ProcessPoolExecutor(max_workers=len(chunks), initializer=_attach_sinks,
-                                    initargs=(raw, shape)) as pool:
+                interruptible_pool("process", len(chunks), _attach_sinks, (raw, shape)) as pool:
             futs = [pool.submit(run_chunk, policy, env, T, seed, c, stop_at, capture,
                                 keep_actions, None, k if rounds is not None else None, rng)
                     for k, c in enumerate(chunks)]
