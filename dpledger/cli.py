@@ -29,6 +29,10 @@ COMMANDS = {
 }
 
 
+# commands that run compiled kernels (the others never wait on numba)
+_COMPILING = ("run", "audit", "experiment", "verify", "show", "curve")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
@@ -95,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
                          + ", ".join(n for n in COMMANDS if _present(n))
                          + " (dpledger --help describes them)\n")
         return 2
+    if not getattr(args, "quiet", False) and args.command in _COMPILING:
+        from dpledger.progress import announce_compilation
+        announce_compilation()          # "compiling … first run only" on stderr (issue 25 §2)
     try:
         return int(args.func(args) or 0)
     except DpledgerError as exc:
