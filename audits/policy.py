@@ -48,7 +48,7 @@ from dpledger.audits.result import (AuditResult, certificate_summary, currency_o
                                     plot_data_fixed, plot_data_sequential)
 from dpledger.audits.stats import (DEFAULT_CONFIDENCE, DEFAULT_SELECTION_FRACTION, audit_scores,
                                    ceiling, check_options, split_sizes)
-from dpledger.errors import DpledgerError, check_count
+from dpledger.errors import DpledgerError, check_count, counted
 from dpledger.interrupt import interruptible_pool, raise_if_stopped
 
 
@@ -423,7 +423,7 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
         over = calls(_batch_releases, (play, (rows, cap, edges, arm, t_star), (rel, cln, last),
                                        (float(delta), float(side), gaussian)))
         if over:
-            raise DpledgerError(f"{over} trials overflowed the white-box capture buffer")
+            raise DpledgerError(f"{counted(over, 'trial')} overflowed the white-box capture buffer")
     elif _uses_kernel(policy) and policy.emits_segments():
         # event-driven: the segment kernel jumps over each stretch (O(events) per trial)
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
@@ -770,7 +770,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                                    confidence=confidence, selection_fraction=selection_fraction,
                                    delta=delta_audit, currency=currency, scorer=scorer)
         except _Missing as exc:
-            raise DpledgerError(f"{exc.args[0]} trials made no witness release within {stop} "
+            raise DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness release within {stop} "
                                 "rounds; pass a larger stop_at") from None
         sa = seq.final
         trials_done = seq.trials
@@ -788,7 +788,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                 # seeds) with twice the rounds; every trial is kept, none is dropped (dropping
                 # would condition on an event that may depend on the data)
                 if stop_at is not None or stop >= T:
-                    raise DpledgerError(f"{exc.args[0]} trials made no witness release within "
+                    raise DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness release within "
                                         f"{stop} rounds" + ("; pass a larger stop_at"
                                                             if stop < T else "")) from None
                 notes.append(f"some trials had not made the witness release by round {stop}; "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import re
 import sqlite3
 import sys
 
@@ -34,6 +35,13 @@ _COMPILING = ("run", "audit", "experiment", "verify", "show", "curve")
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # an argument that starts like a negative number is a value, not an option:
+        # `--means -0.1,0.5` and `--range -1,1` (argparse reads only a lone number so, and took
+        # these for unknown options); Python 3.13's own matcher is this prefix test
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)

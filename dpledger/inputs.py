@@ -473,6 +473,22 @@ def check_distinct(paths: Iterable[tuple[str, str | None]]) -> None:
         seen[key] = option
 
 
+# ---- messages in the user's terms ----------------------------------------------------------------
+
+# Keyword arguments of the Python API that the command line spells as flags.
+API_FLAGS = {"stop_at": "--stop-at", "max_trials": "--max-trials", "until_ratio": "--until-ratio",
+             "selection_fraction": "--selection-fraction", "ledger_out": "--ledger-out"}
+
+
+def in_flag_terms(exc: DpledgerError, flags: dict[str, str] = API_FLAGS) -> DpledgerError:
+    """A library error re-worded for the command line: each API keyword (``stop_at``) becomes
+    the flag the user typed (``--stop-at``)."""
+    text = str(exc)
+    for name, flag in flags.items():
+        text = re.sub(rf"(?<![-\w]){name}(?!\w)", flag, text)
+    return DpledgerError(text)
+
+
 # ---- numbers typed on the command line ---------------------------------------------------------
 
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE]([+-]?\d+))?")
@@ -568,6 +584,21 @@ def parse_floats(option: str, text: str, **bounds) -> list[float]:
             raise DpledgerError(f"{exc} (in {text!r})" if item != text.strip() else str(exc)) \
                 from None
     return out
+
+
+def parse_range(option: str, text: str) -> tuple[float, float]:
+    """``lo,hi``: two finite numbers with lo < hi whose width hi − lo is finite too (it is
+    every release's sensitivity)."""
+    items = split_list(option, text)
+    if len(items) != 2:
+        raise DpledgerError(f"{option} expects lo,hi, got {text!r}")
+    lo, hi = (parse_float(option, x) for x in items)
+    if not lo < hi:
+        raise DpledgerError(f"{option} needs lo < hi, got {text.strip()}")
+    if not math.isfinite(hi - lo):
+        raise DpledgerError(f"{option} {text.strip()}: its width hi − lo overflows double "
+                            "precision")
+    return lo, hi
 
 
 def parse_deltas(option: str, texts: Sequence[str]) -> list[float]:

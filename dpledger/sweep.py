@@ -137,6 +137,10 @@ class DaskExecutor:
                 client = Client(address, timeout="10s")
             except (OSError, TimeoutError) as exc:
                 raise DpledgerError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+            except (ValueError, TypeError) as exc:    # not an address at all
+                raise DpledgerError(f"--scheduler {address}: not a scheduler address "
+                                    f"({' '.join(str(exc).split())}); e.g. "
+                                    "tcp://127.0.0.1:8786") from None
         self.client = client
 
     def map_unordered(self, fn: Callable, tasks: Sequence[tuple]) -> Iterator[tuple[tuple, Any]]:

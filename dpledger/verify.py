@@ -35,7 +35,7 @@ import numpy as np
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.schema import dumps, parse_deltas
-from dpledger.errors import DpledgerError, InvariantViolation
+from dpledger.errors import DpledgerError, InvariantViolation, counted
 from dpledger.inputs import (check_run_counts, ledger_file_record,  # noqa: F401 (re-exported)
                              sha256_file)
 from dpledger.policies.registry import make_policy, policy_class
@@ -397,7 +397,7 @@ def _check_ledger(report: dict, ledger, policy, T: int, R: int, K: int, deltas,
     if bad.size:
         r = int(bad[0])
         problems.append(f"ledger file: run {r} observed {int(per_run[r])} rewards in all; "
-                        f"run.json's horizon is {T} ({bad.size} run(s) differ)")
+                        f"run.json's horizon is {T} ({counted(bad.size, 'run')} differ)")
         return
     seg = ledger.segments
     key = np.asarray(seg["run"], dtype=np.int64) * K + np.asarray(seg["arm"], dtype=np.int64)
@@ -448,6 +448,11 @@ def verify_run(path: str, ledger_path: str | None = None, resimulate: bool = Fal
     table = None
     if table_path is not None:
         from dpledger.inputs import load_table
+        kind = report.get("environment", {}).get("name") if isinstance(
+            report.get("environment"), dict) else None
+        if kind != "table":       # it would be loaded and then silently not used
+            raise DpledgerError(f"--table applies to a run on --env table; {path} is a run on "
+                                f"--env {kind}")
         table = load_table(table_path, "--table")
     _verify(report, ledger, v)
     env = report["environment"]

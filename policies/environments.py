@@ -108,7 +108,12 @@ def _sha(table: np.ndarray) -> str:
 def _check_range(lo, hi) -> tuple[float, float]:
     lo, hi = check_real("range low end", lo), check_real("range high end", hi)
     if not lo < hi:
-        raise DpledgerError(f"reward range must have lo < hi, got [{lo}, {hi}]")
+        raise DpledgerError(f"reward range must have lo < hi, got [{lo:g}, {hi:g}]")
+    if not math.isfinite(hi - lo):
+        # the sensitivity of every release is the width: an infinite one certifies nothing
+        # and rescales every reward to 0 or NaN
+        raise DpledgerError(f"reward range [{lo:g}, {hi:g}]: its width hi − lo overflows double "
+                            "precision")
     return lo, hi
 
 

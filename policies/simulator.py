@@ -35,7 +35,7 @@ from numba import njit
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.ledger import RewardLedger
-from dpledger.errors import DpledgerError
+from dpledger.errors import DpledgerError, counted
 from dpledger.interrupt import in_worker_thread, interruptible_pool, raise_if_stopped
 from dpledger.resources import available_memory, fmt_bytes, largest_fitting
 from dpledger.policies.base import KernelPolicy, Policy, RunOutput, validate_horizon
@@ -739,8 +739,8 @@ def check_memory(policy: Policy, env: Environment, T: int, runs: int, workers: i
             fix += (f" (policy {policy.name!r} returns one action per round; kernel policies "
                     "keep no per-round array)")
     raise DpledgerError(
-        f"this simulation needs about {fmt_bytes(est['bytes'])} ({est['concurrent']} run(s) at "
-        f"once of {fmt_bytes(est['per_run'])} each, {fmt_bytes(est['held'])} kept), more than "
+        f"this simulation needs about {fmt_bytes(est['bytes'])} ({counted(est['concurrent'], 'run')} "
+        f"at once of {fmt_bytes(est['per_run'])} each, {fmt_bytes(est['held'])} kept), more than "
         f"the {fmt_bytes(avail)} available; {fix}")
 
 

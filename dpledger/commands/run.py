@@ -7,12 +7,13 @@ import sys
 
 
 from dpledger.accounting.schema import write_json_atomic, write_json_stream_atomic
-from dpledger.errors import DpledgerError, InvariantViolation
+from dpledger.errors import DpledgerError, InvariantViolation, counted
 from dpledger.inputs import (PLOT_EXTENSIONS, check_distinct, check_output_file,
-                             ledger_file_record, load_table, parse_deltas, parse_float, parse_floats, parse_int, split_list)
+                             ledger_file_record, load_table, parse_deltas, parse_float,
+                             parse_floats, parse_int, parse_range, split_list)
 from dpledger.progress import SimulationProgress
 from dpledger.policies import environments as E
-from dpledger.policies.registry import make_policy
+from dpledger.policies.registry import make_policy_from_text
 from dpledger.policies.simulator import simulate
 
 DEFAULT_MEANS = "0.75,0.625,0.5,0.375,0.25"
@@ -108,10 +109,7 @@ def make_env(args) -> E.Environment:
             raise DpledgerError(f"--{opt} describes --env {env}, but this run uses --env "
                                 f"{args.env}" + (" (the default); add --env " + env
                                                  if args.env == "bernoulli" else ""))
-    lohi = _floats("range", args.range)
-    if len(lohi) != 2:
-        raise DpledgerError(f"--range expects lo,hi, got {args.range!r}")
-    lo, hi = lohi
+    lo, hi = parse_range("--range", args.range)
     if args.env == "bernoulli":
         return E.bernoulli(_floats("means", DEFAULT_MEANS if args.means is None else args.means), lo, hi)
     if args.env == "truncexp":
@@ -160,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs(args)
     env = make_env(args)
-    policy = make_policy(args.policy, **parse_params(args.set))
+    policy = make_policy_from_text(args.policy, parse_params(args.set))
     # the horizon's upper bound is validate_horizon's (policies/base.py), checked here first so
     # that the message echoes the number as typed
     T, R = _int("horizon", args.horizon, 1, MAX_HORIZON), _int("runs", args.runs, 1, MAX_COUNT)
@@ -181,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         # a ledger of 4e7 records (e.g. per-pull rows of a custom policy, or the segments of a
         # long run that switches arms every round) is ~1.5 GB of JSON and takes longer to
         # write than the simulation
-        sys.stderr.write(f"note: the ledger has {records} records; not writing {ledger_out} "
+        sys.stderr.write(f"note: the ledger has {counted(records, 'record')}; not writing {ledger_out} "
                          "(pass --ledger-out FILE to write it)\n")
         ledger_out = "none"
         not_written = (f"not_written:{records} records, more than {AUTO_LEDGER_RECORDS:.0e} "

@@ -78,8 +78,8 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
                    scheduler: str | None = None, quiet: bool = False,
                    cell_runs: int | None = None) -> dict:
     configs: list[RunConfig] = module.configs(quick)
+    executor = executor_for(workers, scheduler)     # a bad scheduler: refused before any folder
     os.makedirs(out, exist_ok=True)
-    executor = executor_for(workers, scheduler)
     cell = cell_runs or (1 if quick else 5)
     reports = run_sweep(configs, out, executor, cell_runs=cell, quiet=quiet)
     summary: Summary = module.summarize(reports, out, quick)
