@@ -34,6 +34,13 @@ COMMANDS = {
 _COMPILING = ("run", "audit", "experiment", "verify", "show", "curve")
 
 
+# what makes each command hold less memory, for its out-of-memory line
+_SMALLER = {"run": "a smaller --horizon or --runs, or fewer --workers",
+            "audit": "fewer --trials, a smaller --horizon, or fewer --workers",
+            "experiment": "fewer --workers, or --quick",
+            "verify": "verify without --resimulate, or with fewer --workers"}
+
+
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -100,8 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     _reuse_freed_memory()
     first = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(first if first in COMMANDS else None)
-    args = parser.parse_args(argv)
+    try:
+        # importing a command's module (numba, scipy) takes seconds: Ctrl-C there is one line
+        parser = build_parser(first if first in COMMANDS else None)
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("dpledger: interrupted\n")
+        return 130
     if not getattr(args, "func", None):
         sys.stderr.write("dpledger: error: a command is needed, one of "
                          + ", ".join(n for n in COMMANDS if _present(n))
@@ -133,8 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"dpledger {args.command}: error: {exc.strerror or exc}{where}\n")
         return 2
     except MemoryError:
-        sys.stderr.write(f"dpledger {args.command}: error: out of memory (try a smaller "
-                         "--horizon or --runs, or fewer --workers)\n")
+        # the estimates (dpledger.resources) refuse what cannot fit before it starts; this is
+        # what they did not foresee (another process took the memory meanwhile, say)
+        sys.stderr.write(f"dpledger {args.command}: error: out of memory"
+                         + (f" (try {_SMALLER[args.command]})" if args.command in _SMALLER
+                            else "") + "\n")
         return 2
     except (KeyboardInterrupt, Stopped):
         # outputs are written to a temporary name and renamed: nothing is left half-written

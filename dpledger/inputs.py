@@ -57,6 +57,25 @@ def special_file_kind(mode: int) -> str | None:
     return None
 
 
+def refuse_special_file(path: str, expected: str, where: str | None = None,
+                        mode: int | None = None) -> None:
+    """Refuse a device, pipe or socket named where a file is expected, before anything opens it
+    (opening a named pipe blocks until someone writes to it: a silent hang; a device such as
+    /dev/urandom never ends).  A missing path or a folder is left to the loader's message."""
+    if mode is None:
+        if not isinstance(path, str) or path == "" or "\0" in path:
+            return
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return
+    kind = special_file_kind(mode)
+    if kind is not None:
+        raise DpledgerError(f"{where or path} is {kind}, not a regular file; {expected} was "
+                            "expected (dpledger reads regular files only, whose size it checks "
+                            "first)")
+
+
 def check_input_file(path: str, expected: str, read_factor: float = 1.0,
                      option: str | None = None) -> int:
     """The size of ``path`` after checking, before any byte is read, that it is a regular file
@@ -77,10 +96,7 @@ def check_input_file(path: str, expected: str, read_factor: float = 1.0,
         raise DpledgerError(f"cannot read {path}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
         raise DpledgerError(f"{where} is a directory; {expected} was expected")
-    kind = special_file_kind(st.st_mode)
-    if kind is not None:
-        raise DpledgerError(f"{where} is {kind}, not a regular file; {expected} was expected "
-                            "(dpledger reads regular files only, whose size it checks first)")
+    refuse_special_file(path, expected, where, st.st_mode)
     size = int(st.st_size)
     check_fits(f"reading {path} ({fmt_bytes(size)})", int(size * read_factor),
                "is it the file you meant?")
@@ -440,7 +456,10 @@ def check_output_file(path: str, option: str, extensions: Sequence[str] | None =
         raise DpledgerError(f"{option} {path} is a directory; give a file name, e.g. "
                             f"{os.path.join(path, 'out' + ('.' + extensions[0] if extensions else '.json'))}")
     if os.path.exists(path) and not os.path.isfile(path):
-        raise DpledgerError(f"{option} {path} exists and is not a regular file")
+        kind = special_file_kind(os.stat(path).st_mode) or "not a regular file"
+        raise DpledgerError(f"{option} {path} is {kind}, not a regular file that can be "
+                            "replaced" if kind != "not a regular file" else
+                            f"{option} {path} exists and is not a regular file")
     if extensions is not None:
         ext = os.path.splitext(path)[1][1:].lower()
         if ext and ext not in extensions:
@@ -456,7 +475,9 @@ def check_output_dir(path: str, option: str) -> str:
         raise DpledgerError(f"{option} needs a folder name")
     _no_nul(path, option)
     if os.path.exists(path) and not os.path.isdir(path):
-        raise DpledgerError(f"{option} {path} exists and is not a folder")
+        kind = special_file_kind(os.stat(path).st_mode)
+        raise DpledgerError(f"{option} {path} exists and is not a folder"
+                            + (f" (it is {kind})" if kind else ""))
     _probe_folder(option, path, os.path.abspath(path))
     return path
 

@@ -8,7 +8,8 @@ from dpledger.accounting.accountants import ACCOUNTANTS, OK, BestAccountant
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.pld import MIN_DELTA as PLD_MIN_DELTA
 from dpledger.errors import DpledgerError
-from dpledger.inputs import PLOT_EXTENSIONS, check_output_file, load_run_json, parse_floats
+from dpledger.inputs import (PLOT_EXTENSIONS, check_output_file, load_run_json, parse_floats,
+                             refuse_special_file)
 
 DEFAULT_GRID = [10.0 ** -k for k in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 30)]
 
@@ -122,6 +123,7 @@ def run(args) -> int:
     if args.plot is not None:
         check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
     which = args.which
+    refuse_special_file(args.file, "a run.json or a ledger store")   # before anything opens it
     if is_store(args.file):                  # a ledger store: its worst reward's composition
         from dpledger.commands.ledger import store_report
         rep = store_report(args.file, which)

@@ -46,6 +46,8 @@ def _g(v) -> str:
 
 def run(args) -> int:
     from dpledger.commands.ledger import store_dispatch
+    from dpledger.inputs import refuse_special_file
+    refuse_special_file(args.file, "a run.json or a ledger store")   # before anything opens it
     code = store_dispatch("verify", args)     # a ledger store, not a run.json
     if code is not None:
         return code
