@@ -770,8 +770,8 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                                    confidence=confidence, selection_fraction=selection_fraction,
                                    delta=delta_audit, currency=currency, scorer=scorer)
         except _Missing as exc:
-            raise DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness release within {stop} "
-                                "rounds; pass a larger stop_at") from None
+            raise DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness release "
+                                f"within {stop} rounds; pass a larger stop_at") from None
         sa = seq.final
         trials_done = seq.trials
         info["sequential"] = seq.to_json()
@@ -788,7 +788,8 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                 # seeds) with twice the rounds; every trial is kept, none is dropped (dropping
                 # would condition on an event that may depend on the data)
                 if stop_at is not None or stop >= T:
-                    raise DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness release within "
+                    raise DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness "
+                                        "release within "
                                         f"{stop} rounds" + ("; pass a larger stop_at"
                                                             if stop < T else "")) from None
                 notes.append(f"some trials had not made the witness release by round {stop}; "

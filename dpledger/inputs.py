@@ -512,6 +512,9 @@ def in_flag_terms(exc: DpledgerError, flags: dict[str, str] = API_FLAGS) -> Dple
 
 # ---- numbers typed on the command line ---------------------------------------------------------
 
+MAX_WORKERS = 1024      # --workers: more is a typo (each is a process or thread; 1e30 would
+                        # have the simulator build a list of 1e30 chunks)
+
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE]([+-]?\d+))?")
 
 

@@ -514,10 +514,10 @@ def locate_ledger(path: str, report: dict, ledger_path: str | None) -> LedgerFil
     sha, size = sha256_file(file)
     if (sha, size) != (led["sha256"], led["bytes"]):
         detail = (f"sha256 {sha[:16]}… and {size} bytes, run.json recorded "
-                  f"{led['sha256'][:16]}… and {led['bytes']} bytes (changed, truncated or another "
-                  "run's ledger)")
-        return LedgerFile(problem=f"ledger file {led['file'] if ledger_path is None else ledger_path}: "
-                                  + detail, mismatch=detail)
+                  f"{led['sha256'][:16]}… and {led['bytes']} bytes (changed, truncated or "
+                  "another run's ledger)")
+        name = led["file"] if ledger_path is None else ledger_path
+        return LedgerFile(problem=f"ledger file {name}: {detail}", mismatch=detail)
     return LedgerFile(path=file)
 
 

@@ -169,14 +169,15 @@ def table(values, lo: float = 0.0, hi: float = 1.0) -> Environment:
     except (TypeError, ValueError):
         raise DpledgerError("a reward table must be a (T, K) array of numbers") from None
     if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] < 1:
-        raise DpledgerError(f"a reward table must be (T, K) with K >= 2, got shape {arr.shape}")
+        raise DpledgerError("a reward table must have rounds as rows and at least 2 arms as "
+                            f"columns, got {' × '.join(map(str, arr.shape)) or 'a single value'}")
     if not np.all(np.isfinite(arr)):
         raise DpledgerError("a reward table must not contain NaN or infinity")
     bad = (arr < lo) | (arr > hi)
     if bad.any():
         t, k = map(int, np.argwhere(bad)[0])
-        raise DpledgerError(f"reward table entry [{t}, {k}] = {arr[t, k]!r} lies outside the "
-                            f"declared range [{lo}, {hi}]")
+        raise DpledgerError(f"the reward table's row {t + 1}, column {k + 1} holds "
+                            f"{float(arr[t, k])!r}, outside the declared range [{lo:g}, {hi:g}]")
     return Environment(TABLE, np.zeros((arr.shape[1], 2)), arr, lo, hi)
 
 

@@ -581,7 +581,8 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
                             f"sampler runs {', '.join(exact_sampler_policies())}")
     T = validate_horizon(horizon, env.n_arms)
     if env.table.size and env.table.shape[0] < T:
-        raise DpledgerError(f"the reward table has {env.table.shape[0]} rows, fewer than the "
+        raise DpledgerError(f"the reward table has {counted(env.table.shape[0], 'row')}, "
+                            "fewer than the "
                             f"horizon {T}")
     if run_indices is None:
         if runs is None or isinstance(runs, bool) or int(runs) != runs or runs < 1:
@@ -597,6 +598,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
     run_indices = list(range(int(runs))) if run_indices is None else [int(i) for i in run_indices]
     if not run_indices or len(set(run_indices)) != len(run_indices) or min(run_indices) < 0:
         raise DpledgerError("run_indices must be distinct integers >= 0")
+    workers = min(workers, len(run_indices))     # a worker holds at least one run
     # progress in rounds (``progress.rounds``): a thread reads the chunks' sinks (or, for runs
     # without a sink, their two progress slots); without it, sinks are private to the chunks
     rounds = getattr(progress, "rounds", None)
@@ -685,8 +687,9 @@ def memory_estimate(policy: Policy, env: Environment, T: int, runs: int, workers
     checkpoints (twice: the per-chunk rows and the joined array), the run's bookkeeping
     (:data:`_RUN_OVERHEAD`), its ledger records (rows up to ``row_capacity``, segments up to
     ``segment_capacity`` or one per arm, :data:`_RECORD_BYTES` each), and with keep_actions 2
-    bytes per round.  Segments of a sink beyond one per arm are not in the estimate (they are O(switches of arm), unknown in advance; a sink that needs more columns
-    checks again before replaying, :func:`_run_sunk`): the estimate is a lower bound."""
+    bytes per round.  Segments of a sink beyond one per arm are not in the estimate (they are
+    O(switches of arm), unknown in advance; a sink that needs more columns checks again before
+    replaying, :func:`_run_sunk`): the estimate is a lower bound."""
     K = env.n_arms
     T = int(T)
     per_run = 0
@@ -739,8 +742,9 @@ def check_memory(policy: Policy, env: Environment, T: int, runs: int, workers: i
             fix += (f" (policy {policy.name!r} returns one action per round; kernel policies "
                     "keep no per-round array)")
     raise DpledgerError(
-        f"this simulation needs about {fmt_bytes(est['bytes'])} ({counted(est['concurrent'], 'run')} "
-        f"at once of {fmt_bytes(est['per_run'])} each, {fmt_bytes(est['held'])} kept), more than "
+        f"this simulation needs about {fmt_bytes(est['bytes'])} "
+        f"({counted(est['concurrent'], 'run')} at once of {fmt_bytes(est['per_run'])} each, "
+        f"{fmt_bytes(est['held'])} kept), more than "
         f"the {fmt_bytes(avail)} available; {fix}")
 
 

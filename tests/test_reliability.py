@@ -152,7 +152,7 @@ def test_sequential_batches_are_bounded():
         (b.final.k0, b.final.k1, b.final.n0, b.final.n1)
 
 
-# ---- §2: Ctrl-C ----------------------------------------------------------------------------------
+# ---- §2: Ctrl-C ---------------------------------------------------------------------------------
 
 def _started_driver(target: str, argv: list[str]) -> str:
     """A child that prints "started" when ``target`` (module:function) is first entered, then

@@ -27,8 +27,8 @@ import sys
 import time
 
 from dpledger.errors import DpledgerError, InvariantViolation
-from dpledger.inputs import (PLOT_EXTENSIONS, check_output_file, in_flag_terms, load_table,
-                             parse_float, parse_int, parse_range)
+from dpledger.inputs import (MAX_WORKERS, PLOT_EXTENSIONS, check_output_file, in_flag_terms,
+                             load_table, parse_float, parse_int, parse_range)
 from dpledger.progress import Bar
 
 
@@ -267,7 +267,7 @@ def parse_workers(text) -> int:
     from dpledger.policies.simulator import available_cpus
     if str(text).strip().lower() == "auto":
         return available_cpus()
-    return parse_int("--workers", text, minimum=1)
+    return parse_int("--workers", text, minimum=1, maximum=MAX_WORKERS)
 
 
 def _audit_spec(args, trials, until, max_trials):

@@ -27,12 +27,12 @@ def run(args) -> int:
     from dpledger.errors import DpledgerError
     from dpledger.experiments import experiment_module
     from dpledger.experiments.common import run_experiment
-    from dpledger.inputs import check_output_dir, parse_int
+    from dpledger.inputs import MAX_WORKERS, check_output_dir, parse_int
 
     module = experiment_module(args.name)
     if args.scheduler is not None and not args.scheduler.strip():
         raise DpledgerError("--scheduler needs an address, e.g. tcp://127.0.0.1:8786")
-    workers = parse_int("--workers", args.workers, minimum=1)
+    workers = parse_int("--workers", args.workers, minimum=1, maximum=MAX_WORKERS)
     out = args.out or os.path.join("out", args.name + ("-quick" if args.quick else ""))
     check_output_dir(out, "--out")
     run_experiment(module, out, quick=args.quick, workers=workers,

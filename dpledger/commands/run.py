@@ -8,7 +8,7 @@ import sys
 
 from dpledger.accounting.schema import write_json_atomic, write_json_stream_atomic
 from dpledger.errors import DpledgerError, InvariantViolation, counted
-from dpledger.inputs import (PLOT_EXTENSIONS, check_distinct, check_output_file,
+from dpledger.inputs import (MAX_WORKERS, PLOT_EXTENSIONS, check_distinct, check_output_file,
                              ledger_file_record, load_table, parse_deltas, parse_float,
                              parse_floats, parse_int, parse_range, split_list)
 from dpledger.progress import SimulationProgress
@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     if args.rng == "os" and args.seed is not None:
         raise DpledgerError("--seed cannot be combined with --rng os (the OS entropy replaces it)")
     seed = _int("seed", "0" if args.seed is None else args.seed, 0)
-    workers = _int("workers", args.workers, 1)
+    workers = _int("workers", args.workers, 1, MAX_WORKERS)
     deltas = parse_deltas("--delta", args.delta) if args.delta else None
     # rounds (inside runs too) on stderr, ETA from the first tick on (compilation excluded)
     with SimulationProgress(T, R, quiet=args.quiet) as progress:
@@ -179,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
         # a ledger of 4e7 records (e.g. per-pull rows of a custom policy, or the segments of a
         # long run that switches arms every round) is ~1.5 GB of JSON and takes longer to
         # write than the simulation
-        sys.stderr.write(f"note: the ledger has {counted(records, 'record')}; not writing {ledger_out} "
+        sys.stderr.write(f"note: the ledger has {counted(records, 'record')}; not writing "
+                         f"{ledger_out} "
                          "(pass --ledger-out FILE to write it)\n")
         ledger_out = "none"
         not_written = (f"not_written:{records} records, more than {AUTO_LEDGER_RECORDS:.0e} "

@@ -52,8 +52,9 @@ def run(args) -> int:
     if code is not None:
         return code
     from dpledger.commands.run import _int
+    from dpledger.inputs import MAX_WORKERS
     from dpledger.errors import DpledgerError
-    workers = _int("workers", args.workers, 1)
+    workers = _int("workers", args.workers, 1, MAX_WORKERS)
     if not args.resimulate and args.workers != "1":
         raise DpledgerError("--workers applies to --resimulate only")
     v = verify_run(args.file, ledger_path=args.ledger, resimulate=args.resimulate,
