@@ -611,18 +611,18 @@ def parse_floats(option: str, text: str, **bounds) -> list[float]:
 
 
 def parse_range(option: str, text: str) -> tuple[float, float]:
-    """``lo,hi``: two finite numbers with lo < hi whose width hi − lo is finite too (it is
-    every release's sensitivity)."""
+    """``lo,hi``: two numbers as typed, checked as every environment checks its range
+    (:func:`dpledger.policies.environments.check_range`: lo < hi, a finite width), before any
+    work that would use it."""
+    from dpledger.policies.environments import check_range
     items = split_list(option, text)
     if len(items) != 2:
         raise DpledgerError(f"{option} expects lo,hi, got {text!r}")
     lo, hi = (parse_float(option, x) for x in items)
-    if not lo < hi:
-        raise DpledgerError(f"{option} needs lo < hi, got {text.strip()}")
-    if not math.isfinite(hi - lo):
-        raise DpledgerError(f"{option} {text.strip()}: its width hi − lo overflows double "
-                            "precision")
-    return lo, hi
+    try:
+        return check_range(lo, hi)
+    except DpledgerError as exc:
+        raise DpledgerError(f"{option} {text.strip()}: {exc}") from None
 
 
 def parse_deltas(option: str, texts: Sequence[str]) -> list[float]:

@@ -105,7 +105,9 @@ def _sha(table: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(table, dtype=np.float64).tobytes()).hexdigest()
 
 
-def _check_range(lo, hi) -> tuple[float, float]:
+def check_range(lo, hi) -> tuple[float, float]:
+    """A declared reward range [lo, hi]: finite, lo < hi, and a finite width (every release's
+    sensitivity)."""
     lo, hi = check_real("range low end", lo), check_real("range high end", hi)
     if not lo < hi:
         raise DpledgerError(f"reward range must have lo < hi, got [{lo:g}, {hi:g}]")
@@ -130,7 +132,7 @@ def _arms(values, name: str) -> np.ndarray:
 
 
 def bernoulli(means, lo: float = 0.0, hi: float = 1.0) -> Environment:
-    lo, hi = _check_range(lo, hi)
+    lo, hi = check_range(lo, hi)
     p = _arms(means, "means")
     if np.any((p < 0) | (p > 1)):
         raise DpledgerError(f"Bernoulli means must lie in [0, 1], got {p.tolist()}")
@@ -140,7 +142,7 @@ def bernoulli(means, lo: float = 0.0, hi: float = 1.0) -> Environment:
 
 
 def truncated_exponential(rates, lo: float = 0.0, hi: float = 1.0) -> Environment:
-    lo, hi = _check_range(lo, hi)
+    lo, hi = check_range(lo, hi)
     r = _arms(rates, "rates")
     if np.any(r <= 0):
         raise DpledgerError(f"rates must be > 0, got {r.tolist()}")
@@ -150,7 +152,7 @@ def truncated_exponential(rates, lo: float = 0.0, hi: float = 1.0) -> Environmen
 
 
 def beta(ab, lo: float = 0.0, hi: float = 1.0) -> Environment:
-    lo, hi = _check_range(lo, hi)
+    lo, hi = check_range(lo, hi)
     arr = np.asarray(ab, dtype=np.float64)
     if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 2:
         raise DpledgerError("beta arms need (a, b) pairs for at least 2 arms")
@@ -163,7 +165,7 @@ def beta(ab, lo: float = 0.0, hi: float = 1.0) -> Environment:
 
 def table(values, lo: float = 0.0, hi: float = 1.0) -> Environment:
     """A fixed reward table (T, K): row t holds every arm's reward at round t (replay, audits)."""
-    lo, hi = _check_range(lo, hi)
+    lo, hi = check_range(lo, hi)
     try:
         arr = np.array(values, dtype=np.float64)
     except (TypeError, ValueError):
