@@ -23,8 +23,10 @@ renamed (:func:`dpledger.accounting.schema.write_json_atomic`), and the CLI exit
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
+import time
 import weakref
 from typing import Any, Callable, Iterator
 
@@ -93,14 +95,19 @@ def in_worker_thread(work: Callable[[], Any]) -> Any:
 
     worker = threading.Thread(target=target, name="dpledger-work", daemon=True)
     worker.start()
-    interrupted = False
+    interrupted = None
     try:
         while worker.is_alive():
             try:
                 worker.join(_POLL)
             except KeyboardInterrupt:
-                interrupted = True
+                interrupted = interrupted or time.monotonic()
                 request_stop()
+            if interrupted and time.monotonic() - interrupted > 2 * _GRACE:
+                # busy where no check is made (numba compiling a kernel for its first use,
+                # 10–45 s): the work is abandoned — it writes nothing, and as a daemon thread
+                # it ends with the process
+                break
     finally:
         if interrupted:
             clear_stop()
@@ -112,15 +119,23 @@ def in_worker_thread(work: Callable[[], Any]) -> Any:
     return box.get("value")
 
 
+_GRACE = 1.0                    # seconds a pool process is given to stop at its next check
+
+
 def _child_init(flag, initializer, initargs) -> None:
     """A pool process: SIGINT is the parent's to handle; the parent's ``flag`` becomes a stop
-    request here (a daemon thread looks every :data:`_POLL` seconds)."""
+    request here (a daemon thread looks every :data:`_POLL` seconds).  A process that has not
+    stopped :data:`_GRACE` seconds later is busy where no check is made — numba compiling a
+    kernel for its first use takes 10–45 s — and exits: the parent has given up its results,
+    and a pool process writes no file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def look():
         while not flag.value:
             threading.Event().wait(_POLL)
         request_stop()
+        threading.Event().wait(_GRACE)
+        os._exit(130)
 
     threading.Thread(target=look, name="dpledger-stop-watch", daemon=True).start()
     if initializer is not None:
