@@ -248,3 +248,33 @@ def test_experiment_prints_a_short_summary(tmp_path, capsys):
     assert out.count("\n") <= 4 and "|" not in out
     assert "regret is finite" in out and "full table (60 rows, 3 columns)" in out
     assert (tmp_path / "x" / "table.md").read_text().count("\n") == 62
+
+
+# ---- the README's first command and the import circle -------------------------------------------
+
+def test_readme_outputs_are_ignored_in_a_checkout():
+    """`dpledger run … --out run.json` in the checkout leaves nothing for `git status` to show."""
+    import fnmatch
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parent.parent
+    patterns = [p.strip().lstrip("/") for p in (root / ".gitignore").read_text().splitlines()
+                if p.strip() and not p.startswith("#")]
+    readme = (root / "README.md").read_text()
+    assert "--out run.json" in readme
+    for written in ("run.json", "run.ledger.json", "audit.json", "curve.png", "per-reward.png"):
+        assert any(fnmatch.fnmatch(written, p) for p in patterns), written
+
+
+def test_run_and_verify_do_not_import_each_other():
+    """What both need (the ledger file's record, the table loader) lives in dpledger.inputs."""
+    import os
+    import subprocess
+    import sys
+    code = ("import sys, importlib; importlib.import_module(sys.argv[1]); "
+            "print(sys.argv[2] in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for mod, other in (("dpledger.commands.run", "dpledger.verify"),
+                       ("dpledger.verify", "dpledger.commands.run")):
+        p = subprocess.run([sys.executable, "-c", code, mod, other], capture_output=True,
+                           text=True, env=env)
+        assert p.returncode == 0 and p.stdout.strip() == "False", (mod, p.stdout, p.stderr)
