@@ -619,7 +619,7 @@ def test_curve_on_a_store_checks_its_plot_and_prints_delta_of_epsilon(tmp_path):
     path = tmp_path / "c.db"
     with LedgerStore.create(path) as s:
         s.append(0, 0, 1, LaplaceRelease.from_epsilon(0.5))
-    r = _cli("curve", str(path), "--epsilons", "0.1,1", "--deltas", "1e-5")
+    r = _cli("curve", str(path), "--epsilons", "0.1,1", "--deltas", "1e-5", "--wide")
     assert r.returncode == 0 and "δ(ε)" in r.stdout and "realized/pure" in r.stdout, r.stderr
     for bad in (str(tmp_path / "x.txt"), ""):
         r = _cli("curve", str(path), "--plot", bad)
