@@ -67,8 +67,12 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def is_store(path: str | os.PathLike) -> bool:
-    """True when ``path`` is an SQLite file (the dispatch used by verify/curve/show)."""
+    """True when ``path`` is an SQLite file (the dispatch used by verify/curve/show); a device,
+    pipe or socket is never one (opening a named pipe to read its header would block)."""
+    import stat
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, "rb") as fh:
             return fh.read(16) == _SQLITE_MAGIC
     except (OSError, ValueError, TypeError):     # missing, a folder, a NUL in the name
@@ -253,6 +257,9 @@ class LedgerStore:
         if not os.path.exists(path):
             raise DpledgerError(f"no ledger store at {os.fspath(path)}")
         if not is_store(path):
+            from dpledger.inputs import refuse_special_file
+            refuse_special_file(os.fspath(path), "a ledger store", os.fspath(path),
+                                os.stat(path).st_mode)
             raise DpledgerError(f"{os.fspath(path)} is not a ledger store (not an SQLite file)")
         conn = _connect(path, readonly=readonly)
         try:

@@ -83,7 +83,8 @@ def run_record(args: argparse.Namespace) -> int:
         except BudgetExceeded as exc:
             sys.stderr.write(f"dpledger ledger record: {exc}\n")
             return 1
-    sys.stdout.write(f"recorded; {n} records\n")
+    from dpledger.errors import counted
+    sys.stdout.write(f"recorded; {counted(n, 'record')}\n")
     return 0
 
 
