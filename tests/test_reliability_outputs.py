@@ -240,8 +240,8 @@ def test_experiment_prints_a_short_summary(tmp_path, capsys):
                     runs=1)
     rows = [{"policy": "ucb1", "row": i, "regret": float(i)} for i in range(60)]
     module = types.SimpleNamespace(
-        NAME="fake", TITLE="A fake experiment", configs=lambda quick: [cfg],
-        summarize=lambda reports, out, quick: Summary(
+        NAME="fake", TITLE="A fake experiment", configs=lambda quick, overrides=None: [cfg],
+        summarize=lambda reports, out, quick, overrides=None: Summary(
             table=rows, plots=[], claims=[Claim("regret is finite", True, "60 rows")]))
     run_experiment(module, str(tmp_path / "x"), quick=True, quiet=False)
     out = capsys.readouterr().out
