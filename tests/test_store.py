@@ -332,10 +332,9 @@ READER = textwrap.dedent("""
     last, reads = 0, 0
     t_end = time.time() + float(sys.argv[2])
     while time.time() < t_end:
-        s._conn.execute("BEGIN")
-        n = s.n_records()
-        rows = s.rows_array()
-        s._conn.execute("COMMIT")
+        with s.snapshot():
+            n = s.n_records()
+            rows = s.rows_array()
         assert rows.shape[0] == n, (rows.shape, n)       # one consistent snapshot
         assert n >= last, (n, last)                      # never goes back
         assert (rows[:, 2] == range(n)).all()
