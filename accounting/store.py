@@ -56,7 +56,7 @@ from dpledger.accounting.filters import Budget, BudgetExceeded, CURRENCY_OF
 from dpledger.accounting.ledger import ARM_LIMIT as _MAX_ARM
 from dpledger.accounting.releases import Release, release_from_json, release_to_json
 from dpledger.accounting.store_backends import (CHECKPOINTS_SQL, Backend, SqliteBackend,
-                                                _first_line, is_postgres_url, is_sqlite_file,
+                                                StoreUnreachable, _first_line, is_postgres_url, is_sqlite_file,
                                                 open_backend, sqlite_path)
 from dpledger.errors import DpledgerError
 
@@ -1015,6 +1015,8 @@ def verify_store(path: str | os.PathLike, since: tuple[int, str] | None = None) 
     problems: list[str] = []
     try:
         store = LedgerStore.open(path, readonly=True)
+    except StoreUnreachable:
+        raise                              # nothing was checked: not a finding about the store
     except DpledgerError as exc:
         return [str(exc)]
     try:
@@ -1166,3 +1168,75 @@ def _check_columns(out: list[np.ndarray]) -> list[np.ndarray]:
     if (out[1] >= _MAX_ARM).any():
         raise DpledgerError(f"arm must be below 2^20, got {int(out[1][out[1] >= _MAX_ARM][0])}")
     return out
+
+
+def copy_store(src: str | os.PathLike, dst: str | os.PathLike) -> dict:
+    """Copy the store at ``src`` to a new store at ``dst`` (any backend to any backend: SQLite
+    into PostgreSQL and back), row for row: the same releases (ids and JSON text), batches (
+    number, size, data bytes, checksum, link), head and counts, budget and labels, and
+    checkpoints; the copy is written at this dpledger's version.  The source is verified first
+    (a store that fails ``verify`` is not copied) and the copy after; the copy appears whole or
+    not at all (one transaction; an SQLite copy is written beside ``dst`` and linked into place,
+    never over an existing file).  Returns the copy's ``head()``."""
+    problems = verify_store(src)
+    if problems:
+        raise DpledgerError(f"{_name(src)} does not verify, not copied: {problems[0]}")
+    with LedgerStore.open(src, readonly=True) as s, s.snapshot():
+        if s.version < 2:
+            raise DpledgerError(f"{s.path}: a version 1 store has no record chain; open it for "
+                                "writing once (e.g. `dpledger ledger record`) before copying")
+        meta = s._meta()
+        releases = [(int(i), str(t)) for i, t in
+                    s._db.execute("SELECT id, json FROM releases ORDER BY id")]
+        batches = [(int(q), int(n), bytes(d), str(h), int(r), str(k)) for q, n, d, h, r, k in
+                   s._db.execute("SELECT seq, n, data, sha256, n_releases, link FROM batches "
+                                 "ORDER BY seq")]
+        points = [] if s.version < 3 else [
+            (str(a), int(b), bytes(c)) for a, b, c in
+            s._db.execute("SELECT name, batches, data FROM checkpoints ORDER BY name")]
+    keys = ("format", "head", "batches", "records", "budget", "policy", "arms")
+    rows = [(k, meta[k]) for k in keys if k in meta] + [("version", str(VERSION))]
+    final = None if is_postgres_url(dst) else sqlite_path(dst)
+    if final is not None:
+        if os.path.exists(final):
+            raise DpledgerError(f"{final} already exists; not overwriting it")
+        target = f"{final}.copy-{os.getpid()}.tmp"
+    else:
+        target = dst
+    db = open_backend(target, readonly=False, create=True)
+
+    def fill() -> None:
+        db.executemany("INSERT INTO releases(id, json) VALUES (?, ?)", releases)
+        db.executemany("INSERT INTO batches(seq, n, data, sha256, n_releases, link) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", batches)
+        db.executemany("INSERT INTO checkpoints(name, batches, data) VALUES (?, ?, ?)", points)
+
+    done = False
+    try:
+        db.create_tables(rows, fill)
+        done = True
+    except db.db_errors as exc:
+        raise DpledgerError(f"{db.name}: the copy failed, nothing was written "
+                            f"({_first_line(exc)})") from None
+    finally:
+        db.close()
+        if final is not None:
+            try:
+                if done:
+                    os.link(target, final)  # fails, leaving ``final`` alone, if it appeared
+            except FileExistsError:
+                raise DpledgerError(f"{final} already exists; not overwriting it") from None
+            finally:
+                for leftover in (target, target + "-wal", target + "-shm"):
+                    if os.path.exists(leftover):
+                        os.unlink(leftover)
+    problems = verify_store(dst)
+    if problems:
+        raise DpledgerError(f"{_name(dst)}: the copy does not verify: {problems[0]}")
+    with LedgerStore.open(dst, readonly=True) as d:
+        return d.head()
+
+
+def _name(url) -> str:
+    from dpledger.accounting.store_backends import redact
+    return redact(os.fspath(url))

@@ -57,6 +57,10 @@ _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
 _AGG_RECORDS = 4_000_000       # string_agg of 48-byte rows stays far below PostgreSQL's 1 GB
 
 
+class StoreUnreachable(DpledgerError):
+    """The store's server could not be reached (not a problem of the store itself)."""
+
+
 def is_postgres_url(url: Any) -> bool:
     return isinstance(url, str) and url.startswith(_PG_SCHEMES)
 
@@ -80,8 +84,8 @@ def redact(url: str) -> str:
         netloc = parts.netloc
         if "@" in netloc:
             cred, host = netloc.rsplit("@", 1)
-            user = cred.split(":", 1)[0]
-            netloc = f"{user}:***@{host}" if ":" in cred else f"{user}@{host}"
+            user, _, password = cred.partition(":")
+            netloc = f"{user}:***@{host}" if password else f"{user}@{host}"
         query = urllib.parse.urlencode(
             [(k, "***" if k == "password" else v)
              for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)],
@@ -127,7 +131,9 @@ class Backend:
     def executemany(self, sql: str, rows: Iterable[Sequence]) -> None:
         raise NotImplementedError
 
-    def create_tables(self, meta: list[tuple[str, str]]) -> None:
+    def create_tables(self, meta: list[tuple[str, str]], fill=None) -> None:
+        """The store's tables and its ``meta`` rows, then ``fill()`` (more inserts), in one
+        transaction; refuses (one line) when a store is already there."""
         raise NotImplementedError
 
     def begin_write(self) -> None:
@@ -186,7 +192,7 @@ class SqliteBackend(Backend):
     def executemany(self, sql, rows):
         self.conn.executemany(sql, rows)
 
-    def create_tables(self, meta):
+    def create_tables(self, meta, fill=None):
         self.enable_wal()
         with self.conn:
             self.conn.execute("BEGIN")
@@ -198,6 +204,8 @@ class SqliteBackend(Backend):
                               "n_releases INTEGER NOT NULL, link TEXT NOT NULL)")
             self.conn.execute(CHECKPOINTS_SQL)
             self.conn.executemany("INSERT INTO meta VALUES (?, ?)", meta)
+            if fill is not None:
+                fill()
 
     def enable_wal(self) -> None:
         """Write-ahead logging with full syncs, for a writable connection to a checked store (a
@@ -315,8 +323,8 @@ class PostgresBackend(Backend):
         try:
             self.conn = psycopg.connect(autocommit=True, **params)
         except psycopg.Error as exc:
-            raise DpledgerError(f"cannot reach the ledger store {self.name}: "
-                                f"{_first_line(exc)}") from None
+            raise StoreUnreachable(f"cannot reach the ledger store {self.name}: "
+                                   f"{_first_line(exc)}") from None
         self._in_tx = False
         try:
             exists = self.conn.execute(
@@ -341,7 +349,7 @@ class PostgresBackend(Backend):
         with self.conn.cursor() as cur:
             cur.executemany(sql.replace("?", "%s"), list(rows))
 
-    def create_tables(self, meta):
+    def create_tables(self, meta, fill=None):
         """One transaction (PostgreSQL's DDL is transactional): a store half-created by a
         crash or a concurrent ``init`` does not exist."""
         psycopg = _psycopg()
@@ -360,6 +368,8 @@ class PostgresBackend(Backend):
                                   .replace("INTEGER", "BIGINT"))
                 with self.conn.cursor() as cur:
                     cur.executemany("INSERT INTO meta VALUES (%s, %s)", meta)
+                if fill is not None:
+                    fill()
         except psycopg.errors.DuplicateTable:
             raise DpledgerError(f"{self.name} already holds a ledger store (schema "
                                 f"{self.schema}); not overwriting it") from None

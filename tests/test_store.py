@@ -434,7 +434,7 @@ def test_cli_round_trip(tmp_path):
     assert r.returncode == 0, r.stderr
     r = _cli("ledger", "record", path, "--arm", "1", "--start", "3", "--stop", "5",
              "gaussian:mu=0.5,count=4")
-    assert r.returncode == 1 and "index=3" in r.stderr and "nothing was stored" in r.stderr
+    assert r.returncode == 2 and "index=3" in r.stderr and "nothing was stored" in r.stderr
     r = _cli("ledger", "status", path, "--json", "--delta", "1e-6")
     assert r.returncode == 0, r.stderr
     st_ = json.loads(r.stdout)
