@@ -389,11 +389,15 @@ class LedgerStore:
         self.close()
 
     # -- releases --------------------------------------------------------------------------
-    def _load_releases(self) -> None:
-        rows = self._db.execute(
-            "SELECT id, json FROM releases WHERE id >= ? ORDER BY id",
-            (len(self._releases),)).fetchall()
+    def _load_releases(self, rows: list | None = None) -> None:
+        """Parse the releases added since the last call (``rows``: those rows, already read)."""
+        if rows is None:
+            rows = self._db.execute(
+                "SELECT id, json FROM releases WHERE id >= ? ORDER BY id",
+                (len(self._releases),)).fetchall()
         for rid, text in rows:
+            if rid < len(self._releases):
+                continue
             if rid != len(self._releases):
                 raise DpledgerError(f"{self.path}: release ids are not 0, 1, … (found {rid})")
             try:
@@ -501,14 +505,13 @@ class LedgerStore:
             return 0
         db = self._db
         try:
-            db.begin_write()
             # under the writer lock: the head read here is the store's state until our
             # commit, so the budget check below sees every record any writer committed
-            meta = self._meta()
-            self._check_last_batch(meta)
+            meta, recent = self._begin_append()
             ids = np.array([self._intern(rel) for rel in distinct], dtype=np.int64)[which]
             data = np.stack([cols[0], cols[1], cols[2], cols[3], ids, cols[4]], axis=1)
-            new_spend = self._check_budget(data, meta) if self.budget is not None else None
+            new_spend = self._check_budget(data, meta, recent) if self.budget is not None \
+                else None
             blob = data.astype("<i8", copy=False).tobytes()
             seq, link = self._link_batch(meta, data.shape[0], blob)
             if checkpoint is not None:
@@ -533,6 +536,28 @@ class LedgerStore:
 
     def _meta(self) -> dict:
         return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    def _begin_append(self) -> tuple[dict, list | None]:
+        """Open the write transaction and read, under the writer lock and in one request to
+        the database (one round trip on PostgreSQL, while the lock is held: what bounds the
+        rate of several writers), what an append needs: the meta rows, the last batch (checked
+        against the head), the releases added by other writers, and — when the cached spends
+        describe an earlier state — the batches since (for :meth:`_catch_up`).  Returns (meta,
+        those batches or None)."""
+        since = None
+        if self.budget is not None and self._spend is not None and self._spend_at is not None:
+            since = max(int(self._spend_at[0]), 1)
+        reads = ["SELECT key, value FROM meta",
+                 "SELECT seq, link FROM batches ORDER BY seq DESC LIMIT 1",
+                 f"SELECT id, json FROM releases WHERE id >= {len(self._releases):d} ORDER BY id"]
+        if since is not None:
+            reads.append(f"SELECT seq, n, data, link FROM batches WHERE seq >= {since:d} "
+                         "ORDER BY seq")
+        got = self._db.begin_write(reads)
+        meta = dict(got[0])
+        self._check_last_batch(meta, got[1][0] if got[1] else None)
+        self._load_releases(got[2])
+        return meta, (got[3] if since is not None else None)
 
     def _link_batch(self, meta: dict, n: int, blob: bytes) -> tuple[int, str]:
         """Inside the write transaction: insert the batch with its link after the stored head,
@@ -560,13 +585,15 @@ class LedgerStore:
         return self._db.execute("SELECT seq, link FROM batches ORDER BY seq DESC LIMIT 1"
                                 ).fetchone()
 
-    def _check_last_batch(self, meta: dict) -> None:
+    def _check_last_batch(self, meta: dict, last=False) -> None:
         """The stored head names the last batch (two index lookups, so every append can
-        afford it): a store whose last records were deleted refuses further appends."""
+        afford it): a store whose last records were deleted refuses further appends.
+        ``last``: the last batch's (seq, link) already read (None: no batch)."""
         if self.version < 2:
             return
         head, n_batches, n_records = self._head_fields(meta)
-        last = self._last_batch()
+        if last is False:
+            last = self._last_batch()
         if (tuple(last) if last else (0, self._genesis.hex())) != (n_batches, head):
             self._head_mismatch(head, n_batches, n_records)
 
@@ -596,7 +623,7 @@ class LedgerStore:
         """Bring an older store to :data:`VERSION`, in one transaction: version 1 (no chain)
         gets its chain; version 2 gets the checkpoints table."""
         db = self._db
-        db.begin_write()
+        db.begin_write([])
         try:
             meta = self._meta()
             if meta.get("version") == "1":
@@ -657,9 +684,7 @@ class LedgerStore:
         self._require_checkpoints()
         db = self._db
         try:
-            db.begin_write()
-            meta = self._meta()
-            self._check_last_batch(meta)
+            meta, _ = self._begin_append()
             self._write_checkpoint(name, int(meta["batches"]), data)
             db.commit()
         except BaseException as exc:
@@ -697,12 +722,13 @@ class LedgerStore:
         """Called between an append's COMMIT and the update of the cached spends: nothing here;
         tests override it to force another writer into that window."""
 
-    def _check_budget(self, data: np.ndarray, meta: dict) -> dict:
+    def _check_budget(self, data: np.ndarray, meta: dict, recent: list | None = None) -> dict:
         """Inside the write transaction: the new spends of the streams ``data`` touches, or
         :class:`BudgetExceeded` naming the first reward (by run, arm, index) that overflows.
         ``meta``: the store's meta row read under the writer lock; the cached spends are
-        brought up to its head first (:meth:`_catch_up`)."""
-        self._catch_up(*self._head_fields(meta)[:2])
+        brought up to its head first (:meth:`_catch_up`, with ``recent``: the batches from the
+        cache's batch number on, if already read)."""
+        self._catch_up(*self._head_fields(meta)[:2], recent)
         total = self._record_costs(data)
         limit = self.budget.limit
         for k in np.flatnonzero(~np.isfinite(total)).tolist()[:1]:
@@ -729,7 +755,7 @@ class LedgerStore:
             out[sk] = new
         return out
 
-    def _catch_up(self, head: str, n_batches: int) -> None:
+    def _catch_up(self, head: str, n_batches: int, recent: list | None = None) -> None:
         """Inside the write transaction: make the cached spends describe the store at
         (``n_batches``, ``head``).  The cache remembers the (batches, head) it describes; if
         the store grew from there (the batch at that number still has that link — the chain
@@ -742,9 +768,10 @@ class LedgerStore:
         if self._spend is not None and self._spend_at is not None \
                 and self._spend_at[0] < n_batches:
             b, h = self._spend_at
-            rows = self._db.execute(
+            rows = recent if recent is not None else self._db.execute(
                 "SELECT seq, n, data, link FROM batches WHERE seq >= ? ORDER BY seq",
                 (max(b, 1),)).fetchall()
+            rows = [(r[0], r[1], bytes(r[2]), r[3]) for r in rows]
             if b == 0:
                 ok = h == self._genesis.hex()
             else:

@@ -136,7 +136,10 @@ class Backend:
         transaction; refuses (one line) when a store is already there."""
         raise NotImplementedError
 
-    def begin_write(self) -> None:
+    def begin_write(self, reads: Sequence[str]) -> list[list]:
+        """Open a write transaction holding the store's writer lock, then run ``reads``
+        (parameter-free SELECTs) and return their rows.  Writes issued in the transaction may
+        be sent only at :meth:`commit` (their errors then surface there)."""
         raise NotImplementedError
 
     def begin_read(self) -> None:
@@ -219,8 +222,9 @@ class SqliteBackend(Backend):
             self.conn.close()
             raise DpledgerError(f"cannot open {self.path} as a ledger store: {exc}") from None
 
-    def begin_write(self):
+    def begin_write(self, reads):
         self.conn.execute("BEGIN IMMEDIATE")
+        return [self.conn.execute(sql).fetchall() for sql in reads]
 
     def begin_read(self):
         self.conn.execute("BEGIN")
@@ -325,7 +329,7 @@ class PostgresBackend(Backend):
         except psycopg.Error as exc:
             raise StoreUnreachable(f"cannot reach the ledger store {self.name}: "
                                    f"{_first_line(exc)}") from None
-        self._in_tx = False
+        self._in_tx, self._writing, self._deferred = False, False, []
         try:
             exists = self.conn.execute(
                 "SELECT 1 FROM information_schema.tables WHERE table_schema = %s "
@@ -343,6 +347,11 @@ class PostgresBackend(Backend):
                                 "dpledger tables; create one with `dpledger ledger init`)")
 
     def execute(self, sql, params=()):
+        if self._in_tx and self._writing and sql.startswith(("INSERT", "UPDATE", "DELETE")):
+            # sent with the COMMIT, in one pipeline (commit()): no round trip of its own while
+            # the writer lock is held; nothing here reads its result
+            self._deferred.append((sql.replace("?", "%s"), params or None))
+            return None
         return self.conn.execute(sql.replace("?", "%s"), params or None)
 
     def executemany(self, sql, rows):
@@ -374,26 +383,45 @@ class PostgresBackend(Backend):
             raise DpledgerError(f"{self.name} already holds a ledger store (schema "
                                 f"{self.schema}); not overwriting it") from None
 
-    def begin_write(self):
-        # one round trip: the transaction, its asynchronous commit (see commit()) and the
-        # writer lock — the head row, which this append will update
-        self.conn.execute("BEGIN; SET LOCAL synchronous_commit = off; "
-                          "SELECT 1 FROM meta WHERE key = 'head' FOR UPDATE")
-        self._in_tx, self._writing = True, True
+    def begin_write(self, reads):
+        # one round trip: the transaction, its asynchronous commit (see commit()), the writer
+        # lock — the head row, which the append will update — and the reads, each a statement
+        # of the same simple query, run after the lock is granted (READ COMMITTED: each sees
+        # every commit made before it)
+        cur = self.conn.execute("; ".join(
+            ["BEGIN", "SET LOCAL synchronous_commit = off",
+             "SELECT 1 FROM meta WHERE key = 'head' FOR UPDATE", *reads]))
+        self._in_tx, self._writing, self._deferred = True, True, []
+        out = []
+        for _ in range(3):              # BEGIN, SET, the lock: no rows wanted
+            cur.nextset()
+        for _ in reads:
+            out.append(cur.fetchall())
+            cur.nextset()
+        return out
 
     def begin_read(self):
         self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         self._in_tx, self._writing = True, False
 
     def commit(self):
-        """COMMIT; after a write, flush the WAL past it before returning (module docstring)."""
-        self._in_tx = False
-        if self._writing:
-            self.conn.execute("COMMIT; SELECT pg_logical_emit_message(true, 'dpledger', '')")
-        else:
+        """The deferred writes, COMMIT and the flush in one simple query (one round trip; the
+        parameters bound client-side by psycopg's ClientCursor): the COMMIT releases the writer
+        lock, then the flush statement makes the WAL durable past it before the answer comes
+        back (module docstring)."""
+        if not self._writing:
+            self._in_tx = False
             self.conn.execute("COMMIT")
+            return
+        deferred, self._deferred = self._deferred, []
+        bind = _psycopg().ClientCursor(self.conn)
+        text = "; ".join([bind.mogrify(sql, params) for sql, params in deferred]
+                         + ["COMMIT", "SELECT pg_logical_emit_message(true, 'dpledger', '')"])
+        self.conn.execute(text)
+        self._in_tx = False
 
     def rollback(self):
+        self._deferred = []
         if self._in_tx:
             self._in_tx = False
             try:
