@@ -1,10 +1,11 @@
-"""A persistent per-reward ledger: an SQLite file a long-running client appends to as it runs.
+"""A persistent per-reward ledger that long-running clients append to as they run: an SQLite
+file, or a PostgreSQL database several processes or machines share (:mod:`.store_backends`
+holds the two backends; everything here is written once over them).
 
-Layout (SQLite from the standard library, WAL journal, so readers never block the writer and a
-writer killed at any moment leaves the last committed state):
+Layout (the same tables on both backends):
 
 * ``meta(key, value)``: ``format`` = ``dpledger-store``, ``version``, ``budget`` (JSON, or
-  absent);
+  absent), ``policy`` and ``arms`` (the labels a store was made for, or absent);
 * ``releases(id, json)``: the interned releases (``release_to_json``, ids 0, 1, … in order);
 * ``batches(seq, n, data, sha256, n_releases, link)``: one row per append — ``n`` ledger rows
   packed as a little-endian int64 array of shape (n, 6) with columns (run, arm, start, stop,
@@ -12,14 +13,21 @@ writer killed at any moment leaves the last committed state):
   releases interned when it was committed, and its link in the record chain
   (:mod:`.store_chain`); ``meta`` holds the chain's ``head`` and the numbers of ``batches`` and
   ``records`` beside it, written in the same transaction.  Packing keeps reading a million rows
-  a matter of ``np.frombuffer``.  Every read checks the head and counts against the last batch
-  (a deleted last record is refused at once); ``verify`` recomputes every link.  Version 1
-  stores (no chain) are read as they are and given a chain when opened for writing.
+  a matter of ``np.frombuffer``.  Every read checks the head and counts against the batches it
+  read (a deleted last record is refused at once); every append checks the head against the
+  last batch; ``verify`` recomputes every link;
+* ``checkpoints(name, batches, data)``: a writer's own state (a step-form policy's statistics
+  and generator), written in the same transaction as its records; outside the chain (it
+  carries no privacy).
+
+Versions: 3 (labels, checkpoints); 2 (the record chain) and 1 (no chain) are read as they are
+and brought to 3 when opened for writing.
 
 One append (:meth:`LedgerStore.append` or a batch, :meth:`LedgerStore.append_many`) is one
-transaction: ``BEGIN IMMEDIATE`` … ``COMMIT`` with ``synchronous=FULL``; it is acknowledged
-(the call returns) only after the commit, so an acknowledged record survives a kill -9 and a
-half-written one is rolled back by SQLite's journal.
+transaction holding the store's writer lock from before the budget check to the commit (SQLite:
+``BEGIN IMMEDIATE``; PostgreSQL: a row lock on the head, see :mod:`.store_backends`); it is
+acknowledged (the call returns) only once the commit is on disk, so an acknowledged record
+survives a kill -9 and a half-written one is rolled back.
 
 With a budget (:mod:`.filters`), every append is checked against each touched reward's spend
 before it is written; a refused append raises :class:`~.filters.BudgetExceeded` naming the
@@ -33,9 +41,11 @@ float upper bounds: count × cost stepped up when the float product fell short (
 error-free product); a batch of several ranges sums per piece by a difference array, exact
 when the costs are dyadic on a common grid, otherwise with an error of at most 2·n·u·Σ cost
 (γ_n bound of recursive summation, u = 2^-53) that is added and the piece stepped up once more; the addition to the old spend steps up exactly when it rounded down (Knuth's
-TwoSum), so single records of dyadic costs (4 × ε = 0.25) keep their exact spend.  When another
-process has written since (``PRAGMA data_version``, read inside the write transaction, where no
-other writer can commit), the spends are rebuilt from the file inside that transaction.
+TwoSum), so single records of dyadic costs (4 × ε = 0.25) keep their exact spend.  The cached
+spends remember the (batches, head) they describe; under the writer lock, when other writers
+have committed since, only their batches are read and added (the chain vouches that everything
+before is unchanged), else everything is rebuilt (:meth:`LedgerStore._catch_up`; issue 26 §2's
+rule — the state is read inside the write transaction — kept).
 ``verify`` recomputes every spend independently from the rows (integer counts per release,
 then an exact rational sum for every piece whose float spend comes near the limit).
 """
@@ -264,6 +274,7 @@ class LedgerStore:
         self._unit_costs: list[float] = []
         self._spend: dict[tuple[int, int], _Stream] | None = None
         self._spend_at: tuple[int, str] | None = None    # (batches, head) the spends describe
+        self._others_wrote = False      # the last catch-up added other writers' batches
         self._snapshot_depth = 0
         self.version = VERSION
         self._genesis = chain.genesis(None)
@@ -504,6 +515,9 @@ class LedgerStore:
         if cols[0].size == 0:
             return 0
         db = self._db
+        if self.budget is not None and self._spend is not None and self._others_wrote \
+                and self._db.kind != "sqlite":
+            self._prefetch_spends()
         try:
             # under the writer lock: the head read here is the store's state until our
             # commit, so the budget check below sees every record any writer committed
@@ -536,6 +550,20 @@ class LedgerStore:
 
     def _meta(self) -> dict:
         return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    def _prefetch_spends(self) -> None:
+        """Before taking the writer lock: bring the cached spends up to the store's current
+        state (one read snapshot of the meta and the batches since), so that under the lock
+        only what was committed in between is left to add — with several writers, most of the
+        catching up leaves the serial section.  (On SQLite the catch-up is a local read and
+        this buys nothing.)"""
+        got = self._db.read_snapshot([
+            "SELECT key, value FROM meta",
+            f"SELECT id, json FROM releases WHERE id >= {len(self._releases):d} ORDER BY id",
+            f"SELECT seq, n, data, link FROM batches WHERE seq >= "
+            f"{max(int(self._spend_at[0]), 1):d} ORDER BY seq"])
+        self._load_releases(got[1])
+        self._catch_up(*self._head_fields(dict(got[0]))[:2], got[2])
 
     def _begin_append(self) -> tuple[dict, list | None]:
         """Open the write transaction and read, under the writer lock and in one request to
@@ -764,6 +792,7 @@ class LedgerStore:
         writer among several reads what the others wrote, not the whole store, per append.
         Kept even if this append is refused: it describes committed records."""
         if self._spend is not None and self._spend_at == (n_batches, head):
+            self._others_wrote = False
             return
         if self._spend is not None and self._spend_at is not None \
                 and self._spend_at[0] < n_batches:
@@ -780,6 +809,7 @@ class LedgerStore:
             ok = ok and [r[0] for r in rows] == list(range(b + 1, n_batches + 1)) \
                 and rows[-1][3] == head and all(
                     isinstance(r[1], int) and r[1] >= 1 and len(r[2]) == 48 * r[1] for r in rows)
+            self._others_wrote = ok
             if ok:
                 self._load_releases()
                 data = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype="<i8"

@@ -145,6 +145,14 @@ class Backend:
     def begin_read(self) -> None:
         raise NotImplementedError
 
+    def read_snapshot(self, reads: Sequence[str]) -> list[list]:
+        """The rows of ``reads`` (parameter-free SELECTs), all from one snapshot."""
+        self.begin_read()
+        try:
+            return [self.execute(sql).fetchall() for sql in reads]
+        finally:
+            self.commit()
+
     def commit(self) -> None:
         raise NotImplementedError
 
@@ -403,6 +411,17 @@ class PostgresBackend(Backend):
     def begin_read(self):
         self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         self._in_tx, self._writing = True, False
+
+    def read_snapshot(self, reads):
+        # one round trip: the snapshot, the reads and its end in one simple query
+        cur = self.conn.execute("; ".join(
+            ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", *reads, "COMMIT"]))
+        cur.nextset()
+        out = []
+        for _ in reads:
+            out.append(cur.fetchall())
+            cur.nextset()
+        return out
 
     def commit(self):
         """The deferred writes, COMMIT and the flush in one simple query (one round trip; the
