@@ -502,3 +502,28 @@ def test_kill9_postgres_writer_loses_nothing_acknowledged(pg_url, tmp_path, vict
         assert np.array_equal(data[:, 2], np.arange(n))          # no gap, no duplicate
         assert np.array_equal(data[:, 1], np.arange(n) % 3)
         acked = n
+
+
+# -- the CLI on a PostgreSQL URL ---------------------------------------------------------------
+def test_cli_on_a_postgres_url(pg_url, tmp_path, capsys):
+    """init/record/status/head/verify/curve/show take a URL as they take a path; a refusal and
+    bad labels are one line, exit 2; nothing printed names a password."""
+    assert main(["ledger", "init", pg_url, "--budget", "eps=1", "--policy", "dp-ucb",
+                 "--arms", "4"]) == 0
+    assert "postgresql; eps=1.0" in capsys.readouterr().out
+    rec = ["ledger", "record", pg_url, "--arm", "1", "--start", "0", "--stop", "4"]
+    assert main(rec + ["laplace:eps=0.5,count=2"]) == 0
+    assert main(rec + ["laplace:eps=0.5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "index=0" in err and "nothing was stored" in err
+    for argv in (["ledger", "status", pg_url], ["ledger", "status", pg_url, "--json"],
+                 ["ledger", "head", pg_url], ["verify", pg_url], ["curve", pg_url],
+                 ["show", pg_url, "--plot", str(tmp_path / "p.png")]):
+        assert main(argv) == 0, argv
+    out = capsys.readouterr().out
+    assert "records: 1" in out and ": ok — store format" in out and "wrote" in out
+    for bad in (["ledger", "init", pg_url + "x", "--arms", "0"],
+                ["ledger", "init", pg_url + "x", "--policy", "a b"],
+                ["ledger", "init", pg_url]):
+        assert main(bad) == 2, bad
+        assert capsys.readouterr().err.count("\n") == 1
