@@ -38,8 +38,9 @@ def register(sub) -> None:
                          "eps=E,delta=D (enforced as zCDP ρ ≤ ρ*(E, D))")
     pi.add_argument("--policy", default=None,
                     help="the policy this store is for (a step-form policy refuses a store "
-                         "made for another)")
-    pi.add_argument("--arms", default=None, help="the number of arms K this store is for")
+                         "made for another; default: none, any policy may use it)")
+    pi.add_argument("--arms", default=None, help="the number of arms K this store is for "
+                                                 "(default: none, any K)")
     pi.set_defaults(func=run_init)
     pc = lsub.add_parser("copy", help="copy a store, row for row, to a new store (SQLite into "
                                       "PostgreSQL and back); both verified")
