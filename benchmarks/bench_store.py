@@ -29,14 +29,19 @@ from dpledger.accounting.store import LedgerStore, verify_store
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def bench(n: int, batch: int, budget: str | None) -> dict:
+def random_records(n: int):
+    """The benchmark's records: (releases, arm, start, stop, which) columns, seeded."""
     rng = np.random.default_rng(15)
     releases = [LaplaceRelease.from_epsilon(1e-4), LaplaceRelease.from_epsilon(2e-4),
                 GaussianRelease.from_mu(1e-3), GaussianRelease.from_mu(3e-3)]
     arm = rng.integers(0, 5, n)
     start = rng.integers(0, 200_000, n)
     stop = start + rng.integers(1, 1000, n)
-    which = rng.integers(0, len(releases), n)
+    return releases, arm, start, stop, rng.integers(0, len(releases), n)
+
+
+def bench(n: int, batch: int, budget: str | None) -> dict:
+    releases, arm, start, stop, which = random_records(n)
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "bench.db")
         store = LedgerStore.create(path, budget)

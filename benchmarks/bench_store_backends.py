@@ -39,7 +39,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from dpledger.accounting.filters import BudgetExceeded  # noqa: E402
-from dpledger.accounting.releases import GaussianRelease, LaplaceRelease  # noqa: E402
+from bench_store import random_records  # noqa: E402
+from dpledger.accounting.releases import LaplaceRelease  # noqa: E402
 from dpledger.accounting.store import LedgerStore, max_spend, verify_store  # noqa: E402
 
 COST = 2.0 ** -7                 # ε per record in the writers' run: 128 per reward at ε = 1
@@ -128,13 +129,7 @@ def writers(url: str, procs: int) -> float:
 
 
 def big_status(url: str, n: int, batch: int) -> dict:
-    rng = np.random.default_rng(15)
-    releases = [LaplaceRelease.from_epsilon(1e-4), LaplaceRelease.from_epsilon(2e-4),
-                GaussianRelease.from_mu(1e-3), GaussianRelease.from_mu(3e-3)]
-    arm = rng.integers(0, 5, n)
-    start = rng.integers(0, 200_000, n)
-    stop = start + rng.integers(1, 1000, n)
-    which = rng.integers(0, len(releases), n)
+    releases, arm, start, stop, which = random_records(n)
     store = LedgerStore.create(url, "eps=1000,delta=1e-6")
     t0 = time.perf_counter()
     for i in range(0, n, batch):
