@@ -29,6 +29,20 @@ from dpledger.accounting.store import LedgerStore, verify_store
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def fill_store(url: str, n: int, batch: int, budget: str | None) -> float:
+    """Create a store at ``url`` holding the benchmark's ``n`` records, appended in batches of
+    ``batch`` (one transaction each); returns the seconds the appends took."""
+    releases, arm, start, stop, which = random_records(n)
+    store = LedgerStore.create(url, budget)
+    t0 = time.perf_counter()
+    for i in range(0, n, batch):
+        store.append_columns(arm[i:i + batch], start[i:i + batch], stop[i:i + batch],
+                             releases, which[i:i + batch])
+    elapsed = time.perf_counter() - t0
+    store.close()
+    return elapsed
+
+
 def random_records(n: int):
     """The benchmark's records: (releases, arm, start, stop, which) columns, seeded."""
     rng = np.random.default_rng(15)
@@ -41,16 +55,9 @@ def random_records(n: int):
 
 
 def bench(n: int, batch: int, budget: str | None) -> dict:
-    releases, arm, start, stop, which = random_records(n)
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "bench.db")
-        store = LedgerStore.create(path, budget)
-        t0 = time.perf_counter()
-        for i in range(0, n, batch):
-            store.append_columns(arm[i:i + batch], start[i:i + batch], stop[i:i + batch],
-                                 releases, which[i:i + batch])
-        t_append = time.perf_counter() - t0
-        store.close()
+        t_append = fill_store(path, n, batch, budget)
         t0, c0 = time.perf_counter(), time.process_time()
         with LedgerStore.open(path, readonly=True) as reader:
             st = reader.status([1e-6])
