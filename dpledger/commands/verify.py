@@ -34,7 +34,7 @@ def register(sub) -> None:
     p.add_argument("--since", default=None, metavar="BATCHES:HEAD",
                    help="ledger stores only: the head printed earlier by `dpledger ledger "
                         "head`; the store must have grown from it (its record chain passes "
-                        "through that head; default: not checked)")
+                        "through that head; default: no earlier head is checked)")
     p.set_defaults(func=run)
 
 
