@@ -362,10 +362,12 @@ class LedgerStore:
         ``[start, stop)`` of ``arm`` in ``run``.  Returns 1, once committed."""
         return self.append_many([(run, arm, start, stop, release, count)])
 
-    def append_many(self, records: Iterable[tuple]) -> int:
+    def append_many(self, records: Iterable[tuple], in_transaction=None) -> int:
         """A batch of ``(run, arm, start, stop, release, count)`` in one transaction: all
         stored, or (budget refusal, bad input, crash) none.  Returns the number of records
-        appended, once committed."""
+        appended, once committed.  ``in_transaction(conn)``, if given, runs inside that
+        transaction after the records are written and before COMMIT (the step-form policies
+        write their checkpoint there: :mod:`.store_checkpoint`)."""
         if self.readonly:
             raise DpledgerError("store opened read-only")
         recs = list(records)
@@ -412,7 +414,8 @@ class LedgerStore:
             raise DpledgerError("which must index the releases given")
         return self._append(cols, releases, which)
 
-    def _append(self, cols: list[np.ndarray], distinct: list[Release], which: np.ndarray) -> int:
+    def _append(self, cols: list[np.ndarray], distinct: list[Release], which: np.ndarray,
+                in_transaction=None) -> int:
         if cols[0].size == 0:
             return 0
         conn = self._conn
@@ -428,6 +431,8 @@ class LedgerStore:
             new_spend = self._check_budget(data, version) if self.budget is not None else None
             blob = data.astype("<i8", copy=False).tobytes()
             self._link_batch(data.shape[0], blob)
+            if in_transaction is not None:
+                in_transaction(conn)
             conn.execute("COMMIT")
             self._after_commit()
         except BaseException:

@@ -33,9 +33,56 @@ from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_p
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
-from dpledger.policies.rules import (argmax_first, tie_break, capture_release, clip01,
-                                     private_initial_pulls)
+from dpledger.policies.rules import argmax_first, tie_break, capture_release, clip01
 
+
+
+# ---- Lazy-DP-TS: the rule as state updates (one source for the kernel and the step form) ----
+# State per arm: μ̃ (mu), the last released epoch size O, the epoch r, the buffer's sum and
+# length, the observations n.  ``lazy_select`` is a round's choice, ``lazy_push`` takes the arm's
+# next reward and says whether a release is due (and its range), ``lazy_commit`` stores the
+# noisy sum.  The whole-run kernel below and :mod:`dpledger.policies.online` call the same three.
+
+@njit(cache=True, inline="always")
+def lazy_select(rng, eps, t, mu_tilde, O, theta):
+    """Round t's arm: θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + 3·log2(t)/(ε·O_j))
+    in arm order, argmax (ties uniformly at random)."""
+    K = theta.size
+    shift = 3.0 * np.log2(t) / eps
+    for j in range(K):
+        m = clip01(mu_tilde[j] + shift / O[j])
+        theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
+    a, tie = argmax_first(theta)
+    if tie:
+        a = tie_break(theta, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def lazy_push(a, x, r, buf_sum, buf_len, n_obs):
+    """Arm a's next reward x (rescaled): (due, start, stop) — due when the buffer holds 2^{r+1}
+    rewards (the first reward of an arm, n = 0, is its own epoch of one), the release then
+    covering observations [start, stop) with value ``buf_sum[a]``."""
+    buf_sum[a] += x
+    buf_len[a] += 1
+    n_obs[a] += 1
+    size = 1 if n_obs[a] == 1 else 2 ** (r[a] + 1)
+    if buf_len[a] == size:
+        return True, n_obs[a] - size, n_obs[a]
+    return False, 0, 0
+
+
+@njit(cache=True, inline="always")
+def lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs):
+    """The noisy epoch sum becomes μ̃_a = (Σ buffer + noise)/size, O_a = size; the next epoch
+    doubles (after the first reward, r stays 0: the next buffer holds 2)."""
+    size = buf_len[a]
+    mu_tilde[a] = (buf_sum[a] + noise) / size
+    O[a] = size
+    if n_obs[a] > 1:
+        r[a] += 1
+    buf_sum[a] = 0.0
+    buf_len[a] = 0
 
 
 @njit(cache=True, nogil=True)
@@ -50,33 +97,19 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     buf_len = np.zeros(K, np.int64)
     n_obs = np.zeros(K, np.int64)
     theta = np.zeros(K)
-    # rounds 1 … K: each arm once, its reward released with Lap(1/ε) (the shared helper)
-    played, n_rows, _, _ = private_initial_pulls(rng, env, K, stop, scale, rows, capture,
-                                                 mu_tilde, n_obs, actions, False,
-                                                 np.zeros((4, 0), np.int64), np.zeros(0, np.int64))
-    O[:played] = 1.0
-    for t in range(played + 1, stop + 1):
-        shift = 3.0 * np.log2(t) / eps
-        for j in range(K):
-            m = clip01(mu_tilde[j] + shift / O[j])
-            theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-        a, tie = argmax_first(theta)
-        if tie:
-            a = tie_break(theta, a, rng)
+    n_rows = 0
+    for t in range(1, stop + 1):
+        # rounds 1 … K: each arm once, its reward released with Lap(1/ε)
+        a = t - 1 if t <= K else lazy_select(rng, eps, t, mu_tilde, O, theta)
         x = draw_reward(rng, env, a, t - 1)
-        buf_sum[a] += x
-        buf_len[a] += 1
-        n_obs[a] += 1
-        size = 2 ** (r[a] + 1)
-        if buf_len[a] == size:
-            start = n_obs[a] - size
-            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, n_obs[a], 0)
+        due, start, stop_ = lazy_push(a, x, r, buf_sum, buf_len, n_obs)
+        if due:
+            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, stop_, 0)
             n_rows += 1
-            mu_tilde[a] = (buf_sum[a] + noise) / size
-            O[a] = size
-            r[a] += 1
-            buf_sum[a] = 0.0
-            buf_len[a] = 0
+            if capture.shape[1] > 0 and t == 1:
+                capture[0, 0] = x + noise
+                capture[1, 0] = x
+            lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs)
         put_action(actions, t, a)
     return stop, n_rows, n_rows
 
