@@ -137,6 +137,7 @@ class OnlinePolicy:
         self.generation = 0
         self._releases: dict[int, Any] = {}
         self._set_rng(run_seed_sequence(seed, run, 0))
+        rule.pulls = self.pulls
 
     # -- the generator -------------------------------------------------------------------
     def _set_rng(self, seq: np.random.SeedSequence) -> None:

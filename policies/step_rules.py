@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from dpledger.errors import DpledgerError
-from dpledger.policies import hu_hegde
+from dpledger.policies import anytime_lazy_ucb, azize2025, azize_basu, hu_hegde
 from dpledger.policies.step import laplace_step
 
 
@@ -92,7 +92,208 @@ class LazyDPTSStep(StepRule):
                              s["n_obs"])
 
 
-RULES: dict[str, type[StepRule]] = {cls.name: cls for cls in (LazyDPTSStep,)}
+# ---- Anytime-Lazy-UCB (policies/anytime_lazy_ucb.py) -------------------------------------------
+
+@njit(cache=True)
+def _anytime_select(box, mu, O, eps, t, index):
+    return anytime_lazy_ucb.anytime_select(box.rng, mu, O, eps, t, index)
+
+
+class AnytimeLazyUCBStep(StepRule):
+    """The per-round rule (the kernel's fast path jumps over rounds at which the argmax cannot
+    change, drawing nothing there: the same actions and draws for a reward table).  The first
+    reward of an arm is an epoch of one (``size`` starts at 1): the kernel's initial pull."""
+
+    name = "anytime-lazy-ucb"
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.eps = float(policy.params["epsilon"])
+        self.state = dict(mu=np.zeros(K), O=np.ones(K), size=np.ones(K, np.int64),
+                          buf=np.zeros(K), blen=np.zeros(K, np.int64), N=np.zeros(K, np.int64),
+                          index=np.zeros(K))
+        self._rel = policy.releases(K, K)[0]
+
+    def release(self, rid):
+        return self._rel
+
+    def ready(self, a):
+        return self.state["size"][a] > 1
+
+    def select(self, box, t):
+        s = self.state
+        return _anytime_select(box, s["mu"], s["O"], self.eps, t, s["index"])
+
+    def push(self, a, x):
+        s = self.state
+        due, start, stop = anytime_lazy_ucb.anytime_push(a, x, 1, s["buf"], s["blen"], s["N"],
+                                                         s["size"])
+        return [(a, 0, int(start), int(stop))] if due else None
+
+    def commit(self, a, rid, noise):
+        s = self.state
+        anytime_lazy_ucb.anytime_commit(a, noise, s["mu"], s["O"], s["size"], s["buf"],
+                                        s["blen"])
+
+
+# ---- episodic rules: AdaP-UCB/KLUCB, DP-KLUCB/IMED ---------------------------------------------
+
+class EpisodicStep(StepRule):
+    """Rules that play one arm for a whole episode (phase) chosen at its first round and
+    release the episode's statistic when it ends.
+
+    Select side: an episode of arm a started with p pulls of a lasts ``length(p)`` pulls (the
+    kernel's rule); the arm is played until they are issued.  Observe side: the episode ends,
+    in the arm's observations, at the next boundary (1, then ``length``'s progression: the
+    kernel's episode ends when every reward of it is in, whatever order they arrive in).  The
+    index reads the released statistics only (released count ``Nrel``, which equals the pulls
+    at an episode start when rewards come before the next round, as in the simulator).  An
+    episode cut by the horizon makes no release (its boundary is never reached)."""
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.eps = float(policy.params["epsilon"])
+        self.alpha = float(policy.params["alpha"])
+        self.state = dict(cur=np.zeros(2, np.int64), S=np.zeros(K), cnt=np.zeros(K, np.int64),
+                          start=np.zeros(K, np.int64), bound=np.ones(K, np.int64),
+                          Nrel=np.zeros(K, np.int64), index=np.zeros(K), x=np.zeros(K))
+        self.pulls = None                # the engine's pull counts (set by the engine)
+
+    def ready(self, a):
+        return self.state["Nrel"][a] > 0
+
+    def select(self, box, t):
+        cur = self.state["cur"]          # [arm, pulls left in its episode]
+        if cur[1] > 0:
+            cur[1] -= 1
+            return int(cur[0])
+        a = int(self.choose(box, t))
+        p = int(self.pulls[a])
+        cur[0], cur[1] = a, self.length(p) - 1
+        return a
+
+    def push(self, a, x):
+        s = self.state
+        s["S"][a] += x
+        s["cnt"][a] += 1
+        self.observed(a, x)
+        if s["cnt"][a] == s["bound"][a]:
+            return [(a, self.release_id(int(s["bound"][a] - s["start"][a])),
+                     *self.release_range(a))]
+        return None
+
+    def observed(self, a, x):
+        """Hook: a reward joined arm a's current episode."""
+
+    def release_range(self, a):
+        s = self.state
+        return int(s["start"][a]), int(s["bound"][a])
+
+    def commit(self, a, rid, noise):
+        s = self.state
+        n = int(s["bound"][a] - s["start"][a])
+        self.apply(a, float(s["S"][a]), n, noise)
+        s["Nrel"][a] = s["bound"][a]
+        s["start"][a] = s["bound"][a]
+        s["bound"][a] += self.length(int(s["bound"][a]))
+        s["S"][a] = 0.0
+
+
+@njit(cache=True)
+def _adap_select(box, mu, n_last, eps, alpha, klucb, lt, index):
+    return azize_basu.adap_select(box.rng, mu, n_last, eps, alpha, klucb, lt, index)
+
+
+class AdaPStep(EpisodicStep):
+    """AdaP-UCB / AdaP-KLUCB: an episode doubles the arm's count (p pulls → p more); its mean
+    is released with Lap(1/(ε·n)), release id log2 n."""
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.state.update(mu=np.zeros(K), n_last=np.ones(K))
+        self.klucb = bool(policy.variant)
+
+    def choose(self, box, t):
+        s = self.state
+        return _adap_select(box, s["mu"], s["n_last"], self.eps, self.alpha, self.klucb,
+                            np.log(float(t)), s["index"])
+
+    def length(self, p):
+        return max(p, 1)
+
+    def release_id(self, n):
+        return int(azize_basu.adap_release_id(n))
+
+    def release(self, rid):
+        return azize_basu._episode_releases(self.eps, rid + 1)[rid]
+
+    def apply(self, a, s, n, noise):
+        st = self.state
+        azize_basu.adap_commit(a, s, n, noise, st["mu"], st["n_last"])
+
+
+class AdaPUCBStep(AdaPStep):
+    name = "adap-ucb"
+
+
+class AdaPKLUCBStep(AdaPStep):
+    name = "adap-klucb"
+
+
+@njit(cache=True)
+def _phase_select(box, priv, N, imed, eps, lt, x, val):
+    return azize2025.phase_select(box.rng, priv, N, imed, eps, lt, x, val)
+
+
+class PhaseStep(EpisodicStep):
+    """DP-KLUCB / DP-IMED: a phase started at count n lasts until count max(n + 1, ⌈α·n⌉);
+    its sum (or, renoise-cumulative, the whole cumulative sum) is released with Lap(1/ε)."""
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.state.update(priv=np.zeros(K), true_sum=np.zeros(K))
+        self.imed = bool(policy.rule)
+        self.renoise = bool(policy.renoise)
+        self._rel = policy.releases(K, K)[0]
+
+    def choose(self, box, t):
+        s = self.state
+        return _phase_select(box, s["priv"], s["Nrel"], self.imed, self.eps,
+                             np.log(float(t)), s["x"], s["index"])
+
+    def length(self, p):
+        return int(azize2025.phase_target(p, self.alpha)) - p if p > 0 else 1
+
+    def release_id(self, n):
+        return 0
+
+    def release(self, rid):
+        return self._rel
+
+    def observed(self, a, x):
+        self.state["true_sum"][a] += x
+
+    def release_range(self, a):
+        s = self.state
+        start, stop = azize2025.phase_range(int(s["start"][a]), int(s["bound"][a]),
+                                            self.renoise)
+        return int(start), int(stop)
+
+    def apply(self, a, s, n, noise):
+        st = self.state
+        azize2025.phase_commit(a, s, noise, self.renoise, st["priv"], st["true_sum"])
+
+
+class DPKLUCBStep(PhaseStep):
+    name = "dp-klucb"
+
+
+class DPIMEDStep(PhaseStep):
+    name = "dp-imed"
+
+
+RULES: dict[str, type[StepRule]] = {cls.name: cls for cls in (
+    LazyDPTSStep, AnytimeLazyUCBStep, AdaPUCBStep, AdaPKLUCBStep, DPKLUCBStep, DPIMEDStep)}
 
 
 def rule_for(policy) -> type[StepRule]:

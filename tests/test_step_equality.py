@@ -32,6 +32,8 @@ from dpledger.policies.step_rules import RULES
 # per policy: (K, T, parameters) — T long enough for several releases of every kind
 CONFIGS = {
     "lazy-dp-ts": (3, 300, {"epsilon": 0.5}),
+    "dp-klucb": (3, 400, {"epsilon": 0.5}),
+    "dp-imed": (3, 400, {"epsilon": 0.5}),
 }
 
 
@@ -70,7 +72,10 @@ def _multiset(recs) -> collections.Counter:
 @pytest.mark.parametrize("name,sampler", list(_cases()))
 def test_step_form_equals_simulator(name, sampler, tmp_path):
     K, T, params = CONFIGS.get(name, (3, 300, {}))
-    table = np.random.default_rng(11).random((T, K))
+    # rewards on the grid 1/16: every partial sum is exact, so a kernel that sums a stretch of
+    # rewards at once (the event-driven fast paths) gets the very doubles the step form gets
+    # adding them one by one
+    table = np.random.default_rng(11).integers(0, 17, (T, K)) / 16.0
     env = E.table(table)
     seed = 5
     pol = make_policy(name, **params)
@@ -89,7 +94,7 @@ def test_step_form_equals_simulator(name, sampler, tmp_path):
     assert p.rng.bit_generator.state == g.bit_generator.state
     sim = _sim_records(res.ledger)
     mine = _store_records(p.store)
-    assert mine, "no releases recorded: the configuration tests nothing"
+    assert len(mine) > K, "only the initial releases: the configuration tests too little"
     if res.ledger.trees["run"].size == 0:
         assert mine == sim
     else:
