@@ -270,25 +270,36 @@ def _imed(rng, env, T, K, stop, params, actions, rows, capture):
     p = np.zeros(K)
     val = np.zeros(K)
     for t in range(1, stop + 1):
-        if t <= K:
-            a = t - 1
-        else:
-            best = p[0]
-            for j in range(1, K):
-                best = max(best, p[j])
-            q = min(best, 1.0 - 1e-15)
-            for j in range(K):
-                d = bernoulli_kl(p[j], q) if p[j] < best else 0.0
-                val[j] = -(n[j] * d + np.log(n[j]))
-            a, tie = argmax_first(val)
-            if tie:
-                a = tie_break(val, a, rng)
+        a = t - 1 if t <= K else imed_select(rng, p, n, val)
         r = draw_reward(rng, env, a, t - 1)
-        sums[a] += r
-        n[a] += 1.0
-        p[a] = sums[a] / n[a]
+        imed_push(a, r, sums, n, p)
         put_action(actions, t, a)
     return stop, 0, 0
+
+
+@njit(cache=True, inline="always")
+def imed_select(rng, p, n, val):
+    """IMED's arm (after the initial pulls): argmin N_a·kl(μ̂_a, μ̂*) + ln N_a, ties at random."""
+    K = val.size
+    best = p[0]
+    for j in range(1, K):
+        best = max(best, p[j])
+    q = min(best, 1.0 - 1e-15)
+    for j in range(K):
+        d = bernoulli_kl(p[j], q) if p[j] < best else 0.0
+        val[j] = -(n[j] * d + np.log(n[j]))
+    a, tie = argmax_first(val)
+    if tie:
+        a = tie_break(val, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def imed_push(a, r, sums, n, p):
+    """Arm a's reward r joins its empirical mean."""
+    sums[a] += r
+    n[a] += 1.0
+    p[a] = sums[a] / n[a]
 
 
 class IMED(NonPrivatePolicy):

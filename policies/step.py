@@ -138,6 +138,7 @@ class OnlinePolicy:
         self._releases: dict[int, Any] = {}
         self._set_rng(run_seed_sequence(seed, run, 0))
         rule.pulls = self.pulls
+        rule.engine = self
 
     # -- the generator -------------------------------------------------------------------
     def _set_rng(self, seq: np.random.SeedSequence) -> None:

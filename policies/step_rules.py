@@ -27,7 +27,8 @@ import numpy as np
 from numba import njit
 
 from dpledger.errors import DpledgerError
-from dpledger.policies import anytime_lazy_ucb, azize2025, azize_basu, hu_hegde
+from dpledger.accounting.releases import NonPrivateRelease
+from dpledger.policies import anytime_lazy_ucb, azize2025, azize_basu, baselines, hu_hegde
 from dpledger.policies.step import laplace_step
 
 
@@ -292,8 +293,130 @@ class DPIMEDStep(PhaseStep):
     name = "dp-imed"
 
 
+# ---- non-private baselines: UCB1, KL-UCB, Beta TS, IMED ----------------------------------------
+
+class NonPrivateStep(StepRule):
+    """A non-private rule reads every reward as it is: each observation is recorded as a
+    :class:`~dpledger.accounting.releases.NonPrivateRelease` over [n, n + 1) of its arm (the
+    simulator records the same reads as one row per arm over [0, n)), and the reward joins
+    the statistics only once that record is stored (``commit``), so a refused read leaves no
+    trace.  No noise is drawn."""
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.state = dict(sums=np.zeros(K), n=np.zeros(K), index=np.zeros(K),
+                          last_x=np.zeros(K), seen=np.zeros(K, np.int64))
+
+    def release(self, rid):
+        return NonPrivateRelease()
+
+    def draw(self, engine, rid):
+        return 0.0
+
+    def ready(self, a):
+        return self.state["n"][a] > 0
+
+    def push(self, a, x):
+        s = self.state
+        s["last_x"][a] = x
+        n = int(s["seen"][a])
+        return [(a, 0, n, n + 1)]
+
+    def commit(self, a, rid, noise):
+        s = self.state
+        s["seen"][a] += 1
+        self.apply(a, float(s["last_x"][a]))
+
+
+@njit(cache=True)
+def _ucb1_select(box, t, sums, n, index):
+    return baselines.ucb1_select(box.rng, t, sums, n, index)
+
+
+class UCB1Step(NonPrivateStep):
+    name = "ucb1"
+
+    def select(self, box, t):
+        s = self.state
+        return _ucb1_select(box, t, s["sums"], s["n"], s["index"])
+
+    def apply(self, a, x):
+        baselines.mean_push(a, x, self.state["sums"], self.state["n"])
+
+
+@njit(cache=True)
+def _klucb_select(box, t, fast, bound, p, n, index, ucache, until, leader):
+    return baselines.klucb_select(box.rng, t, fast, bound, p, n, index, ucache, until, leader)
+
+
+class KLUCBStep(NonPrivateStep):
+    name = "klucb"
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.state.update(p=np.zeros(K), ucache=np.zeros(K), until=np.full(K, -1.0),
+                          leader=np.zeros(1, np.int64))
+        self.fast = bool(policy.params["threshold_test"])
+
+    def select(self, box, t):
+        s = self.state
+        return _klucb_select(box, t, self.fast, self.fast, s["p"], s["n"], s["index"],
+                             s["ucache"], s["until"], s["leader"])
+
+    def apply(self, a, x):
+        s = self.state
+        baselines.klucb_push(a, x, s["sums"], s["n"], s["p"], s["until"], s["leader"])
+
+
+@njit(cache=True)
+def _beta_ts_select(box, s, f, theta):
+    return baselines.beta_ts_select(box.rng, s, f, theta)
+
+
+@njit(cache=True)
+def _beta_ts_push(box, a, x, s, f):
+    baselines.beta_ts_push(box.rng, a, x, s, f)
+
+
+class BetaTSStep(NonPrivateStep):
+    name = "ts-beta"
+    initial_pulls = False
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.state.update(s=np.zeros(K), f=np.zeros(K))
+
+    def select(self, box, t):
+        s = self.state
+        return _beta_ts_select(box, s["s"], s["f"], s["index"])
+
+    def apply(self, a, x):
+        _beta_ts_push(self.engine.box, a, x, self.state["s"], self.state["f"])
+
+
+@njit(cache=True)
+def _imed_select(box, p, n, val):
+    return azize2025.imed_select(box.rng, p, n, val)
+
+
+class IMEDStep(NonPrivateStep):
+    name = "imed"
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.state.update(p=np.zeros(K))
+
+    def select(self, box, t):
+        s = self.state
+        return _imed_select(box, s["p"], s["n"], s["index"])
+
+    def apply(self, a, x):
+        s = self.state
+        azize2025.imed_push(a, x, s["sums"], s["n"], s["p"])
+
+
 RULES: dict[str, type[StepRule]] = {cls.name: cls for cls in (
-    LazyDPTSStep, AnytimeLazyUCBStep, AdaPUCBStep, AdaPKLUCBStep, DPKLUCBStep, DPIMEDStep)}
+    UCB1Step, KLUCBStep, BetaTSStep, IMEDStep, LazyDPTSStep, AnytimeLazyUCBStep, AdaPUCBStep, AdaPKLUCBStep, DPKLUCBStep, DPIMEDStep)}
 
 
 def rule_for(policy) -> type[StepRule]:
