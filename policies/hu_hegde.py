@@ -183,19 +183,10 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         lfs[a] = fs
         lis[a] = ist
     for t in range(1, stop + 1):
-        if t <= K:
-            a = t - 1
-        else:
-            for j in range(K):
-                m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
-                theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-            a, tie = argmax_first(theta)
-            if tie:
-                a = tie_break(theta, a, rng)
+        a = t - 1 if t <= K else dp_ts_select(rng, eps, t, mu_tilde, O, theta)
         x = draw_reward(rng, env, a, t - 1)
-        O[a] += 1.0
-        code, value, start, stop_ = log_push(lfs[a], lis[a], x)
-        if code >= 0:                       # O = 2^{r+1} − 1: the log mechanism absorbs
+        kind, value, start, stop_ = dp_ts_push(a, x, O, lfs, lis, bfs, bis)
+        if kind == 0:                       # O = 2^{r+1} − 1: the log mechanism absorbs
             noise = laplace_noise(rng, env, log_scale, 1.0, rows, n_rows, a, start, stop_, 0)
             n_rows += 1
             draws += 1
@@ -203,15 +194,8 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
                 capture[0, 0] = value + noise
                 capture[1, 0] = value
             capture_release(capture, value + noise, value, log_scale, a, start, stop_)
-            log_commit(lfs[a], lis[a], code, value + noise)
-            if t > K:
-                r[a] += 1
-            # the next epoch buffer: L = 2^{r+1} − 1 items, levels r + 1, from observation O
-            binary_reset(bfs[a], bis[a], r[a] + 1, (1 << (r[a] + 1)) - 1, np.int64(O[a]))
             slot[a] = -1
-            b_out = 0.0
         else:
-            bcode, value, start, stop_ = binary_push(bfs[a], bis[a], x)
             if slot[a] < 0:
                 slot[a] = n_rows
                 n_rows += 1
@@ -219,11 +203,52 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
                                bis[a, 0], r[a] + 1, r[a])
             draws += 1
             capture_release(capture, value + noise, value, scales[r[a]], a, start, stop_)
-            binary_commit(bfs[a], bis[a], bcode, value + noise)
-            b_out = binary_output(bfs[a], bis[a])
-        mu_tilde[a] = (log_output(lfs[a], lis[a]) + b_out) / O[a]
+        dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde)
         put_action(actions, t, a)
     return stop, n_rows, draws
+
+
+@njit(cache=True, inline="always")
+def dp_ts_select(rng, eps, t, mu_tilde, O, theta):
+    """A round's arm (after the initial pulls): θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1),
+    m = clip(μ̃_j + υ(ε, O_j, t)), argmax (ties uniformly at random)."""
+    for j in range(theta.size):
+        m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
+        theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
+    a, tie = argmax_first(theta)
+    if tie:
+        a = tie_break(theta, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def dp_ts_push(a, x, O, lfs, lis, bfs, bis):
+    """Arm a's next reward: (kind, value, start, stop) of the release it makes due — kind 0 a
+    logarithmic-mechanism block (release id 0), kind 1 a p-sum of the epoch buffer's binary
+    mechanism (release id r_a) — over observations [start, stop)."""
+    O[a] += 1.0
+    code, value, start, stop = log_push(lfs[a], lis[a], x)
+    if code >= 0:
+        return 0, value, start, stop
+    bcode, value, start, stop = binary_push(bfs[a], bis[a], x)
+    return 1, value, start, stop
+
+
+@njit(cache=True, inline="always")
+def dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde):
+    """The release just made due, drawn: a log block closes the epoch (the next buffer: L =
+    2^{r+1} − 1 items, levels r + 1, from observation O; the arm's first block opens epoch 0);
+    a p-sum updates the buffer's running sum.  μ̃_a = (log output + buffer output)/O_a."""
+    if kind == 0:
+        log_commit(lfs[a], lis[a], 0, value + noise)
+        if O[a] > 1.0:
+            r[a] += 1
+        binary_reset(bfs[a], bis[a], r[a] + 1, (1 << (r[a] + 1)) - 1, np.int64(O[a]))
+        b_out = 0.0
+    else:
+        binary_commit(bfs[a], bis[a], 0, value + noise)
+        b_out = binary_output(bfs[a], bis[a])
+    mu_tilde[a] = (log_output(lfs[a], lis[a]) + b_out) / O[a]
 
 
 class DPTS(KernelPolicy):

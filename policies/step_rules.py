@@ -28,7 +28,10 @@ from numba import njit
 
 from dpledger.errors import DpledgerError
 from dpledger.accounting.releases import NonPrivateRelease
-from dpledger.policies import anytime_lazy_ucb, azize2025, azize_basu, baselines, hu_hegde
+from dpledger.accounting.releases import LaplaceRelease
+from dpledger.mechanisms.counters import binary_new, binary_push, binary_state_size, log_new
+from dpledger.policies import (anytime_lazy_ucb, azize2025, azize_basu, baselines, hu_hegde,
+                               mishra_thakurta)
 from dpledger.policies.step import laplace_step
 
 
@@ -293,6 +296,109 @@ class DPIMEDStep(PhaseStep):
     name = "dp-imed"
 
 
+# ---- tree policies: DP-UCB, DP-TS ---------------------------------------------------------------
+
+@njit(cache=True)
+def _dp_ucb_select(box, lt, sl, ca, cb, cc, idx):
+    return mishra_thakurta.dp_ucb_select(box.rng, lt, sl, ca, cb, cc, idx)
+
+
+@njit(cache=True)
+def _binary_push_arm(bfs, bis, a, x):
+    return binary_push(bfs[a], bis[a], x)
+
+
+class DPUCBStep(StepRule):
+    """DP-UCB: one T-bounded binary mechanism per arm; every reward closes one p-sum, released
+    with Lap(levels/ε0) and recorded as one row over the p-sum's observations (the simulator
+    keeps one tree record per arm; its nodes are these rows)."""
+
+    name = "dp-ucb"
+    anytime = False
+    horizon_reason = "each arm's tree has ⌈log2(T + 1)⌉ levels"
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        T = horizon
+        fs0, is0 = binary_new(T, 0)
+        self.gamma = float(policy.confidence_relaxation(T, K))
+        self.experimental = policy.params["width"] == "experimental"
+        self._rel = policy.releases(T, K)[0]
+        self.state = dict(bfs=np.zeros((K, fs0.size)), bis=np.tile(is0, (K, 1)),
+                          r=np.zeros(K), n=np.zeros(K), ca=np.zeros(K), cb=np.zeros(K),
+                          cc=np.zeros(K), idx=np.zeros(K), value=np.zeros(K))
+
+    def release(self, rid):
+        return self._rel
+
+    def ready(self, a):
+        return self.state["n"][a] > 0
+
+    def select(self, box, t):
+        s = self.state
+        lt = np.log(t)
+        return _dp_ucb_select(box, lt, np.sqrt(lt), s["ca"], s["cb"], s["cc"], s["idx"])
+
+    def push(self, a, x):
+        s = self.state
+        code, value, s0, s1 = _binary_push_arm(s["bfs"], s["bis"], a, x)
+        s["value"][a] = value
+        return [(a, 0, int(s0), int(s1))]
+
+    def commit(self, a, rid, noise):
+        s = self.state
+        root = mishra_thakurta.dp_ucb_root(s["n"][a] + 1.0)
+        mishra_thakurta.dp_ucb_commit(a, 0, s["value"][a], noise, s["bfs"], s["bis"], s["r"],
+                                      s["n"], s["ca"], s["cb"], s["cc"], self.gamma,
+                                      self.experimental, root)
+
+
+@njit(cache=True)
+def _dp_ts_select(box, eps, t, mu_tilde, O, theta):
+    return hu_hegde.dp_ts_select(box.rng, eps, t, mu_tilde, O, theta)
+
+
+class DPTSStep(StepRule):
+    """DP-TS: per arm a modified logarithmic mechanism and, on the current epoch's buffer, a
+    binary mechanism; every reward makes one release due (a log block, release id 0, or a
+    p-sum of the buffer, release id r), one row each."""
+
+    name = "dp-ts"
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.eps = float(policy.params["epsilon"])
+        maxlev = 62                      # anytime: room for any epoch's buffer
+        fs, ist = log_new(1, 0)
+        self.state = dict(lfs=np.tile(fs, (K, 1)), lis=np.tile(ist, (K, 1)),
+                          bfs=np.zeros((K, binary_state_size(maxlev + 1))),
+                          bis=np.zeros((K, 4), np.int64), r=np.zeros(K, np.int64),
+                          O=np.zeros(K), mu=np.zeros(K), theta=np.zeros(K),
+                          kind=np.zeros(K, np.int64), value=np.zeros(K))
+
+    def release(self, rid):
+        return LaplaceRelease(scale=2.0 * (rid + 1) / self.eps, sensitivity=1.0)
+
+    def ready(self, a):
+        return self.state["O"][a] > 0
+
+    def select(self, box, t):
+        s = self.state
+        return _dp_ts_select(box, self.eps, t, s["mu"], s["O"], s["theta"])
+
+    def push(self, a, x):
+        s = self.state
+        kind, value, start, stop = hu_hegde.dp_ts_push(a, x, s["O"], s["lfs"], s["lis"],
+                                                        s["bfs"], s["bis"])
+        s["kind"][a], s["value"][a] = kind, value
+        return [(a, 0 if kind == 0 else int(s["r"][a]), int(start), int(stop))]
+
+    def commit(self, a, rid, noise):
+        s = self.state
+        hu_hegde.dp_ts_commit(a, int(s["kind"][a]), s["value"][a], noise, s["O"], s["r"],
+                              s["lfs"], s["lis"], s["bfs"], s["bis"], s["mu"])
+
+
 # ---- non-private baselines: UCB1, KL-UCB, Beta TS, IMED ----------------------------------------
 
 class NonPrivateStep(StepRule):
@@ -416,7 +522,7 @@ class IMEDStep(NonPrivateStep):
 
 
 RULES: dict[str, type[StepRule]] = {cls.name: cls for cls in (
-    UCB1Step, KLUCBStep, BetaTSStep, IMEDStep, LazyDPTSStep, AnytimeLazyUCBStep, AdaPUCBStep, AdaPKLUCBStep, DPKLUCBStep, DPIMEDStep)}
+    UCB1Step, KLUCBStep, BetaTSStep, IMEDStep, LazyDPTSStep, DPUCBStep, DPTSStep, AnytimeLazyUCBStep, AdaPUCBStep, AdaPKLUCBStep, DPKLUCBStep, DPIMEDStep)}
 
 
 def rule_for(policy) -> type[StepRule]:
