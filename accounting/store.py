@@ -388,7 +388,7 @@ class LedgerStore:
                 k = uniq[id(rel)] = len(distinct)
                 distinct.append(rel)
             which[i] = k
-        return self._append(cols, distinct, which)
+        return self._append(cols, distinct, which, in_transaction)
 
     def append_columns(self, arm, start, stop, releases: Sequence[Release], which=0, count=1,
                        run=0) -> int:

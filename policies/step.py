@@ -23,8 +23,12 @@ the next select, as in the simulator, it never happens).
 
 **Record before draw.**  A due release is appended to the store — the budget check and the
 append one transaction — and only then is its noise drawn.  A release the budget refuses is not
-made: its arm is *frozen* — it keeps the statistics it has released (or the rule's prior, if none)
-and no later reward of it is read (they are counted, so indices stay the arrival numbers).
+made (:class:`~dpledger.accounting.filters.BudgetExceeded`, one line): its arm is *frozen* — the
+rule keeps scoring it on the statistics it has released and no later reward of it is read
+(they are counted, so indices stay the arrival numbers).  This is the rule for every policy.
+An arm refused its very first release has no statistic to score: from then on the rounds go,
+round robin, to the arms that have one (our choice; it happens only when a store's budget is
+spent before the policy starts).
 
 **Restart.**  Every append carries a checkpoint (the policy's state after the reward that made
 the release due, the generator state just before the noise, the outstanding tickets, the
@@ -178,8 +182,12 @@ class OnlinePolicy:
         if rule.initial_pulls:
             if t <= K:
                 return t - 1
-            waiting = [j for j in range(K) if not self.frozen[j] and not rule.ready(j)]
-            if waiting:                    # a first release still missing (late rewards)
+            unready = [j for j in range(K) if not rule.ready(j)]
+            if unready:
+                waiting = [j for j in unready if not self.frozen[j]]
+                if not waiting:            # a first release refused: no statistic to score
+                    waiting = [j for j in range(K) if rule.ready(j)] or list(range(K))
+                # a first release still missing (late rewards): play such arms first
                 return min(waiting, key=lambda j: (self.pulls[j], j))
         return int(rule.select(self.box, t))
 
