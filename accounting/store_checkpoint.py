@@ -89,13 +89,14 @@ def writer(run: int, data: bytes):
     sha = hashlib.sha256(data).hexdigest()
 
     def fn(conn):
-        seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM online_checkpoints "
-                           "WHERE run = ?", (run,)).fetchone()[0]
-        batches = conn.execute("SELECT value FROM meta WHERE key = 'batches'").fetchone()
-        conn.execute("INSERT INTO online_checkpoints VALUES (?, ?, ?, ?, ?)",
-                     (run, seq, int(batches[0]) if batches else 0, data, sha))
-        # only the newest checkpoint of a run is ever read: keep the table small
-        conn.execute("DELETE FROM online_checkpoints WHERE run = ? AND seq < ?", (run, seq))
+        seq = conn.execute(
+            "INSERT INTO online_checkpoints SELECT ?, COALESCE(MAX(seq), 0) + 1, "
+            "(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'batches'), ?, ? "
+            "FROM online_checkpoints WHERE run = ? RETURNING seq", (run, data, sha, run)
+        ).fetchone()[0]
+        if seq % 64 == 0:
+            # only the newest checkpoint of a run is ever read: keep the table small
+            conn.execute("DELETE FROM online_checkpoints WHERE run = ? AND seq < ?", (run, seq))
     return fn
 
 

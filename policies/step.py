@@ -42,7 +42,6 @@ line.  :meth:`OnlinePolicy.checkpoint` writes one on demand (e.g. at shutdown).
 """
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -139,6 +138,7 @@ class OnlinePolicy:
         self.frozen = np.zeros(K, np.bool_)
         self.outstanding: dict[int, tuple[int, int]] = {}     # round → (arm, generation)
         self.generation = 0
+        self.n_recorded = 0                          # releases recorded by this process
         self._releases: dict[int, Any] = {}
         self._set_rng(run_seed_sequence(seed, run, 0))
         rule.pulls = self.pulls
@@ -214,6 +214,7 @@ class OnlinePolicy:
             for arm, _, _, _ in due:
                 self.frozen[arm] = True
             raise
+        self.n_recorded += len(rows)
         self._draw(due)
 
     def _draw(self, due: list) -> None:
@@ -266,18 +267,33 @@ class OnlinePolicy:
 
     # -- checkpoints -----------------------------------------------------------------------
     def _pack(self, pending=()) -> bytes:
-        head = {"t": self.t, "generation": self.generation,
-                "rng": self.rng.bit_generator.state, "pending": [list(p) for p in pending]}
-        out = {f"rule.{k}": v for k, v in self.rule.state.items()}
+        """The checkpoint: a JSON head (counters, generator state, pending releases, and the
+        name, dtype and shape of every array), a newline, then the arrays' bytes in order."""
         rounds = np.array(sorted(self.outstanding), dtype=np.int64)
-        out.update(pulls=self.pulls, arrived=self.arrived, frozen=self.frozen,
-                   out_round=rounds,
-                   out_arm=np.array([self.outstanding[r][0] for r in rounds], dtype=np.int64),
-                   out_gen=np.array([self.outstanding[r][1] for r in rounds], dtype=np.int64),
-                   head=np.frombuffer(json.dumps(head).encode(), dtype=np.uint8))
-        buf = io.BytesIO()
-        np.savez(buf, **out)
-        return buf.getvalue()
+        arrays = {f"rule.{k}": v for k, v in self.rule.state.items()}
+        arrays.update(pulls=self.pulls, arrived=self.arrived, frozen=self.frozen,
+                      out_round=rounds,
+                      out_arm=np.array([self.outstanding[r][0] for r in rounds], np.int64),
+                      out_gen=np.array([self.outstanding[r][1] for r in rounds], np.int64))
+        head = {"t": self.t, "generation": self.generation,
+                "rng": self.rng.bit_generator.state, "pending": [list(p) for p in pending],
+                "arrays": [[k, v.dtype.str, list(v.shape)] for k, v in arrays.items()]}
+        return b"".join([json.dumps(head).encode(), b"\n"]
+                        + [np.ascontiguousarray(v).tobytes() for v in arrays.values()])
+
+    @staticmethod
+    def _unpack(data: bytes) -> tuple[dict, dict]:
+        cut = data.index(b"\n")
+        head = json.loads(data[:cut].decode())
+        arrays, pos = {}, cut + 1
+        for name, dtype, shape in head["arrays"]:
+            dt = np.dtype(dtype)
+            n = int(np.prod(shape)) * dt.itemsize
+            arrays[name] = np.frombuffer(data[pos:pos + n], dtype=dt).reshape(shape)
+            pos += n
+        if pos != len(data):
+            raise DpledgerError("checkpoint: its size does not match its head")
+        return head, arrays
 
     def checkpoint(self) -> None:
         """Write the current state to the store (one transaction; nothing pending)."""
@@ -285,15 +301,14 @@ class OnlinePolicy:
             ckpt.save(self.store, self.run, self._pack())
 
     def _resume(self, data: bytes, generation: int) -> None:
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            head = json.loads(bytes(z["head"]).decode())
-            for k in self.rule.state:
-                self.rule.state[k][...] = z[f"rule.{k}"]
-            self.pulls[:] = z["pulls"]
-            self.arrived[:] = z["arrived"]
-            self.frozen[:] = z["frozen"]
-            self.outstanding = {int(r): (int(a), int(g)) for r, a, g in
-                                zip(z["out_round"], z["out_arm"], z["out_gen"])}
+        head, z = self._unpack(data)
+        for k in self.rule.state:
+            self.rule.state[k][...] = z[f"rule.{k}"]
+        self.pulls[:] = z["pulls"]
+        self.arrived[:] = z["arrived"]
+        self.frozen[:] = z["frozen"]
+        self.outstanding = {int(r): (int(a), int(g)) for r, a, g in
+                            zip(z["out_round"], z["out_arm"], z["out_gen"])}
         self.t = int(head["t"])
         # the releases recorded with this checkpoint, finished with the generator state saved
         # just before their noise: the values drawn before the crash, if they were drawn
