@@ -2,32 +2,28 @@
 
 Run it:  python examples/live_bandit.py [--horizon 2000] [--epsilon 0.5] [--store live.db]
 
-The policy is Lazy-DP-TS (Hu & Hegde 2022, Algorithm 2; algorithms.md A6) in *step form*:
-``select()`` returns the arm to play, ``observe(arm, reward)`` takes the reward when it arrives.
-Rewards come one at a time from a generator standing in for live traffic.  Every noise release
-is recorded in the store *before* its noise is drawn: the store's per-reward budget (the
-filter, ``eps=ε``) must accept the record first, so a release the budget refuses is never made.
-
-Lazy-DP-TS, per arm: the first reward is released once as x + Lap(1/ε); afterwards a buffer
-collects 2, 4, 8, … fresh rewards and when it holds 2^{r+1} of them the arm's private mean
-becomes (Σ buffer + Lap(1/ε))/2^{r+1}.  Each round every arm's model is
-Beta(m·O + 1, (1 − m)·O + 1) with m = clip(μ̃ + 3·log2(t)/(ε·O)), O the last released epoch
-size; the arm with the largest draw is played (ties uniformly at random).  Each reward lies in
-exactly one released sum of sensitivity 1, so each reward's spend is one Laplace release of ε:
+The policy is Lazy-DP-TS (Hu & Hegde 2022, Algorithm 2) in the library's *step form*
+(``dpledger.policies.online``): ``select()`` returns a ticket naming the round and the arm to
+play, ``observe(ticket, reward)`` takes the reward when it arrives.  Rewards come one at a time
+from a generator standing in for live traffic.  Every noise release is recorded in the store
+*before* its noise is drawn: the store's per-reward budget (the filter, ``eps=ε``) must accept
+the record first, so a release the budget refuses is never made.  The rule is the one the
+simulator runs (the same compiled functions; tests/test_step_equality.py): each reward lies in
+exactly one released sum of sensitivity 1, so each reward's spend is one Laplace release of ε —
 the budget eps=ε is met exactly, never exceeded.
 
 At the end the example asks the command line what a user would: ``dpledger ledger status
 STORE --json`` and ``dpledger verify STORE``, and ``dpledger run lazy-dp-ts`` for the same
 policy; the store's worst reward has the certificate's composition and pure ε.
 
-The noise here is numpy's floating-point Laplace, as in simulation; a deployment would draw
-it with the exact samplers of ``dpledger.mechanisms.exact`` (Mironov 2012).
+The noise here is the float sampler's, as in simulation; a deployment passes ``sampler="exact"``
+(rewards on a lattice, exact discrete Laplace noise: Mironov 2012) and ``seed=None`` (the
+operating system's entropy).  A served version with HTTP workers: examples/serve_bandit.py.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -35,64 +31,7 @@ import tempfile
 
 import numpy as np
 
-from dpledger.accounting.releases import LaplaceRelease
-from dpledger.accounting.store import LedgerStore
-
-
-class LiveLazyDPTS:
-    """Lazy-DP-TS in step form, recording each release in ``store`` (run ``run``)."""
-
-    def __init__(self, n_arms: int, epsilon: float, store: LedgerStore, seed: int, run: int = 0):
-        self.K, self.eps, self.store, self.run = n_arms, float(epsilon), store, run
-        self.release = LaplaceRelease(scale=1.0 / self.eps, sensitivity=1.0)
-        self.rng = np.random.default_rng(np.random.SeedSequence(seed))
-        self.mu_tilde = np.zeros(n_arms)
-        self.O = np.zeros(n_arms)
-        self.r = np.zeros(n_arms, dtype=np.int64)
-        self.buf_sum = np.zeros(n_arms)
-        self.buf_len = np.zeros(n_arms, dtype=np.int64)
-        self.n_obs = np.zeros(n_arms, dtype=np.int64)
-        self.t = 0                              # rounds played so far
-
-    def select(self) -> int:
-        """The arm of round t + 1."""
-        t = self.t + 1
-        if t <= self.K:                         # initial pulls: arm t − 1
-            return t - 1
-        shift = 3.0 * math.log2(t) / self.eps
-        theta = np.empty(self.K)
-        for j in range(self.K):
-            m = min(1.0, max(0.0, self.mu_tilde[j] + shift / self.O[j]))
-            theta[j] = self.rng.beta(m * self.O[j] + 1.0, (1.0 - m) * self.O[j] + 1.0)
-        best = np.flatnonzero(theta == theta.max())
-        return int(best[0] if best.size == 1 else best[self.rng.integers(best.size)])
-
-    def _release(self, arm: int, start: int, stop: int, value: float) -> float:
-        """Record the release over observations [start, stop) of ``arm`` (the budget must
-        accept it), then draw its noise: the ledger row and the draw are one step."""
-        self.store.append(arm=arm, start=start, stop=stop, release=self.release, run=self.run)
-        return value + self.rng.laplace(0.0, self.release.scale)
-
-    def observe(self, arm: int, reward: float) -> None:
-        if not 0.0 <= reward <= 1.0:
-            raise ValueError(f"reward {reward!r} outside the declared range [0, 1]")
-        self.t += 1
-        a = arm
-        self.n_obs[a] += 1
-        if self.O[a] == 0:                      # the arm's first reward: released alone
-            self.mu_tilde[a] = self._release(a, 0, 1, reward)
-            self.O[a] = 1.0
-            return
-        self.buf_sum[a] += reward
-        self.buf_len[a] += 1
-        size = 2 ** (int(self.r[a]) + 1)
-        if self.buf_len[a] == size:
-            stop = int(self.n_obs[a])
-            self.mu_tilde[a] = self._release(a, stop - size, stop, self.buf_sum[a]) / size
-            self.O[a] = size
-            self.r[a] += 1
-            self.buf_sum[a] = 0.0
-            self.buf_len[a] = 0
+from dpledger.policies import online
 
 
 def live_traffic(means, seed: int):
@@ -124,16 +63,16 @@ def main(argv=None) -> dict:
     r = _cli("ledger", "init", path, "--budget", f"eps={args.epsilon!r}")
     if r.returncode:
         raise SystemExit(r.stderr.strip())
-    with LedgerStore.open(path) as store:
-        policy = LiveLazyDPTS(len(means), args.epsilon, store, seed=args.seed)
+    with online("lazy-dp-ts", len(means), args.horizon, store=path, seed=args.seed,
+                epsilon=args.epsilon) as policy:
         traffic = live_traffic(means, seed=args.seed + 1)
         next(traffic)
         pulls = np.zeros(len(means), dtype=np.int64)
         for _ in range(args.horizon):
-            arm = policy.select()
-            reward = traffic.send(arm)
-            policy.observe(arm, reward)
-            pulls[arm] += 1
+            ticket = policy.select()
+            reward = traffic.send(ticket.arm)
+            policy.observe(ticket, reward)
+            pulls[ticket.arm] += 1
     print(f"served {args.horizon} requests; pulls per arm {pulls.tolist()}")
 
     # 2. what the command line says about the store

@@ -76,6 +76,39 @@ def _anytime_lazy_ucb(rng, env, T, K, stop, params, actions, rows, capture):
     return played, n_rows, draws
 
 
+@njit(cache=True, inline="always")
+def anytime_select(rng, mu, O, eps, s, index):
+    """Round s's arm: the argmax of :func:`ucb_index` (ties uniformly at random)."""
+    for j in range(index.size):
+        index[j] = ucb_index(mu[j], O[j], eps, s)
+    a, tie = argmax_first(index)
+    if tie:
+        a = tie_break(index, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def anytime_push(a, x, m, buf, blen, N, size):
+    """Arm a's next m rewards, summing to x: (due, start, stop) — due when the epoch buffer
+    holds ``size[a]`` rewards, the release then covering observations [start, stop)."""
+    buf[a] += x
+    blen[a] += m
+    N[a] += m
+    if blen[a] == size[a]:
+        return True, N[a] - size[a], N[a]
+    return False, 0, 0
+
+
+@njit(cache=True, inline="always")
+def anytime_commit(a, noise, mu, O, size, buf, blen):
+    """μ̃_a = (Σ buffer + noise)/size, O_a = size; the next epoch doubles."""
+    mu[a] = (buf[a] + noise) / size[a]
+    O[a] = size[a]
+    size[a] *= 2
+    buf[a] = 0.0
+    blen[a] = 0
+
+
 @njit(cache=True)
 def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
     """params: ε, fast, release 0's noise scale 1/ε (``noise_scales``).  A
@@ -96,11 +129,7 @@ def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capt
                                                     capture, mu, N, actions, emit, segs, last)
     s = K + 1                               # the next round to play (1-based)
     while s <= stop:
-        for j in range(K):
-            index[j] = ucb_index(mu[j], O[j], eps, s)
-        a, tie = argmax_first(index)
-        if tie:
-            a = tie_break(index, a, rng)
+        a = anytime_select(rng, mu, O, eps, s, index)
         need = size[a] - blen[a]
         if fast:
             end = min(stop, s + need - 1)   # the stretch's last round if nothing overtakes
@@ -123,17 +152,11 @@ def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capt
                 segs, n_segs = push_segment(segs, n_segs, last, a, s, 1, 1)
             else:
                 actions[s - 1] = a
-        buf[a] += x
-        blen[a] += m
-        N[a] += m
-        if blen[a] == size[a]:
-            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, N[a] - size[a], N[a], 0)
+        due, start, stop_ = anytime_push(a, x, m, buf, blen, N, size)
+        if due:
+            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, stop_, 0)
             n_rows += 1
-            mu[a] = (buf[a] + noise) / size[a]
-            O[a] = size[a]
-            size[a] *= 2
-            buf[a] = 0.0
-            blen[a] = 0
+            anytime_commit(a, noise, mu, O, size, buf, blen)
         s += m
     return stop, n_rows, n_rows, segs, n_segs
 

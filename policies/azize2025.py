@@ -77,6 +77,46 @@ def _dp_phase(rng, env, T, K, stop, params, actions, rows, capture):
     return played, n_rows, draws
 
 
+@njit(cache=True, inline="always")
+def phase_select(rng, priv, N, imed, eps, lt, x, val):
+    """The arm of the phase starting at round t_ℓ (lt = ln t_ℓ): argmax of the DP-KLUCB index,
+    or argmin of DP-IMED's N_a·d_ε(x_a, x*) + ln N_a (module docstring); ties at random."""
+    K = val.size
+    if imed:
+        best = 0.0
+        for j in range(K):
+            x[j] = clip01(priv[j] / N[j])
+            best = max(best, x[j])
+        for j in range(K):          # argmin of the index = argmax of its negation
+            val[j] = -(N[j] * d_epsilon(x[j], best, eps) + np.log(N[j]))
+    else:
+        for j in range(K):
+            val[j] = dp_klucb_index(clip01(priv[j] / N[j]), lt / N[j], eps)
+    a, tie = argmax_first(val)
+    if tie:
+        a = tie_break(val, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def phase_range(n0, target, renoise):
+    """Observations [start, stop) of a completed phase's release: the phase's own [n0, target),
+    or the whole [0, target) for renoise-cumulative."""
+    return (0 if renoise else n0), target
+
+
+@njit(cache=True, inline="always")
+def phase_commit(a, s, noise, renoise, priv, true_sum):
+    """The phase's release: S̃_a += phase sum + noise (phase-sums), or S̃_a = the cumulative sum
+    + noise (renoise-cumulative; ``true_sum`` already holds it).  Returns (released value, its
+    clean value) for the capture."""
+    if renoise:
+        priv[a] = true_sum[a] + noise
+        return priv[a], true_sum[a]
+    priv[a] += s + noise
+    return s + noise, s
+
+
 @njit(cache=True)
 def _dp_phase_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
     """params: ε, α, rule (0 DP-KLUCB, 1 DP-IMED), renoise (0/1), fast, then the noise scale of
@@ -114,20 +154,7 @@ def _dp_phase_segments(rng, env, T, K, stop, params, actions, rows, capture, seg
         else:
             actions[a] = a
     while t < stop:
-        if imed:
-            best = 0.0
-            for j in range(K):
-                x[j] = clip01(priv[j] / N[j])
-                best = max(best, x[j])
-            for j in range(K):      # argmin of the index = argmax of its negation
-                val[j] = -(N[j] * d_epsilon(x[j], best, eps) + np.log(N[j]))
-        else:
-            lt = np.log(t + 1.0)    # ln t_ℓ, t_ℓ = t + 1 the phase's first round
-            for j in range(K):
-                val[j] = dp_klucb_index(clip01(priv[j] / N[j]), lt / N[j], eps)
-        a, tie = argmax_first(val)
-        if tie:
-            a = tie_break(val, a, rng)
+        a = phase_select(rng, priv, N, imed, eps, np.log(t + 1.0), x, val)
         n0 = N[a]
         target = phase_target(n0, alpha)
         m = target - n0
@@ -136,14 +163,10 @@ def _dp_phase_segments(rng, env, T, K, stop, params, actions, rows, capture, seg
                                        actions)
         true_sum[a] += s
         if m_ep == m:               # completed phase: its release
-            if renoise:             # the whole cumulative sum, observations [0, target)
-                noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, 0, target, 0)
-                priv[a] = true_sum[a] + noise
-                capture_release(capture, priv[a], true_sum[a], scale, a, 0, target)
-            else:                   # this phase's sum only, observations [n0, target)
-                noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, n0, target, 0)
-                priv[a] += s + noise
-                capture_release(capture, s + noise, s, scale, a, n0, target)
+            start, stop_ = phase_range(n0, target, renoise)
+            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, stop_, 0)
+            released, clean = phase_commit(a, s, noise, renoise, priv, true_sum)
+            capture_release(capture, released, clean, scale, a, start, stop_)
             n_rows += 1
         N[a] += m_ep
         t += m_ep
@@ -247,25 +270,36 @@ def _imed(rng, env, T, K, stop, params, actions, rows, capture):
     p = np.zeros(K)
     val = np.zeros(K)
     for t in range(1, stop + 1):
-        if t <= K:
-            a = t - 1
-        else:
-            best = p[0]
-            for j in range(1, K):
-                best = max(best, p[j])
-            q = min(best, 1.0 - 1e-15)
-            for j in range(K):
-                d = bernoulli_kl(p[j], q) if p[j] < best else 0.0
-                val[j] = -(n[j] * d + np.log(n[j]))
-            a, tie = argmax_first(val)
-            if tie:
-                a = tie_break(val, a, rng)
+        a = t - 1 if t <= K else imed_select(rng, p, n, val)
         r = draw_reward(rng, env, a, t - 1)
-        sums[a] += r
-        n[a] += 1.0
-        p[a] = sums[a] / n[a]
+        imed_push(a, r, sums, n, p)
         put_action(actions, t, a)
     return stop, 0, 0
+
+
+@njit(cache=True, inline="always")
+def imed_select(rng, p, n, val):
+    """IMED's arm (after the initial pulls): argmin N_a·kl(μ̂_a, μ̂*) + ln N_a, ties at random."""
+    K = val.size
+    best = p[0]
+    for j in range(1, K):
+        best = max(best, p[j])
+    q = min(best, 1.0 - 1e-15)
+    for j in range(K):
+        d = bernoulli_kl(p[j], q) if p[j] < best else 0.0
+        val[j] = -(n[j] * d + np.log(n[j]))
+    a, tie = argmax_first(val)
+    if tie:
+        a = tie_break(val, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def imed_push(a, r, sums, n, p):
+    """Arm a's reward r joins its empirical mean."""
+    sums[a] += r
+    n[a] += 1.0
+    p[a] = sums[a] / n[a]
 
 
 class IMED(NonPrivatePolicy):

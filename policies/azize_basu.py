@@ -53,6 +53,39 @@ def _adap(rng, env, T, K, stop, params, actions, rows, capture):
     return played, n_rows, draws
 
 
+@njit(cache=True, inline="always")
+def adap_select(rng, mu, n_last, eps, alpha, klucb, lt, index):
+    """The arm of the episode starting at round t_ℓ (lt = ln t_ℓ): argmax of the AdaP-UCB or
+    AdaP-KLUCB index (module docstring), ties uniformly at random."""
+    for j in range(index.size):
+        n = n_last[j]
+        if klucb:
+            m = clip01(mu[j] + alpha * lt / (eps * n))
+            index[j] = kl_ucb_newton(m, alpha * lt / n)
+        else:
+            index[j] = mu[j] + np.sqrt(alpha * lt / (2.0 * n)) + alpha * lt / (eps * n)
+    a, tie = argmax_first(index)
+    if tie:
+        a = tie_break(index, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def adap_release_id(n_ep):
+    """Release id k of an episode of n_ep = 2^k rewards (Lap(1/(ε·2^k)) on their mean)."""
+    k = 0
+    while (1 << k) < n_ep:
+        k += 1
+    return k
+
+
+@njit(cache=True, inline="always")
+def adap_commit(a, s, n_ep, noise, mu, n_last):
+    """A completed episode of n_ep rewards summing to s: μ̃_a = s/n_ep + noise."""
+    mu[a] = s / n_ep + noise
+    n_last[a] = n_ep
+
+
 @njit(cache=True)
 def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
     """params: ε, α, variant (0 UCB, 1 KLUCB), fast, then the noise scale of
@@ -73,30 +106,18 @@ def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
     t, n_rows, segs, n_segs = private_initial_pulls(rng, env, K, stop, scales[0], rows,
                                                     capture, mu, N, actions, emit, segs, last)
     while t < stop:
-        lt = np.log(t + 1.0)                # ln t_ℓ, t_ℓ = t + 1 the episode's first round
-        for j in range(K):
-            n = n_last[j]
-            if klucb:
-                m = clip01(mu[j] + alpha * lt / (eps * n))
-                index[j] = kl_ucb_newton(m, alpha * lt / n)
-            else:
-                index[j] = mu[j] + np.sqrt(alpha * lt / (2.0 * n)) + alpha * lt / (eps * n)
-        a, tie = argmax_first(index)
-        if tie:
-            a = tie_break(index, a, rng)
+        # ln t_ℓ, t_ℓ = t + 1 the episode's first round
+        a = adap_select(rng, mu, n_last, eps, alpha, klucb, np.log(t + 1.0), index)
         n_ep = N[a]                         # the episode doubles the arm's count
         m_ep = min(n_ep, stop - t)
         s, segs, n_segs = play_stretch(rng, env, a, t, m_ep, fast, emit, segs, n_segs, last,
                                        actions)
         if m_ep == n_ep:                    # completed episode: release its private mean
-            k = 0
-            while (1 << k) < n_ep:
-                k += 1
+            k = adap_release_id(n_ep)
             noise = laplace_noise(rng, env, scales[k], 1.0 / n_ep, rows, n_rows, a, N[a],
                                   N[a] + n_ep, k)
             n_rows += 1
-            mu[a] = s / n_ep + noise
-            n_last[a] = n_ep
+            adap_commit(a, s, n_ep, noise, mu, n_last)
         N[a] += m_ep
         t += m_ep
     return t, n_rows, n_rows, segs, n_segs

@@ -42,6 +42,31 @@ class NonPrivatePolicy(KernelPolicy):
         return out
 
 
+@njit(cache=True, inline="always")
+def ucb1_select(rng, t, sums, n, index):
+    """Round t's arm (t > K): argmax μ̂ + √(2 ln t / n), ties uniformly at random."""
+    K = index.size
+    lt = 2.0 * np.log(t)
+    best = sums[0] / n[0] + np.sqrt(lt / n[0])
+    index[0] = best
+    a = 0
+    tie = False
+    for j in range(1, K):
+        v = sums[j] / n[j] + np.sqrt(lt / n[j])
+        index[j] = v
+        best, a, tie = argmax_step(v, j, best, a, tie)
+    if tie:                  # same comparisons and tie-break as argmax_random_tie
+        a = tie_break(index, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def mean_push(a, x, sums, n):
+    """Arm a's reward x joins its empirical mean (UCB1, IMED)."""
+    sums[a] += x
+    n[a] += 1.0
+
+
 @njit(cache=True, nogil=True)
 def _ucb1(rng, env, T, K, stop, params, actions, rows, capture):
     """UCB1 (Auer et al. 2002): pull each arm once, then argmax μ̂ + √(2 ln t / n)."""
@@ -49,23 +74,9 @@ def _ucb1(rng, env, T, K, stop, params, actions, rows, capture):
     n = np.zeros(K)
     index = np.zeros(K)
     for t in range(1, stop + 1):
-        if t <= K:
-            a = t - 1
-        else:
-            lt = 2.0 * np.log(t)
-            best = sums[0] / n[0] + np.sqrt(lt / n[0])
-            index[0] = best
-            a = 0
-            tie = False
-            for j in range(1, K):
-                v = sums[j] / n[j] + np.sqrt(lt / n[j])
-                index[j] = v
-                best, a, tie = argmax_step(v, j, best, a, tie)
-            if tie:                  # same comparisons and tie-break as argmax_random_tie
-                a = tie_break(index, a, rng)
+        a = t - 1 if t <= K else ucb1_select(rng, t, sums, n, index)
         x = draw_reward(rng, env, a, t - 1)
-        sums[a] += x
-        n[a] += 1.0
+        mean_push(a, x, sums, n)
         put_action(actions, t, a)
     return stop, 0, 0
 
@@ -109,55 +120,64 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
     index = np.zeros(K)
     ucache = np.zeros(K)
     until = np.full(K, -1.0)        # ln t up to which ucache[j] is valid (−1: invalid)
-    leader = 0
+    leader = np.zeros(1, np.int64)
     for t in range(1, stop + 1):
         if t <= K:
             a = t - 1
         else:
-            lt = np.log(t)
-            settled = False
-            if bound:
-                m = -1.0
-                for j in range(K):
-                    if j != leader:
-                        if lt > until[j]:
-                            until[j] = 1.001 * lt
-                            ucache[j] = kl_ucb_newton(p[j], until[j] / n[j])
-                        m = max(m, ucache[j])
-                m += 1e-9
-                pl = p[leader]
-                if m < 1.0 and (pl >= m or n[leader] * bernoulli_kl(pl, m) < lt * (1.0 - 1e-9)):
-                    a = leader
-                    settled = True
-            if settled:
-                pass
-            elif fast:
-                il = kl_ucb_newton(p[leader], lt / n[leader])
-                for j in range(K):
-                    if j == leader:
-                        index[j] = il
-                    elif p[j] >= il or (il < 1.0 and n[j] * bernoulli_kl(p[j], il)
-                                        <= lt * (1.0 + 1e-9)):
-                        index[j] = kl_ucb_newton(p[j], lt / n[j])
-                    else:
-                        index[j] = -1.0
-                a, tie = argmax_first(index)
-                if tie:
-                    a = tie_break(index, a, rng)
-            else:
-                for j in range(K):
-                    index[j] = kl_ucb_newton(p[j], lt / n[j])
-                a, tie = argmax_first(index)
-                if tie:
-                    a = tie_break(index, a, rng)
+            a = klucb_select(rng, t, fast, bound, p, n, index, ucache, until, leader)
         x = draw_reward(rng, env, a, t - 1)
-        sums[a] += x
-        n[a] += 1.0
-        p[a] = sums[a] / n[a]
-        until[a] = -1.0             # its cached index is stale
-        leader = a
+        klucb_push(a, x, sums, n, p, until, leader)
         put_action(actions, t, a)
     return stop, 0, 0
+
+
+@njit(cache=True, inline="always")
+def klucb_select(rng, t, fast, bound, p, n, index, ucache, until, leader):
+    """Round t's arm (t > K) by the rule of :func:`_klucb` (threshold test and leader bound
+    when ``fast``/``bound``; every index otherwise — the same argmax set)."""
+    K = index.size
+    lt = np.log(t)
+    ld = leader[0]
+    if bound:
+        m = -1.0
+        for j in range(K):
+            if j != ld:
+                if lt > until[j]:
+                    until[j] = 1.001 * lt
+                    ucache[j] = kl_ucb_newton(p[j], until[j] / n[j])
+                m = max(m, ucache[j])
+        m += 1e-9
+        pl = p[ld]
+        if m < 1.0 and (pl >= m or n[ld] * bernoulli_kl(pl, m) < lt * (1.0 - 1e-9)):
+            return ld
+    if fast:
+        il = kl_ucb_newton(p[ld], lt / n[ld])
+        for j in range(K):
+            if j == ld:
+                index[j] = il
+            elif p[j] >= il or (il < 1.0 and n[j] * bernoulli_kl(p[j], il)
+                                <= lt * (1.0 + 1e-9)):
+                index[j] = kl_ucb_newton(p[j], lt / n[j])
+            else:
+                index[j] = -1.0
+    else:
+        for j in range(K):
+            index[j] = kl_ucb_newton(p[j], lt / n[j])
+    a, tie = argmax_first(index)
+    if tie:
+        a = tie_break(index, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def klucb_push(a, x, sums, n, p, until, leader):
+    """Arm a's reward x: its mean, its cached index invalidated, a the leader."""
+    sums[a] += x
+    n[a] += 1.0
+    p[a] = sums[a] / n[a]
+    until[a] = -1.0             # its cached index is stale
+    leader[0] = a
 
 
 class KLUCB(NonPrivatePolicy):
@@ -189,22 +209,35 @@ def _beta_ts(rng, env, T, K, stop, params, actions, rows, capture):
     f = np.zeros(K)
     theta = np.zeros(K)
     for t in range(1, stop + 1):
-        for j in range(K):
-            theta[j] = rng.beta(s[j] + 1.0, f[j] + 1.0)
-        a, tie = argmax_first(theta)
-        if tie:
-            a = tie_break(theta, a, rng)
+        a = beta_ts_select(rng, s, f, theta)
         x = draw_reward(rng, env, a, t - 1)
-        if x == 1.0:
-            s[a] += 1.0
-        elif x == 0.0:
-            f[a] += 1.0
-        elif rng.random() < x:
-            s[a] += 1.0
-        else:
-            f[a] += 1.0
+        beta_ts_push(rng, a, x, s, f)
         put_action(actions, t, a)
     return stop, 0, 0
+
+
+@njit(cache=True, inline="always")
+def beta_ts_select(rng, s, f, theta):
+    """θ_j ~ Beta(S_j + 1, F_j + 1) in arm order, argmax (ties at random)."""
+    for j in range(theta.size):
+        theta[j] = rng.beta(s[j] + 1.0, f[j] + 1.0)
+    a, tie = argmax_first(theta)
+    if tie:
+        a = tie_break(theta, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def beta_ts_push(rng, a, x, s, f):
+    """Arm a's reward x: a success or a failure (Bernoulli(x) for x strictly inside (0, 1))."""
+    if x == 1.0:
+        s[a] += 1.0
+    elif x == 0.0:
+        f[a] += 1.0
+    elif rng.random() < x:
+        s[a] += 1.0
+    else:
+        f[a] += 1.0
 
 
 class BetaTS(NonPrivatePolicy):

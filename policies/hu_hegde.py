@@ -33,9 +33,56 @@ from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_p
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
-from dpledger.policies.rules import (argmax_first, tie_break, capture_release, clip01,
-                                     private_initial_pulls)
+from dpledger.policies.rules import argmax_first, tie_break, capture_release, clip01
 
+
+
+# ---- Lazy-DP-TS: the rule as state updates (one source for the kernel and the step form) ----
+# State per arm: μ̃ (mu), the last released epoch size O, the epoch r, the buffer's sum and
+# length, the observations n.  ``lazy_select`` is a round's choice, ``lazy_push`` takes the arm's
+# next reward and says whether a release is due (and its range), ``lazy_commit`` stores the
+# noisy sum.  The whole-run kernel below and :mod:`dpledger.policies.online` call the same three.
+
+@njit(cache=True, inline="always")
+def lazy_select(rng, eps, t, mu_tilde, O, theta):
+    """Round t's arm: θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + 3·log2(t)/(ε·O_j))
+    in arm order, argmax (ties uniformly at random)."""
+    K = theta.size
+    shift = 3.0 * np.log2(t) / eps
+    for j in range(K):
+        m = clip01(mu_tilde[j] + shift / O[j])
+        theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
+    a, tie = argmax_first(theta)
+    if tie:
+        a = tie_break(theta, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def lazy_push(a, x, r, buf_sum, buf_len, n_obs):
+    """Arm a's next reward x (rescaled): (due, start, stop) — due when the buffer holds 2^{r+1}
+    rewards (the first reward of an arm, n = 0, is its own epoch of one), the release then
+    covering observations [start, stop) with value ``buf_sum[a]``."""
+    buf_sum[a] += x
+    buf_len[a] += 1
+    n_obs[a] += 1
+    size = 1 if n_obs[a] == 1 else 2 ** (r[a] + 1)
+    if buf_len[a] == size:
+        return True, n_obs[a] - size, n_obs[a]
+    return False, 0, 0
+
+
+@njit(cache=True, inline="always")
+def lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs):
+    """The noisy epoch sum becomes μ̃_a = (Σ buffer + noise)/size, O_a = size; the next epoch
+    doubles (after the first reward, r stays 0: the next buffer holds 2)."""
+    size = buf_len[a]
+    mu_tilde[a] = (buf_sum[a] + noise) / size
+    O[a] = size
+    if n_obs[a] > 1:
+        r[a] += 1
+    buf_sum[a] = 0.0
+    buf_len[a] = 0
 
 
 @njit(cache=True, nogil=True)
@@ -50,33 +97,19 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     buf_len = np.zeros(K, np.int64)
     n_obs = np.zeros(K, np.int64)
     theta = np.zeros(K)
-    # rounds 1 … K: each arm once, its reward released with Lap(1/ε) (the shared helper)
-    played, n_rows, _, _ = private_initial_pulls(rng, env, K, stop, scale, rows, capture,
-                                                 mu_tilde, n_obs, actions, False,
-                                                 np.zeros((4, 0), np.int64), np.zeros(0, np.int64))
-    O[:played] = 1.0
-    for t in range(played + 1, stop + 1):
-        shift = 3.0 * np.log2(t) / eps
-        for j in range(K):
-            m = clip01(mu_tilde[j] + shift / O[j])
-            theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-        a, tie = argmax_first(theta)
-        if tie:
-            a = tie_break(theta, a, rng)
+    n_rows = 0
+    for t in range(1, stop + 1):
+        # rounds 1 … K: each arm once, its reward released with Lap(1/ε)
+        a = t - 1 if t <= K else lazy_select(rng, eps, t, mu_tilde, O, theta)
         x = draw_reward(rng, env, a, t - 1)
-        buf_sum[a] += x
-        buf_len[a] += 1
-        n_obs[a] += 1
-        size = 2 ** (r[a] + 1)
-        if buf_len[a] == size:
-            start = n_obs[a] - size
-            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, n_obs[a], 0)
+        due, start, stop_ = lazy_push(a, x, r, buf_sum, buf_len, n_obs)
+        if due:
+            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, stop_, 0)
             n_rows += 1
-            mu_tilde[a] = (buf_sum[a] + noise) / size
-            O[a] = size
-            r[a] += 1
-            buf_sum[a] = 0.0
-            buf_len[a] = 0
+            if capture.shape[1] > 0 and t == 1:
+                capture[0, 0] = x + noise
+                capture[1, 0] = x
+            lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs)
         put_action(actions, t, a)
     return stop, n_rows, n_rows
 
@@ -150,19 +183,10 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         lfs[a] = fs
         lis[a] = ist
     for t in range(1, stop + 1):
-        if t <= K:
-            a = t - 1
-        else:
-            for j in range(K):
-                m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
-                theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-            a, tie = argmax_first(theta)
-            if tie:
-                a = tie_break(theta, a, rng)
+        a = t - 1 if t <= K else dp_ts_select(rng, eps, t, mu_tilde, O, theta)
         x = draw_reward(rng, env, a, t - 1)
-        O[a] += 1.0
-        code, value, start, stop_ = log_push(lfs[a], lis[a], x)
-        if code >= 0:                       # O = 2^{r+1} − 1: the log mechanism absorbs
+        kind, value, start, stop_ = dp_ts_push(a, x, O, lfs, lis, bfs, bis)
+        if kind == 0:                       # O = 2^{r+1} − 1: the log mechanism absorbs
             noise = laplace_noise(rng, env, log_scale, 1.0, rows, n_rows, a, start, stop_, 0)
             n_rows += 1
             draws += 1
@@ -170,15 +194,8 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
                 capture[0, 0] = value + noise
                 capture[1, 0] = value
             capture_release(capture, value + noise, value, log_scale, a, start, stop_)
-            log_commit(lfs[a], lis[a], code, value + noise)
-            if t > K:
-                r[a] += 1
-            # the next epoch buffer: L = 2^{r+1} − 1 items, levels r + 1, from observation O
-            binary_reset(bfs[a], bis[a], r[a] + 1, (1 << (r[a] + 1)) - 1, np.int64(O[a]))
             slot[a] = -1
-            b_out = 0.0
         else:
-            bcode, value, start, stop_ = binary_push(bfs[a], bis[a], x)
             if slot[a] < 0:
                 slot[a] = n_rows
                 n_rows += 1
@@ -186,11 +203,52 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
                                bis[a, 0], r[a] + 1, r[a])
             draws += 1
             capture_release(capture, value + noise, value, scales[r[a]], a, start, stop_)
-            binary_commit(bfs[a], bis[a], bcode, value + noise)
-            b_out = binary_output(bfs[a], bis[a])
-        mu_tilde[a] = (log_output(lfs[a], lis[a]) + b_out) / O[a]
+        dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde)
         put_action(actions, t, a)
     return stop, n_rows, draws
+
+
+@njit(cache=True, inline="always")
+def dp_ts_select(rng, eps, t, mu_tilde, O, theta):
+    """A round's arm (after the initial pulls): θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1),
+    m = clip(μ̃_j + υ(ε, O_j, t)), argmax (ties uniformly at random)."""
+    for j in range(theta.size):
+        m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
+        theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
+    a, tie = argmax_first(theta)
+    if tie:
+        a = tie_break(theta, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def dp_ts_push(a, x, O, lfs, lis, bfs, bis):
+    """Arm a's next reward: (kind, value, start, stop) of the release it makes due — kind 0 a
+    logarithmic-mechanism block (release id 0), kind 1 a p-sum of the epoch buffer's binary
+    mechanism (release id r_a) — over observations [start, stop)."""
+    O[a] += 1.0
+    code, value, start, stop = log_push(lfs[a], lis[a], x)
+    if code >= 0:
+        return 0, value, start, stop
+    bcode, value, start, stop = binary_push(bfs[a], bis[a], x)
+    return 1, value, start, stop
+
+
+@njit(cache=True, inline="always")
+def dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde):
+    """The release just made due, drawn: a log block closes the epoch (the next buffer: L =
+    2^{r+1} − 1 items, levels r + 1, from observation O; the arm's first block opens epoch 0);
+    a p-sum updates the buffer's running sum.  μ̃_a = (log output + buffer output)/O_a."""
+    if kind == 0:
+        log_commit(lfs[a], lis[a], 0, value + noise)
+        if O[a] > 1.0:
+            r[a] += 1
+        binary_reset(bfs[a], bis[a], r[a] + 1, (1 << (r[a] + 1)) - 1, np.int64(O[a]))
+        b_out = 0.0
+    else:
+        binary_commit(bfs[a], bis[a], 0, value + noise)
+        b_out = binary_output(bfs[a], bis[a])
+    mu_tilde[a] = (log_output(lfs[a], lis[a]) + b_out) / O[a]
 
 
 class DPTS(KernelPolicy):

@@ -166,11 +166,7 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
             else:
                 lt = np.log(t)
                 sl = np.sqrt(lt)
-            for j in range(K):
-                idx[j] = dp_ucb_from(ca[j], cb[j], cc[j], sl, lt)
-            a, tie = argmax_first(idx)
-            if tie:
-                a = tie_break(idx, a, rng)
+            a = dp_ucb_select(rng, lt, sl, ca, cb, cc, idx)
         x = draw_reward(rng, env, a, t - 1)
         code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
         noise = tree_noise(rng, env, scale, rows, a, a, 0, bis[a, 0], levels, 0)
@@ -179,14 +175,35 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
             capture[0, 0] = value + noise
             capture[1, 0] = value
         capture_release(capture, value + noise, value, scale, a, s0, s1)
-        binary_commit(bfs[a], bis[a], code, value + noise)
-        r[a] = binary_output(bfs[a], bis[a])
-        n[a] += 1.0
-        m = np.int64(n[a])
-        root = tab_s2n[m] if m < n_tab else dp_ucb_root(n[a])
-        ca[a], cb[a], cc[a] = dp_ucb_coefficients(r[a], n[a], gamma_, experimental, root)
+        m = np.int64(n[a]) + 1
+        root = tab_s2n[m] if m < n_tab else dp_ucb_root(n[a] + 1.0)
+        dp_ucb_commit(a, code, value, noise, bfs, bis, r, n, ca, cb, cc, gamma_,
+                      experimental, root)
         put_action(actions, t, a)
     return stop, K, draws
+
+
+@njit(cache=True, inline="always")
+def dp_ucb_select(rng, lt, sl, ca, cb, cc, idx):
+    """A round's arm (after the initial pulls): argmax of the index A + B·√(ln t) + C·ln t
+    (:func:`dp_ucb_coefficients`), ties uniformly at random."""
+    for j in range(idx.size):
+        idx[j] = dp_ucb_from(ca[j], cb[j], cc[j], sl, lt)
+    a, tie = argmax_first(idx)
+    if tie:
+        a = tie_break(idx, a, rng)
+    return a
+
+
+@njit(cache=True, inline="always")
+def dp_ucb_commit(a, code, value, noise, bfs, bis, r, n, ca, cb, cc, gamma_, experimental,
+                  root):
+    """The p-sum just pushed is released as value + noise: the tree's running sum r_a, the
+    count n_a and the arm's index coefficients (``root`` = √(2/n_a) for the new n_a)."""
+    binary_commit(bfs[a], bis[a], code, value + noise)
+    r[a] = binary_output(bfs[a], bis[a])
+    n[a] += 1.0
+    ca[a], cb[a], cc[a] = dp_ucb_coefficients(r[a], n[a], gamma_, experimental, root)
 
 
 class DPUCB(KernelPolicy):

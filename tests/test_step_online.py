@@ -1,0 +1,238 @@
+"""The step form's live-serving guarantees (issue 24 §1): record before draw, restart without
+double spending (a kill -9 test at random points), late and out-of-order rewards, and one-line
+refusals of bad input."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from dpledger.accounting.filters import BudgetExceeded
+from dpledger.accounting.store import LedgerStore, verify_store
+from dpledger.errors import DpledgerError
+from dpledger.policies import online
+from dpledger.policies import step as step_mod
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _serve(p, table, rounds):
+    for _ in range(rounds):
+        t = p.select()
+        p.observe(t, table[t.round - 1, t.arm])
+
+
+def test_records_are_stored_before_the_noise_is_drawn(tmp_path, monkeypatch):
+    """At every draw, the release being drawn is already committed to the store (read by a
+    second connection)."""
+    path = tmp_path / "s.db"
+    p = online("lazy-dp-ts", 3, store=path, seed=1, epsilon=1.0)
+    reader = LedgerStore.open(path, readonly=True)
+    seen = []
+    real = step_mod.laplace_step
+
+    def spy(box, env, scale, sens):
+        seen.append(reader.n_records())
+        return real(box, env, scale, sens)
+    monkeypatch.setattr("dpledger.policies.step_rules.laplace_step", spy)
+    table = np.random.default_rng(0).random((200, 3))
+    _serve(p, table, 200)
+    assert len(seen) >= 10
+    assert seen == list(range(1, len(seen) + 1))    # draw k happens after record k committed
+    reader.close()
+    p.close()
+
+
+def test_crash_between_record_and_draw_resumes_with_the_same_release(tmp_path, monkeypatch):
+    """A process dying after a record is committed and before its noise is drawn: the resumed
+    policy finishes that release with the noise the saved generator gives — the very value an
+    uninterrupted run draws — and records nothing twice."""
+    table = np.random.default_rng(3).random((120, 3))
+    ref = online("lazy-dp-ts", 3, seed=4, epsilon=0.5)
+    _serve(ref, table, 120)
+
+    path = tmp_path / "s.db"
+    p = online("lazy-dp-ts", 3, store=path, seed=4, epsilon=0.5)
+    _serve(p, table, 60)
+    n_before = p.store.n_records()
+
+    class Killed(BaseException):
+        pass
+
+    def die(self, due):
+        raise Killed
+    monkeypatch.setattr(step_mod.OnlinePolicy, "_draw", die)
+    with pytest.raises(Killed):
+        _serve(p, table, 60)                 # stops at the next release, after its record
+    assert p.store.n_records() == n_before + 1
+    rounds = p.t
+    p.store.close()
+    monkeypatch.undo()
+
+    q = online("lazy-dp-ts", 3, store=path, seed=4, epsilon=0.5)
+    assert q.generation == 1 and q.t == rounds
+    assert q.store.n_records() == n_before + 1              # nothing recorded again
+    # the interrupted release was finished with the uninterrupted run's noise: same statistics
+    mu_ref = None
+    ref2 = online("lazy-dp-ts", 3, seed=4, epsilon=0.5)
+    _serve(ref2, table, rounds)
+    mu_ref = ref2.rule.state["mu"]
+    assert np.array_equal(q.rule.state["mu"], mu_ref)
+    # and the generator moved on to a stream no earlier generation used
+    assert q.rng.bit_generator.state != ref2.rng.bit_generator.state
+    q.close()
+    assert verify_store(path) == []
+
+
+@pytest.mark.slow
+def test_kill_9_at_random_points_never_double_spends(tmp_path):
+    """CI: 3 restarts (≈ 10 s); DPLEDGER_FULL=1: 12."""
+    _kill_test(tmp_path, restarts=12 if os.environ.get("DPLEDGER_FULL") else 3)
+
+
+def _kill_test(tmp_path, restarts):
+    """A server killed with SIGKILL at random moments and restarted: the ledger verifies, every
+    reward is in at most one release (Lazy-DP-TS's uninterrupted spend: ε), every restart took
+    a new generation."""
+    path = str(tmp_path / "live.db")
+    rng = np.random.default_rng(17)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    for k in range(restarts):
+        proc = subprocess.Popen([sys.executable, os.path.join(HERE, "step_server.py"), path,
+                                 str(k)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env, cwd=os.path.dirname(HERE))
+        first = proc.stdout.readline()        # serving (compiled, resumed)
+        assert first, proc.stderr.read().decode()[-2000:]
+        time.sleep(float(rng.uniform(0.05, 0.6)))
+        proc.kill()
+        proc.wait()
+    assert verify_store(path) == []
+    with LedgerStore.open(path, readonly=True) as store:
+        st = store.status()
+        assert st["records"] > 3
+        assert st["privacy"]["pure_epsilon"] <= 0.5            # one Lap(2) release per reward
+        gen = store.checkpoint("online/run-0/generation")
+        assert gen is not None and int(gen[1].decode()) == restarts - 1
+
+
+def test_late_and_out_of_order_rewards(tmp_path):
+    """Tickets observed in a shuffled order, several rounds late: every reward still lies in
+    exactly one release (pure ε = ε per reward), the ledger verifies."""
+    p = online("adap-ucb", 4, store=tmp_path / "s.db", seed=2, epsilon=0.5)
+    rng = np.random.default_rng(0)
+    pending = []
+    for _ in range(600):
+        pending.append(p.select())
+        if len(pending) > 20:
+            rng.shuffle(pending)
+            for t in pending[:10]:
+                p.observe(t, float(rng.random() < 0.3 + 0.1 * t.arm))
+            pending = pending[10:]
+    for t in pending:
+        p.observe(t, 1.0)
+    st = p.store.status()
+    assert st["privacy"]["pure_epsilon"] == 0.5
+    assert p.store.n_records() > 12
+    p.close()
+    assert verify_store(tmp_path / "s.db") == []
+
+
+def test_budget_refusal_freezes_the_arm_and_records_nothing(tmp_path):
+    """A per-reward budget below one release: the first release is refused (BudgetExceeded, a
+    DpledgerError), nothing is stored, the arm is frozen and play goes on."""
+    p = online("lazy-dp-ts", 2, store=tmp_path / "s.db", budget="eps=0.4", seed=0,
+               epsilon=0.5)
+    t = p.select()
+    with pytest.raises(BudgetExceeded) as exc:
+        p.observe(t, 1.0)
+    assert isinstance(exc.value, DpledgerError) and "\n" not in str(exc.value)
+    assert p.store.n_records() == 0 and p.frozen[t.arm]
+    t2 = p.select()
+    assert t2.arm == 1
+    with pytest.raises(BudgetExceeded):
+        p.observe(t2, 0.0)
+    for _ in range(10):                    # both frozen: select still answers, nothing recorded
+        p.observe(p.select(), 0.5)
+    assert p.store.n_records() == 0
+    p.close()
+
+
+def _one_line(exc) -> str:
+    msg = str(exc.value)
+    assert "\n" not in msg and msg
+    return msg
+
+
+def test_bad_input_is_refused_with_one_line(tmp_path):
+    p = online("lazy-dp-ts", 3, horizon=5, store=tmp_path / "s.db", seed=0)
+    t = p.select()
+    for bad, words in [(float("nan"), "NaN"), (1.5, "outside the declared range"),
+                       ("1", "must be a number"), (True, "must be a number")]:
+        with pytest.raises(DpledgerError) as exc:
+            p.observe(t, bad)
+        assert words in _one_line(exc)
+    with pytest.raises(DpledgerError) as exc:
+        p.observe(7, 0.5)
+    assert "outside 0 … 2" in _one_line(exc)
+    with pytest.raises(DpledgerError) as exc:
+        p.observe(step_mod.Ticket(0, 3, 0, 0), 0.5)
+    assert "never issued" in _one_line(exc)
+    with pytest.raises(DpledgerError) as exc:
+        p.observe(step_mod.Ticket(0, 1, 2, 0), 0.5)
+    assert "names arm 2" in _one_line(exc)
+    p.observe(t, 0.5)
+    with pytest.raises(DpledgerError) as exc:
+        p.observe(t, 0.5)
+    assert "already observed" in _one_line(exc)
+    with pytest.raises(DpledgerError) as exc:
+        p.observe(1, 0.5)
+    assert "no outstanding round" in _one_line(exc)
+    with pytest.raises(DpledgerError) as exc:
+        p.select(context=[1.0])
+    assert "takes no context" in _one_line(exc)
+    n = p.store.n_records()
+    for _ in range(4):
+        p.observe(p.select(), 0.25)
+    with pytest.raises(DpledgerError) as exc:
+        p.select()
+    assert "horizon 5 is reached" in _one_line(exc)
+    assert p.store.n_records() > n
+    p.close()
+    # a store made for another policy, K, parameter or range
+    for kwargs in [dict(name="adap-ucb", n=3), dict(name="lazy-dp-ts", n=4),
+                   dict(name="lazy-dp-ts", n=3, epsilon=0.5)]:
+        with pytest.raises(DpledgerError) as exc:
+            online(kwargs.pop("name"), kwargs.pop("n"), horizon=5, store=tmp_path / "s.db",
+                   seed=0, **kwargs)
+        assert "serves lazy-dp-ts" in _one_line(exc)
+    with pytest.raises(DpledgerError) as exc:
+        online("dp-ucb", 3)
+    assert "needs a horizon" in _one_line(exc)
+    with pytest.raises(DpledgerError) as exc:
+        online("lazy-dp-ts", 1)
+    assert "n_arms" in _one_line(exc)
+    with pytest.raises(DpledgerError) as exc:
+        online("lazy-dp-ts", 3, reward_range=(1, 0))
+    assert "lo < hi" in _one_line(exc)
+    with pytest.raises(DpledgerError) as exc:
+        online("ucb1", 3, sampler="exact")
+    assert "exact-sampler" in _one_line(exc)
+
+
+def test_reward_range_and_exact_sampler_rescale(tmp_path):
+    """Rewards on [−1, 3] are rescaled to [0, 1] (and, exact sampler, to its lattice) as the
+    simulator's environments do: the same releases as rewards given on [0, 1]."""
+    table = np.random.default_rng(1).random((80, 3))
+    a = online("lazy-dp-ts", 3, seed=9, sampler="exact")
+    b = online("lazy-dp-ts", 3, seed=9, sampler="exact", reward_range=(-1.0, 3.0))
+    for t in range(80):
+        ta, tb = a.select(), b.select()
+        assert ta.arm == tb.arm
+        a.observe(ta, table[t, ta.arm])
+        b.observe(tb, -1.0 + 4.0 * table[t, tb.arm])
+    assert np.array_equal(a.rule.state["mu"], b.rule.state["mu"])
