@@ -100,12 +100,14 @@ def shariff_sheffet_wishart(epsilon: float, delta: float, nodes: int,
 def accounted_sigma(make_release: Callable[[float], object], nodes: int, epsilon: float,
                     delta: float) -> float:
     """The smallest σ (to 1e-10 relative) whose ``nodes``-fold composition of
-    ``make_release(σ)`` (a Gaussian-family release) has ε(δ) ≤ ε under dpledger's best
+    ``make_release(σ)`` (a Gaussian or discrete-Gaussian release) has ε(δ) ≤ ε under dpledger's best
     accountant — the per-record certificate of a tree whose records enter ``nodes`` nodes meets
     (ε, δ).  The bracket starts from the exact GDP answer (μ = √nodes·μ(σ=1)/σ)."""
     epsilon = check_positive("epsilon", epsilon)
     delta = check_delta(delta)
-    mu1 = make_release(1.0).mu
+    unit = make_release(1.0)
+    # μ of a Gaussian release; a discrete Gaussian's (exact sampler) from its ρ = μ²/2
+    mu1 = unit.mu if hasattr(unit, "mu") else math.sqrt(2.0 * unit.rho)
     guess = math.sqrt(nodes) * mu1 / gdp_mu_for(epsilon, delta)
     return calibrate_to_epsilon(lambda s: Composition.of([(make_release(s), int(nodes))]),
                                 epsilon, delta, 0.5 * guess, 2.0 * guess)

@@ -261,7 +261,7 @@ def tree_new(n_trees: int, levels: int, blocks: int, entries: int, records) -> t
     clean = np.zeros((n_trees, levels, D))
     h = np.zeros((n_trees, levels + 1, D))
     padn = np.zeros((n_trees, levels, D))
-    ist = np.zeros((n_trees, 2), dtype=np.int64)
+    ist = np.zeros((n_trees, 3), dtype=np.int64)      # t, blocks; ist[0, 2]: pushes of all trees
     ist[:, 1] = blocks
     return (clean, h, padn, ist, rec, np.zeros(D), np.int64(n_rec))
 
@@ -301,8 +301,9 @@ def tree_push(tr, g, item, rng, spec, pad, A, capture):
     """Add ``item`` (D numbers) to tree g: close the p-sum at level i = lowest set bit of the new
     count t, write the tree's ledger records (n_items = t), then draw that node's noise (one
     block draw per block); with ``pad``, redraw the padding of levels below i (they become
-    unset).  ``capture`` ((rows, D), tests): if it has rows, node noise number t − 1 is stored in
-    row t − 1.  Returns the level closed."""
+    unset).  ``capture`` ((rows, D + 1), tests): if it has rows, the noise of the n-th push
+    over all trees (n from 0) is stored in row n, with g in its last column.  Returns the level
+    closed."""
     clean, h, padn, ist, rec, scratch, n_rec = tr
     levels = clean.shape[1]
     D = clean.shape[2]
@@ -322,9 +323,12 @@ def tree_push(tr, g, item, rng, spec, pad, A, capture):
     for r in range(n_rec):              # the record first, then the noise
         rec[2, g * n_rec + r] = t
     _draw_node(rng, spec, tr, scratch, A)
-    if capture.shape[0] > 0 and t - 1 < capture.shape[0]:
+    n = ist[0, 2]
+    ist[0, 2] = n + 1
+    if n < capture.shape[0]:
         for e in range(D):
-            capture[t - 1, e] = scratch[e]
+            capture[n, e] = scratch[e]
+        capture[n, D] = g
     hi = h[g, i]
     above = h[g, i + 1]
     for e in range(D):

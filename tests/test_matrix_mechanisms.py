@@ -170,7 +170,7 @@ def _run_tree(n, p=3, blocks=2, pad=False, seed=0, sigma=1.0, capture=True):
     spec = _spec_gauss_sym(p, sigma)
     rng = np.random.default_rng(seed)
     A = np.zeros((1, 1))
-    cap = np.zeros((n if capture else 0, blocks * E))
+    cap = np.zeros((n if capture else 0, blocks * E + 1))
     if pad:
         mx.tree_pad_init(tr, 0, rng, spec, A)
     items = np.random.default_rng(seed + 1000).normal(size=(n, blocks * E))
@@ -189,7 +189,7 @@ def test_tree_prefix_is_clean_prefix_plus_set_bit_nodes(n):
         for ell in range(t.bit_length()):
             if (t >> ell) & 1:
                 closed = (t >> ell) << ell          # the push that closed this node
-                expect = expect + cap[closed - 1]
+                expect = expect + cap[closed - 1, :-1]
         assert np.allclose(prefixes[t - 1], expect, rtol=0, atol=1e-9)
         assert mx.tree_version(tr, 0) == n
 
@@ -229,7 +229,7 @@ def test_padding_puts_levels_noise_draws_in_every_prefix(pad):
     tr = mx.tree_new(trees, levels, 1, E, [0])
     spec = _spec_gauss_sym(p, sigma)
     rng = np.random.default_rng(3)
-    A, cap, zero = np.zeros((1, 1)), np.zeros((0, E)), np.zeros(E)
+    A, cap, zero = np.zeros((1, 1)), np.zeros((0, E + 1)), np.zeros(E)
     if pad:
         for g in range(trees):
             mx.tree_pad_init(tr, g, rng, spec, A)
@@ -245,7 +245,7 @@ def test_padding_puts_levels_noise_draws_in_every_prefix(pad):
 def test_tree_records_written_and_full_tree_refused():
     tr = mx.tree_new(2, 2, 1, 1, [4, 5])
     spec = mx.noise_spec(mx.GAUSS_VEC, entries=1, sigma=1.0)
-    rng, A, cap = np.random.default_rng(0), np.zeros((1, 1)), np.zeros((0, 1))
+    rng, A, cap = np.random.default_rng(0), np.zeros((1, 1)), np.zeros((0, 2))
     for _ in range(3):
         mx.tree_push(tr, 1, np.ones(1), rng, spec, False, A, cap)
     recs = mx.tree_records(tr)
@@ -270,7 +270,7 @@ def test_exact_tree_prefix_stays_on_the_lattice():
     sig = np.where(mx.diagonal_mask(p), s_diag, s_off).astype(np.int64)
     spec = mx.noise_spec(mx.DGAUSS, entries=E, iscales=sig)
     tr = mx.tree_new(1, 6, 1, E, [0])
-    rng, A, cap = np.random.default_rng(1), np.zeros((1, 1)), np.zeros((0, E))
+    rng, A, cap = np.random.default_rng(1), np.zeros((1, 1)), np.zeros((0, E + 1))
     vrng = np.random.default_rng(2)
     for _ in range(40):
         v = vrng.normal(size=p)
