@@ -44,12 +44,14 @@ scalar counter), so a push costs O(D) amortised plus one node's draws, and the p
 O(1) (a view of ``h_0``).
 
 *Padding* (``pad``; Shariff & Sheffet's tree, their code's pan-private accumulator): every prefix
-carries exactly ``levels`` noise draws — for each unset bit ℓ a padding draw of the same law,
-redrawn whenever bit ℓ becomes unset (reusing the noise of a node that was folded into a larger
-one would reveal that node's p-sum) and drawn for every level at creation.  Their regulariser
-(and the Wishart mode's negative shift) assumes a fixed number m of noise matrices in every
-prefix; with the plain tree the count is popcount(t).  Padding draws touch no record: they are
-not releases of anyone's data and write no ledger record.
+carries exactly ``levels`` noise draws — for each unset bit ℓ a padding draw P_ℓ of the same
+law, drawn once per level when the tree is created.  Their regulariser (and the Wishart mode's
+negative shift) assumes a fixed number m of noise matrices in every prefix; with the plain tree
+the count is popcount(t).  Padding is independent of every record and of the nodes' noise, so
+the prefixes are post-processing of the node releases and of data-free draws: reusing P_ℓ each
+time bit ℓ is unset reveals nothing (what must never be reused is a *node's* noise once its
+p-sum is folded into a larger node).  Padding draws touch no record and write no ledger record;
+each prefix still carries ``levels`` independent draws of the node law.
 
 *The ledger.*  A push writes the tree's records (``rec``: columns arm = the tree's stream,
 offset, n_items, levels, release_id; one per release the node makes, e.g. one per entry group)
@@ -300,8 +302,7 @@ def tree_pad_init(tr, g, rng, spec, A):
 def tree_push(tr, g, item, rng, spec, pad, A, capture):
     """Add ``item`` (D numbers) to tree g: close the p-sum at level i = lowest set bit of the new
     count t, write the tree's ledger records (n_items = t), then draw that node's noise (one
-    block draw per block); with ``pad``, redraw the padding of levels below i (they become
-    unset).  ``capture`` ((rows, D + 1), tests): if it has rows, the noise of the n-th push
+    block draw per block); with ``pad``, the levels below i (now unset) carry their padding.  ``capture`` ((rows, D + 1), tests): if it has rows, the noise of the n-th push
     over all trees (n from 0) is stored in row n, with g in its last column.  Returns the level
     closed."""
     clean, h, padn, ist, rec, scratch, n_rec = tr
@@ -336,7 +337,6 @@ def tree_push(tr, g, item, rng, spec, pad, A, capture):
     for j in range(i - 1, -1, -1):
         hj = h[g, j]
         if pad:
-            _draw_node(rng, spec, tr, padn[g, j], A)
             nxt = h[g, j + 1]
             pj = padn[g, j]
             for e in range(D):

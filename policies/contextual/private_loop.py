@@ -34,8 +34,8 @@ O(M·d³) per round for M models, against O(K·d²) for the non-private loop.
 **Positive definiteness.**  A noisy Gram matrix need not be positive definite (Mishra &
 Thakurta do not maintain it, says Shariff & Sheffet 2018).  :func:`factor_psd` factors
 V + extra·I with extra = 0, then scale·2^(j−1), j = 1, 2, … until the Cholesky factorisation
-succeeds, starting from one step below the last block's j (our choice, reconstructed; a
-function of released values, so post-processing).  Shariff & Sheffet's shift makes this rare
+succeeds, starting from the block's last j and trying one step below it every 32nd refresh
+(our choice, reconstructed; a function of released values, so post-processing).  Shariff & Sheffet's shift makes this rare
 (probability ≤ α); the count is returned (``psd_repairs``).
 """
 from __future__ import annotations
@@ -60,50 +60,62 @@ N_CONSTS = 6
 
 
 @njit(cache=True)
-def cholesky_into(W, L):
-    """L ← the lower Cholesky factor of the symmetric W (its lower triangle is read); False at
-    the first pivot that is not positive (W not positive definite), L then partly written."""
-    d = W.shape[0]
-    for j in range(d):
-        s = W[j, j]
-        Lj = L[j]
-        for k in range(j):
-            s -= Lj[k] * Lj[k]
-        if not s > 0.0:
+def cholesky_into(w, d, L):
+    """L ← the lower Cholesky factor of the symmetric d×d matrix whose upper triangle is held
+    row by row in the flat array ``w`` (overwritten); False at the first pivot that is not
+    positive (not positive definite).  The right-looking algorithm (W = UᵀU: row k of U
+    scales and updates the rows below it as contiguous axpy's), then L = Uᵀ.  Flat indexing:
+    2-D row views in the inner loops cost 2.3× at d = 64."""
+    for k in range(d):
+        b = k * d
+        piv = w[b + k]
+        if not piv > 0.0:
             return False
-        ljj = np.sqrt(s)
-        Lj[j] = ljj
-        for i in range(j + 1, d):
-            Li = L[i]
-            s = W[i, j]
-            for k in range(j):
-                s -= Li[k] * Lj[k]
-            Li[j] = s / ljj
-        for k in range(j + 1, d):
-            Lj[k] = 0.0
+        ukk = np.sqrt(piv)
+        w[b + k] = ukk
+        inv = 1.0 / ukk
+        for j in range(k + 1, d):
+            w[b + j] *= inv
+        for j in range(k + 1, d):
+            ukj = w[b + j]
+            a = j * d
+            for i in range(j, d):
+                w[a + i] -= ukj * w[b + i]
+    for i in range(d):
+        for j in range(i + 1):
+            L[i, j] = w[j * d + i]
+        for j in range(i + 1, d):
+            L[i, j] = 0.0
     return True
 
 
 @njit(cache=True)
 def factor_psd(V, L, base, scale, jstate, m, W):
-    """Factor V + (base + extra)·I into L (module docstring: extra = 0, scale·2^(j−1), …,
-    j starting one below ``jstate[m]``); returns (ln det of the factored matrix, repairs made)."""
+    """Factor V + (base + extra)·I into L (``W``: d·d scratch) (module docstring: extra = 0, scale·2^(j−1), …);
+    returns (ln det of the factored matrix, repairs made).  ``jstate[m]`` = (the last j of
+    model m, refreshes since a smaller j was last tried): the search starts at the last j and
+    tries one step below it every 32nd refresh (the noise is full rank and the data grow, so
+    the shift needed shrinks slowly; trying below at every refresh doubled the factorisations)."""
     d = V.shape[0]
-    j = jstate[m] - 1 if jstate[m] > 0 else 0
+    j = jstate[m, 0]
+    jstate[m, 1] += 1
+    if j > 0 and jstate[m, 1] >= 32:
+        j -= 1
+        jstate[m, 1] = 0
     repairs = 0
     while True:
         extra = 0.0 if j == 0 else scale * 2.0 ** (j - 1)
         for r in range(d):
-            for c in range(r + 1):
-                W[r, c] = V[r, c]
-            W[r, r] += base + extra
-        if cholesky_into(W, L):
+            for c in range(r, d):
+                W[r * d + c] = V[r, c]
+            W[r * d + r] += base + extra
+        if cholesky_into(W, d, L):
             break
         j += 1
         repairs += 1
         if j > 2000:
             raise ValueError("no shift makes the noisy Gram matrix positive definite")
-    jstate[m] = j
+    jstate[m, 0] = j
     ld = 0.0
     for r in range(d):
         ld += np.log(L[r, r])
@@ -199,11 +211,11 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
     work = np.zeros(d)
     work2 = np.zeros(d)
     V = np.zeros((d, d))
-    W = np.zeros((d, d))
+    W = np.zeros(d * d)
     b = np.zeros(d)
     vx = np.zeros(d + 1)
     item = np.zeros(D)
-    jstate = np.zeros(M, np.int64)
+    jstate = np.zeros((M, 2), np.int64)
     cached = np.full(M, -1, np.int64)
     scratch = np.zeros((K if env.kind == LINEAR else 1, d))
     store = delay < T
