@@ -252,7 +252,7 @@ def mishra_thakurta_2015_contextual(epsilon0: float, statistics: int, variant: s
                              "record (basic composition)",
                    provenance="reconstructed", pure_epsilon=total,
                    notes=("reconstructed from §5.1 and Shariff & Sheffet 2018's description "
-                          "(docs/algorithms.md#dp-linucb-mt-dp-lints-mt): sensitivities, norm "
+                          "(docs/algorithms.md#dp-linucb-mt): sensitivities, norm "
                           "bounds and the positive-definiteness repair are ours",))
 
 

@@ -370,7 +370,7 @@ class _MishraThakurtaContextual(PrivateLinearPolicy):
     D.2/D.3 is not available; Shariff & Sheffet 2018 describe them as "similar to our own …
     without maintaining PSD").
 
-    Our reading (docs/algorithms.md#dp-linucb-mt-dp-lints-mt): the d(d+1)/2 distinct entries of
+    Our reading (docs/algorithms.md#dp-linucb-mt): the d(d+1)/2 distinct entries of
     the Gram matrix Σ x xᵀ and the d entries of Σ r·x are each released through their own
     binary-mechanism tree (Chan, Shi & Song 2011, as the K-armed DP-UCB: levels = bit length of
     max(T − D, 1), each node Lap(levels·Δ₁/ε₀)), so a record costs ε₀ per statistic —
