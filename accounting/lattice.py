@@ -41,6 +41,12 @@ def lattice_gaussian_rho(shift2: Fraction, inv_var: Fraction) -> float:
     return mul_up(0.5, s, s)
 
 
+def _checked(sigma, sensitivity, unit_scale, dim, bits) -> tuple:
+    return (check_positive("sigma", sigma), check_positive("sensitivity", sensitivity),
+            check_positive("lattice unit scale", unit_scale), check_count("dim", dim),
+            check_count("lattice bits", bits, minimum=0))
+
+
 def sym_matrix_lattice(sigma: float, frobenius: float, unit_scale: float, dim: int, bits: int,
                        blocks_changed: int = 1) -> tuple[int, int, DiscreteGaussianTotal]:
     """(s_off, s_diag, release) for the exact form of a symmetric Gaussian of σ
@@ -56,11 +62,7 @@ def sym_matrix_lattice(sigma: float, frobenius: float, unit_scale: float, dim: i
     (all of the change on the entry with the largest weight per unit of ‖Δ‖_F², a sound
     supremum); B² = blocks_changed·(dim(dim−1)/2/s_off² + dim/s_diag²) — the entries of every
     block the change can touch (two for a record that moves between per-arm blocks)."""
-    sigma = check_positive("sigma", sigma)
-    frobenius = check_positive("frobenius sensitivity", frobenius)
-    unit_scale = check_positive("lattice unit scale", unit_scale)
-    dim = check_count("dim", dim)
-    bits = check_count("lattice bits", bits, minimum=0)
+    sigma, frobenius, unit_scale, dim, bits = _checked(sigma, frobenius, unit_scale, dim, bits)
     s_off = lattice_sigma(sigma / unit_scale, bits)
     s_diag = lattice_sigma(math.sqrt(2.0) * sigma / unit_scale, bits)
     u = Fraction(unit_scale) / (1 << bits)
@@ -76,11 +78,7 @@ def vector_lattice(sigma: float, l2: float, unit_scale: float, dim: int, bits: i
     """(s, release) for the exact form of N(0, σ²·I) on dim-vectors (per block) whose entries
     are rounded to u = unit_scale·2^-bits: s = ⌈σ/u⌉, A = (l2/u)/s for a change of L2 norm ≤
     ``l2``, B² = blocks_changed·dim/s²."""
-    sigma = check_positive("sigma", sigma)
-    l2 = check_positive("l2 sensitivity", l2)
-    unit_scale = check_positive("lattice unit scale", unit_scale)
-    dim = check_count("dim", dim)
-    bits = check_count("lattice bits", bits, minimum=0)
+    sigma, l2, unit_scale, dim, bits = _checked(sigma, l2, unit_scale, dim, bits)
     s = lattice_sigma(sigma / unit_scale, bits)
     u = Fraction(unit_scale) / (1 << bits)
     shift2 = (Fraction(l2) / u) ** 2 / (s * s)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from dpledger.cli import main
@@ -13,27 +12,9 @@ from dpledger.cli import main
 pytest.importorskip("sklearn")          # the supervised environment reads scikit-learn's data
 
 
-def _unit(rng, shape):
-    x = rng.random(shape)
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    d = tmp_path_factory.mktemp("ctx-private-data")
-    rng = np.random.default_rng(0)
-    T, K, dim = 200, 3, 4
-    np.savez(d / "dis.npz", contexts=_unit(rng, (T, dim)), rewards=(rng.random((T, K)) < 0.5) * 1.0)
-    np.savez(d / "sh.npz", contexts=_unit(rng, (T, K, dim)) * 0.9, rewards=rng.random((T, K)))
-    L = 600
-    x = _unit(rng, (L, 2))
-    a = rng.integers(0, K, L)
-    with open(d / "log.csv", "w") as fh:
-        fh.write("x0,action,reward,x1\n")
-        for i in range(L):
-            fh.write(f"{float(x[i, 0])!r},{int(a[i])},{int(rng.random() < 0.3)},"
-                     f"{float(x[i, 1])!r}\n")
-    return d
+# the data files (disjoint and shared tables, a uniformly logged replay CSV) of the non-private
+# contextual CLI tests
+from test_contextual_cli import data  # noqa: E402,F401  (a fixture)
 
 
 ENVS = {

@@ -46,8 +46,8 @@ from numba import njit
 from dpledger.mechanisms.matrix import (add_outer_packed, add_outer_packed_lattice,
                                         packed_index, tree_prefix, tree_push, tree_version)
 from dpledger.policies.contextual.environments import LINEAR
-from dpledger.policies.contextual.loop import (queue_new, queue_pop, queue_push, round_context,
-                                               round_outcome)
+from dpledger.policies.contextual.loop import (queue_new, queue_pop, round_context,
+                                               settle_round)
 from dpledger.policies.contextual.ridge import (backward_solve, cholesky_rank1_update,
                                                 forward_solve, linucb_scores_widths,
                                                 lints_scores, pick)
@@ -128,17 +128,25 @@ def _solve_theta(L, b, th, work):
     backward_solve(L, work, th)
 
 
-@njit(cache=True)
-def refresh_joint(pre, m, E, d, unit, consts, chol, theta, widths, jstate, V, b, W, work):
-    """Model m from the Shariff & Sheffet statistic's noisy block m (``pre``: the tree's noisy
-    prefix; ``unit``: lattice step, 1 for the float sampler)."""
-    p = d + 1
-    off = m * E
+@njit(cache=True, inline="always")
+def unpack_gram(pre, off, p, d, unit, V):
+    """V ← unit · the leading d×d block of the symmetric p×p matrix packed at pre[off:]."""
     for i in range(d):
         for j in range(i, d):
             v = pre[off + packed_index(i, j, p)] * unit
             V[i, j] = v
             V[j, i] = v
+
+
+@njit(cache=True)
+def refresh_joint(pre, m, E, d, unit, consts, chol, theta, widths, jstate, V, b, W, work):
+    """Model m from the Shariff & Sheffet statistic's noisy block m (``pre``: the tree's noisy
+    prefix; ``unit``: lattice step, 1 for the float sampler): V = Gram block + shift·I, u = the
+    last column, the width from ln det V."""
+    p = d + 1
+    off = m * E
+    unpack_gram(pre, off, p, d, unit, V)
+    for i in range(d):
         b[i] = pre[off + packed_index(i, d, p)] * unit
     logdet, rep = factor_psd(V, chol[m], consts[C_SHIFT], consts[C_PSD_SCALE], jstate, m, W)
     widths[m] = consts[C_XI] + consts[C_REWARD_SD] * np.sqrt(max(0.0, logdet + consts[C_KAPPA]))
@@ -149,17 +157,13 @@ def refresh_joint(pre, m, E, d, unit, consts, chol, theta, widths, jstate, V, b,
 @njit(cache=True)
 def refresh_entries(pre, m, E, d, unit_g, unit_r, consts, chol, theta, widths, jstate, V, b, W,
                     work):
-    """Model m from the per-entry statistic's noisy block m: λ·I + Gram, Σ r·x."""
+    """Model m from the per-entry statistic's noisy block m: V = λ·I + Gram, b = Σ r·x."""
     off = m * E
-    for i in range(d):
-        for j in range(i, d):
-            v = pre[off + packed_index(i, j, d)] * unit_g
-            V[i, j] = v
-            V[j, i] = v
+    unpack_gram(pre, off, d, d, unit_g, V)
     gram = d * (d + 1) // 2
     for i in range(d):
         b[i] = pre[off + gram + i] * unit_r
-    logdet, rep = factor_psd(V, chol[m], consts[C_SHIFT], consts[C_PSD_SCALE], jstate, m, W)
+    rep = factor_psd(V, chol[m], consts[C_SHIFT], consts[C_PSD_SCALE], jstate, m, W)[1]
     widths[m] = consts[C_WIDTH]
     _solve_theta(chol[m], b, theta[m], work)
     return rep
@@ -204,7 +208,6 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
     K = env.n_arms
     M = chol.shape[0]
     d = chol.shape[1]
-    span = env.hi - env.lo
     D = tr[1].shape[2]
     E = D if stat == STAT_REWARD else D // M
     values = np.zeros(K)
@@ -228,8 +231,7 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
                 chol[m, i, i] = root
     k = 0
     n_obs = 0
-    reward_sum = 0.0
-    uniform_sum = 0.0
+    sums = np.zeros(2)
     for t in range(1, T + 1):
         ctx, row = round_context(env, rng, t, scratch)
         for m in range(M):
@@ -255,19 +257,9 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
             linucb_scores_widths(chol, theta, ctx, shared, widths, values, work)
         else:
             lints_scores(chol, theta, ctx, shared, consts[C_WIDTH], values, work, work2, rng)
-        a = pick(values, rng)
-        actions[t - 1] = a
-        accepted, r, reg, unif = round_outcome(env, rng, ctx, row, a)
-        regret[t - 1] = reg
-        if not accepted:
-            continue
-        k += 1
-        reward_sum += r
-        uniform_sum += unif
-        if not store:
-            continue
-        queue_push(q, 0 if shared else a, t, (r - env.lo) / span, ctx[a] if shared else ctx[0])
-        if k - delay >= 1:
+        k, due = settle_round(env, rng, ctx, row, pick(values, rng), t, shared, delay, store, q,
+                              k, actions, regret, sums)
+        if due:
             s, rnd, rs, xs = queue_pop(q)
             if stat == STAT_REWARD:
                 cholesky_rank1_update(chol[s], xs, work)
@@ -284,4 +276,4 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
                 obs_stream[n_obs] = 0
             obs_round[n_obs] = rnd
             n_obs += 1
-    return k, n_obs, reward_sum, uniform_sum
+    return k, n_obs, sums[0], sums[1]
