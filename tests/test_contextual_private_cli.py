@@ -81,3 +81,13 @@ def test_bad_input_one_line_exit_2(args, message, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_show_says_why_a_wishart_run_has_no_per_reward_plot(tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert main(["run", "jdp-linucb", "--set", "mode=wishart", "--env", "linear", "--dim", "2",
+                 "--arms", "3", "--horizon", "200", "--runs", "1", "--out", str(out),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["show", str(out)]) == 0
+    assert "(ε, δ) statements only" in capsys.readouterr().out
