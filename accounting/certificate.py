@@ -113,6 +113,10 @@ class Theorem:
     # (e.g. DP-TS-UCB with ⌈φ⌉ > 2φ, docs/algorithms.md#dp-ts-ucb): the cause, reported as a
     # finding about the theorem rather than a failure of the code.
     finding: str = ""
+    # For a variant whose theorem is only its own certificate (a documented misreading, e.g.
+    # DP-KLUCB's renoise-cumulative): the paper's theorem for the mechanism it claims to be,
+    # checked too — the run then says whether the variant keeps the paper's promise.
+    promise: "Theorem | None" = None
 
     def __post_init__(self) -> None:
         if self.provenance not in PROVENANCES:
@@ -142,4 +146,8 @@ class Theorem:
                "finding": self.finding}
         if self.approx_dp is not None:
             out["approx_dp"] = {"epsilon": self.approx_dp[0], "delta": self.approx_dp[1]}
+        if self.promise is not None:
+            out["promise"] = {"paper": self.promise.paper, "theorem": self.promise.theorem,
+                              "pure_epsilon": self.promise.pure_epsilon,
+                              "gdp_mu": self.promise.gdp_mu}
         return out

@@ -174,6 +174,20 @@ class Composition:
 
     items: tuple[tuple[Release, int], ...] = ()
 
+    def __post_init__(self) -> None:
+        # built directly, a composition is checked as :meth:`of` checks its pairs (a count of
+        # −1 gave ε = −1); normal form (merging, canonical releases) is :meth:`of`'s to give
+        if not isinstance(self.items, tuple):
+            raise DpledgerError("Composition items must be a tuple of (release, count) pairs; "
+                                "build compositions with Composition.of")
+        for pair in self.items:
+            if not (isinstance(pair, tuple) and len(pair) == 2):
+                raise DpledgerError(f"Composition items must be (release, count) pairs, got "
+                                    f"{type(pair).__name__}")
+            if not hasattr(pair[0], "normal_form"):
+                raise DpledgerError(f"not a release: {type(pair[0]).__name__}")
+            check_count("count", pair[1])
+
     # -- construction -------------------------------------------------------------------
     @classmethod
     def of(cls, pairs: Iterable[tuple[Release, int]] | Iterable[Release]) -> "Composition":

@@ -130,7 +130,8 @@ class Budget:
             e = check_positive("budget eps", params["eps"])
             d = check_delta(params["delta"], "budget delta")
             return cls("zcdp", zcdp_budget(e, d), (("eps", e), ("delta", d)))
-        raise DpledgerError(f"a budget is eps=E, mu=M or eps=E,delta=D; got keys {sorted(keys)}")
+        raise DpledgerError("a budget is eps=E, mu=M or eps=E,delta=D; got "
+                            + (", ".join(sorted(map(str, keys))) or "nothing"))
 
     def to_json(self) -> dict:
         return {"currency": self.currency, "limit": self.limit, **dict(self.spec)}
@@ -140,7 +141,8 @@ class Budget:
         """Re-derives the limit from the user's parameters (never trusts a stored limit)."""
         b = cls.from_params({k: d[k] for k in ("eps", "mu", "delta") if k in d})
         if "limit" in d and (d.get("currency") != b.currency or float(d["limit"]) != b.limit):
-            raise DpledgerError(f"stored budget {dict(d)!r} disagrees with its re-derivation "
+            stored = ", ".join(f"{k}={d[k]!r}" for k in d if isinstance(d[k], (int, float, str)))
+            raise DpledgerError(f"stored budget ({stored}) disagrees with its re-derivation "
                                 f"({b.currency}, limit {b.limit!r})")
         return b
 

@@ -67,6 +67,7 @@ class LaplaceRelease:
         object.__setattr__(self, "scale", check_positive("laplace scale", self.scale))
         object.__setattr__(self, "sensitivity",
                            check_positive("laplace sensitivity", self.sensitivity))
+        _finite_epsilon("laplace", self.scale, self.sensitivity)
 
     @classmethod
     def from_epsilon(cls, epsilon: float) -> "LaplaceRelease":
@@ -84,6 +85,19 @@ class LaplaceRelease:
 
     def params(self) -> dict:
         return {"scale": self.scale, "sensitivity": self.sensitivity}
+
+
+def _listed(values) -> str:
+    """Numbers as the command line writes them (``2;4;8``), not as a Python list."""
+    return ";".join(f"{float(v):g}" for v in values)
+
+
+def _finite_epsilon(kind: str, scale: float, sensitivity: float) -> None:
+    """Refuse a Laplace-type release whose ε = Δ/b overflows double precision: no accountant can
+    state it (a non-private release says "unbounded" honestly)."""
+    if math.isinf(float(sensitivity) / float(scale)):
+        raise DpledgerError(f"{kind} scale {float(scale)!r} with sensitivity "
+                            f"{float(sensitivity)!r}: ε = Δ/b overflows double precision")
 
 
 @dataclass(frozen=True)
@@ -179,6 +193,7 @@ class DiscreteLaplaceRelease:
         object.__setattr__(self, "scale", check_positive("discrete laplace scale", self.scale))
         object.__setattr__(self, "sensitivity",
                            check_count("discrete laplace sensitivity", self.sensitivity))
+        _finite_epsilon("discrete laplace", self.scale, self.sensitivity)
 
     @functools.cached_property   # frozen: computed once per instance
     def epsilon(self) -> float:
@@ -308,11 +323,11 @@ class RdpRelease:
             raise DpledgerError(f"rdp needs as many values as orders (≥ 1), got {len(orders)} "
                                 f"orders and {len(values)} values")
         if any(not (a > 1.0 and math.isfinite(a)) for a in orders):
-            raise DpledgerError(f"rdp orders must be finite and > 1, got {list(orders)}")
+            raise DpledgerError(f"rdp orders must be finite and > 1, got {_listed(orders)}")
         if any(b <= a for a, b in zip(orders, orders[1:])):
-            raise DpledgerError(f"rdp orders must be strictly increasing, got {list(orders)}")
+            raise DpledgerError(f"rdp orders must be strictly increasing, got {_listed(orders)}")
         if any(not (v >= 0.0 and math.isfinite(v)) for v in values):
-            raise DpledgerError(f"rdp values must be finite and >= 0, got {list(values)}")
+            raise DpledgerError(f"rdp values must be finite and >= 0, got {_listed(values)}")
         if any(b < a for a, b in zip(values, values[1:])):
             raise DpledgerError(f"rdp values must be non-decreasing in the order (Rényi "
                                 f"divergences are), got {list(values)}")
@@ -646,6 +661,8 @@ def parse_release_spec(spec: str) -> tuple[Release, int]:
         key = _ALIASES.get(key.strip().lower(), key.strip().lower())
         if not eq:
             raise DpledgerError(f"expected key=value in {spec!r}, got {part!r}")
+        if key in params:       # the later one would silently win (issue 23 §5)
+            raise DpledgerError(f"{spec.strip()} gives {key} twice")
         if key == "count":
             params[key] = _exact_count(value, spec)
             continue
@@ -676,7 +693,13 @@ def parse_release_spec(spec: str) -> tuple[Release, int]:
                     params[key] = check_count(key, params[key])
             release = cls(**params)
     except TypeError:
-        raise DpledgerError(f"bad parameters for {kind!r} in {spec!r}: {sorted(params)}") from None
+        import inspect
+        known = [p for p in inspect.signature(cls).parameters if p != "self"]
+        raise DpledgerError(f"{spec.strip()}: {kind} takes "
+                            f"{', '.join(known) if known else 'no parameters'}"
+                            + (", or eps" if kind == "laplace" else ", or mu" if kind == "gaussian"
+                               else "") + ", and count; got "
+                            + ", ".join(sorted(params))) from None
     return release, count
 
 
@@ -713,4 +736,5 @@ def _exact_count(text: str, spec: str) -> int:
 def _only(params: dict, allowed: set, spec: str) -> None:
     extra = set(params) - allowed
     if extra:
-        raise DpledgerError(f"{spec!r}: {sorted(allowed)[0]} cannot be combined with {sorted(extra)}")
+        raise DpledgerError(f"{spec.strip()}: {sorted(allowed)[0]} cannot be combined with "
+                            + ", ".join(sorted(extra)))

@@ -1,10 +1,11 @@
-"""A persistent per-reward ledger: an SQLite file a long-running client appends to as it runs.
+"""A persistent per-reward ledger that long-running clients append to as they run: an SQLite
+file, or a PostgreSQL database several processes or machines share (:mod:`.store_backends`
+holds the two backends; everything here is written once over them).
 
-Layout (SQLite from the standard library, WAL journal, so readers never block the writer and a
-writer killed at any moment leaves the last committed state):
+Layout (the same tables on both backends):
 
 * ``meta(key, value)``: ``format`` = ``dpledger-store``, ``version``, ``budget`` (JSON, or
-  absent);
+  absent), ``policy`` and ``arms`` (the labels a store was made for, or absent);
 * ``releases(id, json)``: the interned releases (``release_to_json``, ids 0, 1, … in order);
 * ``batches(seq, n, data, sha256, n_releases, link)``: one row per append — ``n`` ledger rows
   packed as a little-endian int64 array of shape (n, 6) with columns (run, arm, start, stop,
@@ -12,14 +13,21 @@ writer killed at any moment leaves the last committed state):
   releases interned when it was committed, and its link in the record chain
   (:mod:`.store_chain`); ``meta`` holds the chain's ``head`` and the numbers of ``batches`` and
   ``records`` beside it, written in the same transaction.  Packing keeps reading a million rows
-  a matter of ``np.frombuffer``.  Every read checks the head and counts against the last batch
-  (a deleted last record is refused at once); ``verify`` recomputes every link.  Version 1
-  stores (no chain) are read as they are and given a chain when opened for writing.
+  a matter of ``np.frombuffer``.  Every read checks the head and counts against the batches it
+  read (a deleted last record is refused at once); every append checks the head against the
+  last batch; ``verify`` recomputes every link;
+* ``checkpoints(name, batches, data)``: a writer's own state (a step-form policy's statistics
+  and generator), written in the same transaction as its records; outside the chain (it
+  carries no privacy).
+
+Versions: 3 (labels, checkpoints); 2 (the record chain) and 1 (no chain) are read as they are
+and brought to 3 when opened for writing.
 
 One append (:meth:`LedgerStore.append` or a batch, :meth:`LedgerStore.append_many`) is one
-transaction: ``BEGIN IMMEDIATE`` … ``COMMIT`` with ``synchronous=FULL``; it is acknowledged
-(the call returns) only after the commit, so an acknowledged record survives a kill -9 and a
-half-written one is rolled back by SQLite's journal.
+transaction holding the store's writer lock from before the budget check to the commit (SQLite:
+``BEGIN IMMEDIATE``; PostgreSQL: a row lock on the head, see :mod:`.store_backends`); it is
+acknowledged (the call returns) only once the commit is on disk, so an acknowledged record
+survives a kill -9 and a half-written one is rolled back.
 
 With a budget (:mod:`.filters`), every append is checked against each touched reward's spend
 before it is written; a refused append raises :class:`~.filters.BudgetExceeded` naming the
@@ -33,9 +41,11 @@ float upper bounds: count × cost stepped up when the float product fell short (
 error-free product); a batch of several ranges sums per piece by a difference array, exact
 when the costs are dyadic on a common grid, otherwise with an error of at most 2·n·u·Σ cost
 (γ_n bound of recursive summation, u = 2^-53) that is added and the piece stepped up once more; the addition to the old spend steps up exactly when it rounded down (Knuth's
-TwoSum), so single records of dyadic costs (4 × ε = 0.25) keep their exact spend.  When another
-process has written since (``PRAGMA data_version``, read inside the write transaction, where no
-other writer can commit), the spends are rebuilt from the file inside that transaction.
+TwoSum), so single records of dyadic costs (4 × ε = 0.25) keep their exact spend.  The cached
+spends remember the (batches, head) they describe; under the writer lock, when other writers
+have committed since, only their batches are read and added (the chain vouches that everything
+before is unchanged), else everything is rebuilt (:meth:`LedgerStore._catch_up`; issue 26 §2's
+rule — the state is read inside the write transaction — kept).
 ``verify`` recomputes every spend independently from the rows (integer counts per release,
 then an exact rational sum for every piece whose float spend comes near the limit).
 """
@@ -46,8 +56,6 @@ import hashlib
 import json
 import math
 import os
-import pathlib
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -57,22 +65,69 @@ from dpledger.accounting import store_chain as chain
 from dpledger.accounting.filters import Budget, BudgetExceeded, CURRENCY_OF
 from dpledger.accounting.ledger import ARM_LIMIT as _MAX_ARM
 from dpledger.accounting.releases import Release, release_from_json, release_to_json
+from dpledger.accounting.store_backends import (CHECKPOINTS_SQL, Backend, SqliteBackend,
+                                                StoreUnreachable, _first_line, is_postgres_url, is_sqlite_file,
+                                                open_backend, sqlite_path)
 from dpledger.errors import DpledgerError
 
 FORMAT = "dpledger-store"
-VERSION = 2                   # 2: the record chain (issue 25 §3); 1 is read and migrated
-_U = 2.0 ** -53
+VERSION = 3        # 3: labels (policy, arms) and checkpoints (issue 24); 2: the record chain
+READ_VERSIONS = (1, 2, 3)     # (issue 25 §3); older versions are read, and migrated on a
+_U = 2.0 ** -53               # writable open
 _MAX_INT = (1 << 62)          # counts, indices, runs and arms fit int64 with room for sums
-_SQLITE_MAGIC = b"SQLite format 3\x00"
+_POLICY_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+_CHECKPOINT_BYTES = 64 << 20  # one checkpoint: a policy's state, not a data set
 
 
-def is_store(path: str | os.PathLike) -> bool:
-    """True when ``path`` is an SQLite file (the dispatch used by verify/curve/show)."""
+def is_store(url: str | os.PathLike) -> bool:
+    """True when ``url`` names a ledger store rather than a run.json: a PostgreSQL URL, or an
+    SQLite file (bare path or ``sqlite://``) — the dispatch used by verify/curve/show."""
+    if is_postgres_url(url):
+        return True
     try:
-        with open(path, "rb") as fh:
-            return fh.read(16) == _SQLITE_MAGIC
-    except (OSError, ValueError, TypeError):     # missing, a folder, a NUL in the name
+        return is_sqlite_file(sqlite_path(url))
+    except (DpledgerError, TypeError):
         return False
+
+
+def _check_labels(policy, arms) -> dict:
+    """The labels a store is made for, checked: ``policy`` a name of letters, digits, ``._-``;
+    ``arms`` an integer in [1, 2^20)."""
+    out: dict = {}
+    if policy is not None:
+        if not isinstance(policy, str) or not policy or len(policy) > 100 \
+                or set(policy) - _POLICY_CHARS:
+            raise DpledgerError(f"--policy must be a policy name (letters, digits, '.', '_', "
+                                f"'-'), got {policy!r}")
+        out["policy"] = policy
+    if arms is not None:
+        if isinstance(arms, bool) or not isinstance(arms, (int, np.integer)) \
+                or not 1 <= arms < _MAX_ARM:
+            raise DpledgerError(f"--arms must be an integer from 1 to {_MAX_ARM - 1}, got {arms!r}")
+        out["arms"] = int(arms)
+    return out
+
+
+def labels_text(labels: dict) -> str:
+    """The labels as the chain's genesis covers them ('' for none)."""
+    return json.dumps(labels, sort_keys=True) if labels else ""
+
+
+def _check_checkpoint(checkpoint) -> tuple[str, bytes] | None:
+    if checkpoint is None:
+        return None
+    if not isinstance(checkpoint, (tuple, list)) or len(checkpoint) != 2:
+        raise DpledgerError("checkpoint must be (name, bytes)")
+    name, data = checkpoint
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise DpledgerError(f"a checkpoint name must be non-empty text, got {name!r}")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise DpledgerError(f"a checkpoint is bytes, got {type(data).__name__}")
+    data = bytes(data)
+    if len(data) > _CHECKPOINT_BYTES:
+        raise DpledgerError(f"a checkpoint of {len(data)} bytes is larger than the "
+                            f"{_CHECKPOINT_BYTES >> 20} MiB a store keeps for one")
+    return name, data
 
 
 def _release_key(release: Release) -> str:
@@ -203,108 +258,140 @@ def _times_up(cost: np.ndarray, count: np.ndarray) -> np.ndarray:
 
 
 class LedgerStore:
-    """A ledger store opened for reading and appending.  Use :meth:`create` or :meth:`open`."""
+    """A ledger store opened for reading and appending.  Use :meth:`create` or :meth:`open`
+    with a URL or path (:mod:`.store_backends`: SQLite or PostgreSQL — everything below is the
+    same on both)."""
 
-    def __init__(self, path: str | os.PathLike, conn: sqlite3.Connection, budget: Budget | None,
-                 readonly: bool):
-        self.path = os.fspath(path)
-        self._conn = conn
+    def __init__(self, backend: Backend, budget: Budget | None, readonly: bool):
+        self._db = backend
+        self.path = backend.name          # the store as messages name it (no password)
         self.budget = budget
         self.readonly = readonly
+        self.policy: str | None = None
+        self.arms: int | None = None
         self._release_ids: dict[str, int] = {}
         self._releases: list[Release] = []
         self._unit_costs: list[float] = []
         self._spend: dict[tuple[int, int], _Stream] | None = None
-        self._data_version: int | None = None
+        self._spend_at: tuple[int, str] | None = None    # (batches, head) the spends describe
+        self._others_wrote = False      # the last catch-up added other writers' batches
+        self._snapshot_depth = 0
         self.version = VERSION
         self._genesis = chain.genesis(None)
         self._release_links: list[bytes] = []
 
+    @property
+    def backend(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self._db.kind
+
     # -- opening ---------------------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | os.PathLike, budget: Budget | str | None = None) -> "LedgerStore":
-        """A new, empty store at ``path`` (refuses to overwrite an existing file)."""
+    def create(cls, url: str | os.PathLike, budget: Budget | str | None = None,
+               policy: str | None = None, arms: int | None = None) -> "LedgerStore":
+        """A new, empty store at ``url`` (refuses to overwrite an existing one).  ``policy``
+        and ``arms``: what the store is for, checked by :meth:`open` for callers that pass
+        them (a step-form policy refuses a store made for another policy or K)."""
         if isinstance(budget, str):
             budget = Budget.parse(budget)
-        path = _check_path(path)
-        if os.path.exists(path):
-            raise DpledgerError(f"{os.fspath(path)} already exists; not overwriting it")
-        conn = _connect(path, readonly=False)
-        _enable_wal(conn, path)
+        labels = _check_labels(policy, arms)
+        db = open_backend(url, readonly=False, create=True)
         budget_json = json.dumps(budget.to_json(), allow_nan=False) if budget else None
-        with conn:
-            conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            conn.execute("CREATE TABLE releases(id INTEGER PRIMARY KEY, json TEXT UNIQUE NOT NULL)")
-            conn.execute("CREATE TABLE batches(seq INTEGER PRIMARY KEY, n INTEGER NOT NULL, "
-                         "data BLOB NOT NULL, sha256 TEXT NOT NULL, n_releases INTEGER NOT NULL, "
-                         "link TEXT NOT NULL)")
-            conn.executemany("INSERT INTO meta VALUES (?, ?)",
-                             [("format", FORMAT), ("version", str(VERSION)),
-                              ("head", chain.genesis(budget_json).hex()), ("batches", "0"),
-                              ("records", "0")]
-                             + ([("budget", budget_json)] if budget else []))
-        store = cls(path, conn, budget, readonly=False)
-        store._genesis = chain.genesis(budget_json)
+        g = chain.genesis(budget_json, labels_text(labels))
+        try:
+            db.create_tables([("format", FORMAT), ("version", str(VERSION)), ("head", g.hex()),
+                              ("batches", "0"), ("records", "0")]
+                             + ([("budget", budget_json)] if budget else [])
+                             + [(k, str(v)) for k, v in labels.items()])
+        except db.db_errors as exc:
+            db.close()
+            raise DpledgerError(f"{db.name}: cannot create a ledger store ({exc})") from None
+        except BaseException:
+            db.close()
+            raise
+        store = cls(db, budget, readonly=False)
+        store._genesis = g
+        store.policy, store.arms = labels.get("policy"), labels.get("arms")
         return store
 
     @classmethod
-    def open(cls, path: str | os.PathLike, readonly: bool = False) -> "LedgerStore":
-        path = _check_path(path)
-        if not os.path.exists(path):
-            raise DpledgerError(f"no ledger store at {os.fspath(path)}")
-        if not is_store(path):
-            raise DpledgerError(f"{os.fspath(path)} is not a ledger store (not an SQLite file)")
-        conn = _connect(path, readonly=readonly)
+    def open(cls, url: str | os.PathLike, readonly: bool = False, policy: str | None = None,
+             arms: int | None = None) -> "LedgerStore":
+        """An existing store.  ``policy``/``arms`` given: the store must not have been made for
+        another policy or number of arms (a store made without them accepts any)."""
+        want = _check_labels(policy, arms)
+        db = open_backend(url, readonly=readonly)
+        name = db.name
         try:
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            folder = os.path.dirname(os.path.abspath(path))
-            if readonly and "unable to open" in str(exc) and not os.access(folder, os.W_OK):
-                raise DpledgerError(f"{os.fspath(path)}: cannot read a ledger store in a "
-                                    f"read-only folder ({folder}): SQLite needs to create its "
-                                    "-shm file beside it; copy the store to a writable "
-                                    "folder") from None
-            raise DpledgerError(f"{os.fspath(path)} is not a ledger store ({exc})") from None
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        except db.db_errors as exc:
+            db.close()
+            if isinstance(db, SqliteBackend):
+                folder = os.path.dirname(os.path.abspath(db.path))
+                if readonly and "unable to open" in str(exc) and not os.access(folder, os.W_OK):
+                    raise DpledgerError(f"{name}: cannot read a ledger store in a read-only "
+                                        f"folder ({folder}): SQLite needs to create its -shm "
+                                        "file beside it; copy the store to a writable "
+                                        "folder") from None
+            raise DpledgerError(f"{name} is not a ledger store ({exc})") from None
         if meta.get("format") != FORMAT:
-            conn.close()
-            raise DpledgerError(f"{os.fspath(path)} is not a dpledger ledger store")
-        if meta.get("version") not in ("1", str(VERSION)):
-            conn.close()
-            raise DpledgerError(f"{os.fspath(path)}: store version {meta.get('version')!r}, "
-                                f"this dpledger reads versions 1 and {VERSION}")
+            db.close()
+            raise DpledgerError(f"{name} is not a dpledger ledger store")
+        if meta.get("version") not in {str(v) for v in READ_VERSIONS}:
+            db.close()
+            raise DpledgerError(f"{name}: store version {meta.get('version')!r}, this "
+                                f"dpledger reads versions {', '.join(map(str, READ_VERSIONS))}")
         try:
             budget = Budget.from_json(json.loads(meta["budget"])) if "budget" in meta else None
-            if not readonly:
-                _enable_wal(conn, path)
-            store = cls(path, conn, budget, readonly)
+            have = _check_labels(meta.get("policy"),
+                                 int(meta["arms"]) if "arms" in meta else None)
+            for key, value in want.items():
+                if key in have and have[key] != value:
+                    raise DpledgerError(
+                        f"this store was created for {key} {have[key]!r}, not {value!r} "
+                        f"(a store holds one policy's ledger: create another store)")
+            if not readonly and isinstance(db, SqliteBackend):
+                db.enable_wal()
+            store = cls(db, budget, readonly)
             store.version = int(meta["version"])
-            store._genesis = chain.genesis(meta.get("budget"))
+            store.policy, store.arms = have.get("policy"), have.get("arms")
+            store._genesis = chain.genesis(meta.get("budget"), labels_text(have))
             store._load_releases()
-            if store.version == 1 and not readonly:
-                store._migrate_v1()
+            if store.version < VERSION and not readonly:
+                store._migrate()
         except DpledgerError as exc:
-            conn.close()
-            if os.fspath(path) in str(exc):
+            db.close()
+            if name in str(exc):
                 raise
-            raise DpledgerError(f"{os.fspath(path)}: {exc}") from None
-        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
-            conn.close()
-            raise DpledgerError(f"{os.fspath(path)}: damaged ledger store ({exc})") from None
+            raise DpledgerError(f"{name}: {exc}") from None
+        except (*db.db_errors, ValueError, TypeError, KeyError) as exc:
+            db.close()
+            raise DpledgerError(f"{name}: damaged ledger store ({exc})") from None
         return store
 
     def close(self) -> None:
-        self._conn.close()
+        self._db.close()
 
     @contextlib.contextmanager
     def snapshot(self):
         """One read transaction: every query inside sees the same state, while writers in
-        other processes go on appending (WAL)."""
-        self._conn.execute("BEGIN")
+        other processes go on appending (SQLite WAL; PostgreSQL REPEATABLE READ).  Nested
+        snapshots, and a snapshot inside a write transaction, use the outer one."""
+        if self._snapshot_depth or self._db.in_transaction:
+            self._snapshot_depth += 1
+            try:
+                yield self
+            finally:
+                self._snapshot_depth -= 1
+            return
+        self._db.begin_read()
+        self._snapshot_depth = 1
         try:
             yield self
         finally:
-            self._conn.execute("COMMIT")
+            self._snapshot_depth = 0
+            if self._db.in_transaction:
+                self._db.commit()
 
     def __enter__(self) -> "LedgerStore":
         return self
@@ -313,11 +400,15 @@ class LedgerStore:
         self.close()
 
     # -- releases --------------------------------------------------------------------------
-    def _load_releases(self) -> None:
-        rows = self._conn.execute(
-            "SELECT id, json FROM releases WHERE id >= ? ORDER BY id",
-            (len(self._releases),)).fetchall()
+    def _load_releases(self, rows: list | None = None) -> None:
+        """Parse the releases added since the last call (``rows``: those rows, already read)."""
+        if rows is None:
+            rows = self._db.execute(
+                "SELECT id, json FROM releases WHERE id >= ? ORDER BY id",
+                (len(self._releases),)).fetchall()
         for rid, text in rows:
+            if rid < len(self._releases):
+                continue
             if rid != len(self._releases):
                 raise DpledgerError(f"{self.path}: release ids are not 0, 1, … (found {rid})")
             try:
@@ -346,7 +437,7 @@ class LedgerStore:
             rid = self._release_ids.get(key)
         if rid is None:
             rid = len(self._releases)
-            self._conn.execute("INSERT INTO releases(id, json) VALUES (?, ?)", (rid, key))
+            self._db.execute("INSERT INTO releases(id, json) VALUES (?, ?)", (rid, key))
             self._releases.append(release)
             self._release_ids[key] = rid
             self._release_links.append(chain.release_link(
@@ -362,17 +453,24 @@ class LedgerStore:
         ``[start, stop)`` of ``arm`` in ``run``.  Returns 1, once committed."""
         return self.append_many([(run, arm, start, stop, release, count)])
 
-    def append_many(self, records: Iterable[tuple]) -> int:
+    def append_many(self, records: Iterable[tuple],
+                    checkpoint: tuple[str, bytes] | None = None) -> int:
         """A batch of ``(run, arm, start, stop, release, count)`` in one transaction: all
         stored, or (budget refusal, bad input, crash) none.  Returns the number of records
-        appended, once committed."""
+        appended, once committed (durable).  ``checkpoint`` = (name, bytes): the caller's state
+        after these releases, stored under ``name`` in the same transaction (a policy server
+        that restarts reads it back with :meth:`checkpoint` and never re-draws the noise of a
+        release it recorded); with no records, only the checkpoint is written."""
         if self.readonly:
             raise DpledgerError("store opened read-only")
         recs = list(records)
-        if not recs:
-            return 0
         if any(not isinstance(r, (tuple, list)) or len(r) != 6 for r in recs):
             raise DpledgerError("records are (run, arm, start, stop, release, count) tuples")
+        checkpoint = _check_checkpoint(checkpoint)
+        if not recs:
+            if checkpoint is not None:
+                self.save_checkpoint(*checkpoint)
+            return 0
         releases = [r[4] for r in recs]
         ints = np.empty((len(recs), 5), dtype=object)
         ints[:] = [(r[0], r[1], r[2], r[3], r[5]) for r in recs]
@@ -386,7 +484,7 @@ class LedgerStore:
                 k = uniq[id(rel)] = len(distinct)
                 distinct.append(rel)
             which[i] = k
-        return self._append(cols, distinct, which)
+        return self._append(cols, distinct, which, checkpoint)
 
     def append_columns(self, arm, start, stop, releases: Sequence[Release], which=0, count=1,
                        run=0) -> int:
@@ -412,144 +510,253 @@ class LedgerStore:
             raise DpledgerError("which must index the releases given")
         return self._append(cols, releases, which)
 
-    def _append(self, cols: list[np.ndarray], distinct: list[Release], which: np.ndarray) -> int:
+    def _append(self, cols: list[np.ndarray], distinct: list[Release], which: np.ndarray,
+                checkpoint: tuple[str, bytes] | None = None) -> int:
         if cols[0].size == 0:
             return 0
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
+        db = self._db
+        if self.budget is not None and self._spend is not None and self._others_wrote \
+                and self._db.kind != "sqlite":
+            self._prefetch_spends()
         try:
-            # the version inside the write lock: no other writer can commit until ours does,
-            # and our own commit does not change it, so after COMMIT it names exactly the
-            # state the new spends describe (read after COMMIT, it could already count another
-            # writer's record that the spends lack: issue 26 §2)
-            version = self._read_data_version()
+            # under the writer lock: the head read here is the store's state until our
+            # commit, so the budget check below sees every record any writer committed
+            meta, recent = self._begin_append()
             ids = np.array([self._intern(rel) for rel in distinct], dtype=np.int64)[which]
             data = np.stack([cols[0], cols[1], cols[2], cols[3], ids, cols[4]], axis=1)
-            new_spend = self._check_budget(data, version) if self.budget is not None else None
+            new_spend = self._check_budget(data, meta, recent) if self.budget is not None \
+                else None
             blob = data.astype("<i8", copy=False).tobytes()
-            self._link_batch(data.shape[0], blob)
-            conn.execute("COMMIT")
+            seq, link = self._link_batch(meta, data.shape[0], blob)
+            if checkpoint is not None:
+                self._write_checkpoint(checkpoint[0], seq, checkpoint[1])
+            self._before_commit()
+            db.commit()
             self._after_commit()
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            # releases interned in the rolled-back transaction are gone from the file too
+        except BaseException as exc:
+            db.rollback()
+            # releases interned in the rolled-back transaction are gone from the store too
             self._releases, self._release_ids, self._unit_costs = [], {}, []
             self._release_links = []
+            if isinstance(exc, db.db_errors):
+                raise DpledgerError(f"{self.path}: the append failed, nothing was stored "
+                                    f"({_first_line(exc)})") from None
             self._load_releases()
             raise
         if new_spend is not None:
             self._spend.update(new_spend)
-        self._data_version = version
+            self._spend_at = (seq, link)
         return int(data.shape[0])
 
     def _meta(self) -> dict:
-        return dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+        return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
-    def _link_batch(self, n: int, blob: bytes) -> None:
+    def _prefetch_spends(self) -> None:
+        """Before taking the writer lock: bring the cached spends up to the store's current
+        state (one read snapshot of the meta and the batches since), so that under the lock
+        only what was committed in between is left to add — with several writers, most of the
+        catching up leaves the serial section.  (On SQLite the catch-up is a local read and
+        this buys nothing.)"""
+        got = self._db.read_snapshot([
+            "SELECT key, value FROM meta",
+            f"SELECT id, json FROM releases WHERE id >= {len(self._releases):d} ORDER BY id",
+            f"SELECT seq, n, data, link FROM batches WHERE seq >= "
+            f"{max(int(self._spend_at[0]), 1):d} ORDER BY seq"])
+        self._load_releases(got[1])
+        self._catch_up(*self._head_fields(dict(got[0]))[:2], got[2])
+
+    def _begin_append(self) -> tuple[dict, list | None]:
+        """Open the write transaction and read, under the writer lock and in one request to
+        the database (one round trip on PostgreSQL, while the lock is held: what bounds the
+        rate of several writers), what an append needs: the meta rows, the last batch (checked
+        against the head), the releases added by other writers, and — when the cached spends
+        describe an earlier state — the batches since (for :meth:`_catch_up`).  Returns (meta,
+        those batches or None)."""
+        since = None
+        if self.budget is not None and self._spend is not None and self._spend_at is not None:
+            since = max(int(self._spend_at[0]), 1)
+        reads = ["SELECT key, value FROM meta",
+                 "SELECT seq, link FROM batches ORDER BY seq DESC LIMIT 1",
+                 f"SELECT id, json FROM releases WHERE id >= {len(self._releases):d} ORDER BY id"]
+        if since is not None:
+            reads.append(f"SELECT seq, n, data, link FROM batches WHERE seq >= {since:d} "
+                         "ORDER BY seq")
+        got = self._db.begin_write(reads)
+        meta = dict(got[0])
+        self._check_last_batch(meta, got[1][0] if got[1] else None)
+        self._load_releases(got[2])
+        return meta, (got[3] if since is not None else None)
+
+    def _link_batch(self, meta: dict, n: int, blob: bytes) -> tuple[int, str]:
         """Inside the write transaction: insert the batch with its link after the stored head,
-        and move the head and counts (issue 25 §3).  The head is checked against the last
-        batch first, so a store whose last records were deleted refuses further appends."""
-        meta = self._meta()
-        self._check_head(meta)
+        and move the head and counts (issue 25 §3); returns (its number, its link)."""
         seq = int(meta["batches"]) + 1
         sha = hashlib.sha256(blob).hexdigest()
         n_rel = len(self._releases)
         link = chain.batch_link(bytes.fromhex(meta["head"]), seq, n, sha,
-                                self._release_links[-1] if n_rel else self._genesis, n_rel)
-        self._conn.execute("INSERT INTO batches(seq, n, data, sha256, n_releases, link) "
-                           "VALUES (?, ?, ?, ?, ?, ?)", (seq, n, blob, sha, n_rel, link.hex()))
-        self._conn.executemany("UPDATE meta SET value = ? WHERE key = ?",
-                               [(link.hex(), "head"), (str(seq), "batches"),
-                                (str(int(meta["records"]) + n), "records")])
+                                self._release_links[-1] if n_rel else self._genesis, n_rel).hex()
+        self._db.execute("INSERT INTO batches(seq, n, data, sha256, n_releases, link) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", (seq, n, blob, sha, n_rel, link))
+        self._db.execute("UPDATE meta SET value = CASE key WHEN 'head' THEN ? WHEN 'batches' "
+                         "THEN ? ELSE ? END WHERE key IN ('head', 'batches', 'records')",
+                         (link, str(seq), str(int(meta["records"]) + n)))
+        return seq, link
 
-    def _check_head(self, meta: dict | None = None) -> None:
-        """The stored head and counts agree with the last batch (O(1): an index lookup and a
-        count); raises :class:`DpledgerError` naming the disagreement.  Version 1 stores have
-        no chain and pass."""
-        if self.version < 2:
-            return
-        meta = self._meta() if meta is None else meta
+    def _head_fields(self, meta: dict) -> tuple[str, int, int]:
         try:
-            head, n_batches, n_records = meta["head"], int(meta["batches"]), int(meta["records"])
+            return meta["head"], int(meta["batches"]), int(meta["records"])
         except (KeyError, ValueError):
             raise DpledgerError(f"{self.path}: damaged ledger store: the chain head or counts "
                                 "are missing (dpledger verify lists every problem)") from None
-        last = self._conn.execute(
-            "SELECT seq, link FROM batches ORDER BY seq DESC LIMIT 1").fetchone()
-        count, total = self._conn.execute(
-            "SELECT COUNT(*), COALESCE(SUM(n), 0) FROM batches").fetchone()
+
+    def _last_batch(self) -> tuple[int, str] | None:
+        return self._db.execute("SELECT seq, link FROM batches ORDER BY seq DESC LIMIT 1"
+                                ).fetchone()
+
+    def _check_last_batch(self, meta: dict, last=False) -> None:
+        """The stored head names the last batch (two index lookups, so every append can
+        afford it): a store whose last records were deleted refuses further appends.
+        ``last``: the last batch's (seq, link) already read (None: no batch)."""
+        if self.version < 2:
+            return
+        head, n_batches, n_records = self._head_fields(meta)
+        if last is False:
+            last = self._last_batch()
+        if (tuple(last) if last else (0, self._genesis.hex())) != (n_batches, head):
+            self._head_mismatch(head, n_batches, n_records)
+
+    def _check_head(self, meta: dict, count: int, total: int) -> None:
+        """The stored head and counts agree with the last batch and with the batches read
+        (``count`` batches, ``total`` records); raises :class:`DpledgerError` naming the
+        disagreement.  Version 1 stores have no chain and pass."""
+        if self.version < 2:
+            return
+        head, n_batches, n_records = self._head_fields(meta)
+        last = self._last_batch()
         if (count, total) != (n_batches, n_records) or (
                 (last[1] if last else self._genesis.hex()) != head) or (
                 last is not None and last[0] != n_batches):
-            raise DpledgerError(
-                f"{self.path}: the record chain does not match: the store says {n_batches} "
-                f"batches ({n_records} records) ending at head {head[:16]}…, the file holds "
-                f"{count} ({total} records) — records were deleted, inserted or edited outside "
-                "dpledger (dpledger verify names the first bad one)")
+            self._head_mismatch(head, n_batches, n_records, (count, total))
 
-    def _migrate_v1(self) -> None:
-        """Give a version 1 store (no chain) its chain, in one transaction: the links of the
-        existing batches in order, the head and counts, version 2."""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
+    def _head_mismatch(self, head, n_batches, n_records, held=None):
+        held = (f"the store holds {held[0]} ({held[1]} records)" if held else
+                "its last batch is another")
+        raise DpledgerError(
+            f"{self.path}: the record chain does not match: the store says {n_batches} "
+            f"batches ({n_records} records) ending at head {head[:16]}…, {held} — records "
+            "were deleted, inserted or edited outside dpledger (dpledger verify names the "
+            "first bad one)")
+
+    def _migrate(self) -> None:
+        """Bring an older store to :data:`VERSION`, in one transaction: version 1 (no chain)
+        gets its chain; version 2 gets the checkpoints table."""
+        db = self._db
+        db.begin_write([])
         try:
             meta = self._meta()
             if meta.get("version") == "1":
-                conn.execute("ALTER TABLE batches ADD COLUMN n_releases INTEGER NOT NULL "
-                             "DEFAULT 0")
-                conn.execute("ALTER TABLE batches ADD COLUMN link TEXT NOT NULL DEFAULT ''")
-                rows = conn.execute("SELECT seq, n, sha256, data FROM batches ORDER BY seq"
-                                    ).fetchall()
-                # a version 1 batch does not say how many releases existed when it was
-                # committed: link each to the releases its rows name (the largest id + 1)
-                prev, total, updates = self._genesis, 0, []
-                for i, (seq, n, sha, blob) in enumerate(rows, start=1):
-                    if seq != i:
-                        raise DpledgerError(f"batch numbers are not 1, 2, … (found {seq})")
-                    ids = np.frombuffer(blob, dtype="<i8").reshape(-1, 6)[:, 4]
-                    n_rel = int(ids.max()) + 1 if ids.size else 0
-                    if n_rel > len(self._releases):
-                        raise DpledgerError(f"batch {seq} names a release that does not exist")
-                    head = self._release_links[n_rel - 1] if n_rel else self._genesis
-                    prev = chain.batch_link(prev, seq, n, sha, head, n_rel)
-                    updates.append((n_rel, prev.hex(), seq))
-                    total += n
-                conn.executemany("UPDATE batches SET n_releases = ?, link = ? WHERE seq = ?",
-                                 updates)
-                conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                 [("head", prev.hex()), ("batches", str(len(rows))),
-                                  ("records", str(total)), ("version", str(VERSION))])
-            conn.execute("COMMIT")
+                self._add_chain_v1()
+                meta["version"] = "2"
+            if meta.get("version") == "2":
+                db.execute(CHECKPOINTS_SQL)
+                db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(VERSION),))
+            db.commit()
         except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            db.rollback()
             raise
         self.version = VERSION
+
+    def _add_chain_v1(self) -> None:
+        """Inside the migration's transaction: the links of a version 1 store's batches in
+        order, the head and counts."""
+        db = self._db
+        db.execute("ALTER TABLE batches ADD COLUMN n_releases INTEGER NOT NULL DEFAULT 0")
+        db.execute("ALTER TABLE batches ADD COLUMN link TEXT NOT NULL DEFAULT ''")
+        rows = db.execute("SELECT seq, n, sha256, data FROM batches ORDER BY seq").fetchall()
+        # a version 1 batch does not say how many releases existed when it was
+        # committed: link each to the releases its rows name (the largest id + 1)
+        prev, total, updates = self._genesis, 0, []
+        for i, (seq, n, sha, blob) in enumerate(rows, start=1):
+            if seq != i:
+                raise DpledgerError(f"batch numbers are not 1, 2, … (found {seq})")
+            ids = np.frombuffer(blob, dtype="<i8").reshape(-1, 6)[:, 4]
+            n_rel = int(ids.max()) + 1 if ids.size else 0
+            if n_rel > len(self._releases):
+                raise DpledgerError(f"batch {seq} names a release that does not exist")
+            head = self._release_links[n_rel - 1] if n_rel else self._genesis
+            prev = chain.batch_link(prev, seq, n, sha, head, n_rel)
+            updates.append((n_rel, prev.hex(), seq))
+            total += n
+        db.executemany("UPDATE batches SET n_releases = ?, link = ? WHERE seq = ?", updates)
+        db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                       [("head", prev.hex()), ("batches", str(len(rows))),
+                        ("records", str(total))])
 
     def head(self) -> dict:
         """``{"batches", "records", "head"}``: what an auditor writes down to check later that
         the store only grew (:func:`verify_store` with ``since``)."""
-        meta = self._meta()
-        self._check_head(meta)
+        with self.snapshot():
+            meta = self._meta()
+            self._check_last_batch(meta)
         return {"batches": int(meta.get("batches", 0)), "records": int(meta.get("records", 0)),
                 "head": meta.get("head")}
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def save_checkpoint(self, name: str, data: bytes) -> None:
+        """Store ``data`` under ``name`` (one transaction, under the writer lock), beside the
+        number of batches committed so far.  Checkpoints are a writer's own state, outside the
+        record chain: they carry no privacy (the records do)."""
+        if self.readonly:
+            raise DpledgerError("store opened read-only")
+        name, data = _check_checkpoint((name, data))
+        self._require_checkpoints()
+        db = self._db
+        try:
+            meta, _ = self._begin_append()
+            self._write_checkpoint(name, int(meta["batches"]), data)
+            db.commit()
+        except BaseException as exc:
+            db.rollback()
+            if isinstance(exc, db.db_errors):
+                raise DpledgerError(f"{self.path}: the checkpoint failed, nothing was stored "
+                                    f"({_first_line(exc)})") from None
+            raise
+
+    def checkpoint(self, name: str) -> tuple[int, bytes] | None:
+        """(the number of batches committed when it was written, the bytes) of the checkpoint
+        ``name``, or None."""
+        if self.version < 3:
+            return None
+        row = self._db.execute("SELECT batches, data FROM checkpoints WHERE name = ?",
+                               (str(name),)).fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
+    def _write_checkpoint(self, name: str, batches: int, data: bytes) -> None:
+        self._require_checkpoints()
+        self._db.execute("DELETE FROM checkpoints WHERE name = ?", (name,))
+        self._db.execute("INSERT INTO checkpoints(name, batches, data) VALUES (?, ?, ?)",
+                         (name, batches, data))
+
+    def _require_checkpoints(self) -> None:
+        if self.version < 3:
+            raise DpledgerError(f"{self.path}: a version {self.version} store has no "
+                                "checkpoints (open it for writing to migrate it)")
+
+    def _before_commit(self) -> None:
+        """Called inside the write transaction, after the budget check and the insert, just
+        before COMMIT: nothing here; tests override it to hold the writer lock."""
 
     def _after_commit(self) -> None:
         """Called between an append's COMMIT and the update of the cached spends: nothing here;
         tests override it to force another writer into that window."""
 
-    def _read_data_version(self) -> int:
-        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
-
-    def _check_budget(self, data: np.ndarray, version: int) -> dict:
+    def _check_budget(self, data: np.ndarray, meta: dict, recent: list | None = None) -> dict:
         """Inside the write transaction: the new spends of the streams ``data`` touches, or
         :class:`BudgetExceeded` naming the first reward (by run, arm, index) that overflows.
-        ``version``: the store's data version read inside this transaction; the cached spends
-        are rebuilt unless they were computed at that version."""
-        if self._spend is None or self._data_version != version:
-            self._spend = self._rebuild_spend()
-            self._data_version = version        # kept even if this append is refused
+        ``meta``: the store's meta row read under the writer lock; the cached spends are
+        brought up to its head first (:meth:`_catch_up`, with ``recent``: the batches from the
+        cache's batch number on, if already read)."""
+        self._catch_up(*self._head_fields(meta)[:2], recent)
         total = self._record_costs(data)
         limit = self.budget.limit
         for k in np.flatnonzero(~np.isfinite(total)).tolist()[:1]:
@@ -576,6 +783,50 @@ class LedgerStore:
             out[sk] = new
         return out
 
+    def _catch_up(self, head: str, n_batches: int, recent: list | None = None) -> None:
+        """Inside the write transaction: make the cached spends describe the store at
+        (``n_batches``, ``head``).  The cache remembers the (batches, head) it describes; if
+        the store grew from there (the batch at that number still has that link — the chain
+        vouches for everything before it), only the batches added since are read and added
+        (each addition an upper bound, as every spend); otherwise everything is rebuilt.  So a
+        writer among several reads what the others wrote, not the whole store, per append.
+        Kept even if this append is refused: it describes committed records."""
+        if self._spend is not None and self._spend_at == (n_batches, head):
+            self._others_wrote = False
+            return
+        if self._spend is not None and self._spend_at is not None \
+                and self._spend_at[0] < n_batches:
+            b, h = self._spend_at
+            rows = recent if recent is not None else self._db.execute(
+                "SELECT seq, n, data, link FROM batches WHERE seq >= ? ORDER BY seq",
+                (max(b, 1),)).fetchall()
+            rows = [(r[0], r[1], bytes(r[2]), r[3]) for r in rows]
+            if b == 0:
+                ok = h == self._genesis.hex()
+            else:
+                ok = bool(rows) and (rows[0][0], rows[0][3]) == (b, h)
+                rows = rows[1:]
+            ok = ok and [r[0] for r in rows] == list(range(b + 1, n_batches + 1)) \
+                and rows[-1][3] == head and all(
+                    isinstance(r[1], int) and r[1] >= 1 and len(r[2]) == 48 * r[1] for r in rows)
+            self._others_wrote = ok
+            if ok:
+                self._load_releases()
+                data = np.frombuffer(b"".join(bytes(r[2]) for r in rows), dtype="<i8"
+                                     ).reshape(-1, 6).astype(np.int64)
+                bad = row_problems(data, len(self._releases))
+                if bad:
+                    raise DpledgerError(f"{self.path}: damaged ledger store: {bad[0]} "
+                                        "(dpledger verify lists every problem)")
+                total = self._record_costs(data)
+                for sk, sel in _by_stream(data):
+                    self._spend[sk] = _add_ranges(self._spend.get(sk, _Stream()), data[sel, 2],
+                                                  data[sel, 3], total[sel])[0]
+                self._spend_at = (n_batches, head)
+                return
+        self._spend = self._rebuild_spend()
+        self._spend_at = (n_batches, head)
+
     def _rebuild_spend(self) -> dict:
         self._load_releases()
         data = self.rows_array()
@@ -595,32 +846,42 @@ class LedgerStore:
 
     # -- reading ---------------------------------------------------------------------------
     def n_records(self) -> int:
-        return int(self._conn.execute("SELECT COALESCE(SUM(n), 0) FROM batches").fetchone()[0])
+        return int(self._db.execute("SELECT COALESCE(SUM(n), 0) FROM batches").fetchone()[0])
 
     def rows_array(self, check: bool = False) -> np.ndarray:
-        """Every stored row as an (N, 6) int64 array in append order (one read transaction,
-        so a consistent snapshot while a writer appends).  ``check``: verify each batch's
-        sha256 too; its size and type are always checked (raises :class:`DpledgerError` naming
-        the batch)."""
-        if not check:
-            self._check_head()
-        cur = self._conn.execute("SELECT seq, n, data, sha256 FROM batches ORDER BY seq")
-        parts = []
-        for seq, n, blob, sha in cur:
-            if not isinstance(blob, bytes) or not isinstance(n, int) or n < 1 \
-                    or len(blob) != 48 * n:
-                size = len(blob) if isinstance(blob, (bytes, str)) else type(blob).__name__
-                raise DpledgerError(f"batch {seq}: {n!r} rows declared, {size} bytes")
-            if check:
-                if hashlib.sha256(blob).hexdigest() != sha:
-                    raise DpledgerError(f"batch {seq}: sha256 mismatch")
-            parts.append(blob)
-        if not parts:
+        """Every stored row as an (N, 6) int64 array in append order (one read snapshot, so a
+        consistent state while writers append), after checking the head and counts against
+        the batches read.  ``check``: verify each batch's sha256 too (and leave the head to
+        the caller: verify reports every problem itself); each batch's size and type are
+        always checked (raises :class:`DpledgerError` naming the batch)."""
+        with self.snapshot():
+            meta = None if check else self._meta()
+            fast = None if check else self._db.concatenated_batches()
+            if fast is not None:
+                count, total, blob = fast
+            else:
+                count, total, parts = 0, 0, []
+                for seq, n, blob, sha in self._db.execute(
+                        "SELECT seq, n, data, sha256 FROM batches ORDER BY seq"):
+                    if isinstance(blob, memoryview):
+                        blob = bytes(blob)
+                    if not isinstance(blob, bytes) or not isinstance(n, int) or n < 1 \
+                            or len(blob) != 48 * n:
+                        size = len(blob) if isinstance(blob, (bytes, str)) else \
+                            type(blob).__name__
+                        raise DpledgerError(f"batch {seq}: {n!r} rows declared, {size} bytes")
+                    if check and hashlib.sha256(blob).hexdigest() != sha:
+                        raise DpledgerError(f"batch {seq}: sha256 mismatch")
+                    parts.append(blob)
+                    count, total = count + 1, total + n
+                blob = b"".join(parts)
+            if not check:
+                self._check_head(meta, count, total)
+                self._load_releases()          # release ids written by another writer
+        if not blob:
             return np.zeros((0, 6), dtype=np.int64)
-        data = np.frombuffer(b"".join(parts), dtype="<i8").reshape(-1, 6).astype(np.int64,
-                                                                                  copy=False)
+        data = np.frombuffer(blob, dtype="<i8").reshape(-1, 6).astype(np.int64, copy=False)
         if not check:                      # verify reports every problem itself
-            self._load_releases()          # release ids written by another writer
             bad = row_problems(data, len(self._releases))
             if bad:
                 raise DpledgerError(f"{self.path}: damaged ledger store: {bad[0]} "
@@ -801,8 +1062,8 @@ def _n_streams(data: np.ndarray) -> int:
 
 
 def verify_store(path: str | os.PathLike, since: tuple[int, str] | None = None) -> list[str]:
-    """Every problem found in the store at ``path`` (empty: clean).  Opens read-only: SQLite's
-    quick_check, the format, every batch's size and sha256, the record chain (every link
+    """Every problem found in the store at ``path`` (a URL or path; empty: clean).  Opens
+    read-only: SQLite's quick_check (an SQLite store), the format, every batch's size and sha256, the record chain (every link
     recomputed; the first bad batch or release named; the head and counts against the last
     batch), rows (0 ≤ start < stop, count ≥ 1, known release ids), releases that parse, the
     budget re-derived from its parameters, and every reward's spend recomputed from the rows
@@ -811,12 +1072,14 @@ def verify_store(path: str | os.PathLike, since: tuple[int, str] | None = None) 
     problems: list[str] = []
     try:
         store = LedgerStore.open(path, readonly=True)
+    except StoreUnreachable:
+        raise                              # nothing was checked: not a finding about the store
     except DpledgerError as exc:
         return [str(exc)]
     try:
         return _verify_open_store(store, problems, since)
-    except (sqlite3.DatabaseError, DpledgerError) as exc:
-        return problems + [f"damaged ledger store: {exc}"]
+    except (*store._db.db_errors, DpledgerError) as exc:
+        return problems + [f"damaged ledger store: {_first_line(exc)}"]
     finally:
         store.close()
 
@@ -825,7 +1088,7 @@ def _chain_problems(store: "LedgerStore", since: tuple[int, str] | None) -> list
     """The record chain recomputed from the file (:mod:`.store_chain`): the first release and
     the first batch whose link does not match, and the head and counts against the last batch.
     A version 1 store has no chain: said once (``since`` cannot be checked)."""
-    conn = store._conn
+    conn = store._db
     if store.version < 2:
         return (["a version 1 store has no record chain: --since cannot be checked (opening it "
                  "for writing, e.g. `dpledger ledger record`, adds one)"] if since else [])
@@ -911,9 +1174,7 @@ def row_problems(data: np.ndarray, n_releases: int) -> list[str]:
 def _verify_open_store(store: "LedgerStore", problems: list[str],
                        since: tuple[int, str] | None = None) -> list[str]:
     """The checks of :func:`verify_store` on an open, read-only store (one snapshot)."""
-    qc = store._conn.execute("PRAGMA quick_check").fetchall()
-    if qc != [("ok",)]:
-        problems.append(f"sqlite quick_check: {qc[:3]}")
+    problems += store._db.integrity_check()
     with store.snapshot():                  # one snapshot for every check below
         try:
             data = store.rows_array(check=True)
@@ -966,47 +1227,73 @@ def _check_columns(out: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
-def _check_path(path) -> str:
-    path = os.fspath(path)
-    if not isinstance(path, str) or "\0" in path or not path.strip():
-        raise DpledgerError(f"a store path must be non-empty text without NUL bytes, got {path!r}")
-    return path
+def copy_store(src: str | os.PathLike, dst: str | os.PathLike) -> dict:
+    """Copy the store at ``src`` to a new store at ``dst`` (any backend to any backend: SQLite
+    into PostgreSQL and back), row for row: the same releases (ids and JSON text), batches (
+    number, size, data bytes, checksum, link), head and counts, budget and labels, and
+    checkpoints; the copy is written at this dpledger's version.  The source is verified first
+    (a store that fails ``verify`` is not copied) and the copy after; the copy appears whole or
+    not at all (one transaction; an SQLite copy is written beside ``dst`` and linked into place,
+    never over an existing file).  Returns the copy's ``head()``."""
+    problems = verify_store(src)
+    if problems:
+        raise DpledgerError(f"{_name(src)} does not verify, not copied: {problems[0]}")
+    with LedgerStore.open(src, readonly=True) as s, s.snapshot():
+        if s.version < 2:
+            raise DpledgerError(f"{s.path}: a version 1 store has no record chain; open it for "
+                                "writing once (e.g. `dpledger ledger record`) before copying")
+        meta = s._meta()
+        releases = [(int(i), str(t)) for i, t in
+                    s._db.execute("SELECT id, json FROM releases ORDER BY id")]
+        batches = [(int(q), int(n), bytes(d), str(h), int(r), str(k)) for q, n, d, h, r, k in
+                   s._db.execute("SELECT seq, n, data, sha256, n_releases, link FROM batches "
+                                 "ORDER BY seq")]
+        points = [] if s.version < 3 else [
+            (str(a), int(b), bytes(c)) for a, b, c in
+            s._db.execute("SELECT name, batches, data FROM checkpoints ORDER BY name")]
+    keys = ("format", "head", "batches", "records", "budget", "policy", "arms")
+    rows = [(k, meta[k]) for k in keys if k in meta] + [("version", str(VERSION))]
+    final = None if is_postgres_url(dst) else sqlite_path(dst)
+    if final is not None:
+        if os.path.exists(final):
+            raise DpledgerError(f"{final} already exists; not overwriting it")
+        target = f"{final}.copy-{os.getpid()}.tmp"
+    else:
+        target = dst
+    db = open_backend(target, readonly=False, create=True)
 
+    def fill() -> None:
+        db.executemany("INSERT INTO releases(id, json) VALUES (?, ?)", releases)
+        db.executemany("INSERT INTO batches(seq, n, data, sha256, n_releases, link) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", batches)
+        db.executemany("INSERT INTO checkpoints(name, batches, data) VALUES (?, ?, ?)", points)
 
-def _connect(path, readonly: bool) -> sqlite3.Connection:
-    """An SQLite connection.  ``readonly``: changing nothing in the store — a query-only
-    connection where the file and its folder are writable (so SQLite removes the -wal/-shm
-    files it made when the last connection closes), else a read-only ``file:`` URI built by
-    pathlib (so %, # and ? in a file name are escaped, not read as URI syntax)."""
-    path = os.fspath(path)
+    done = False
     try:
-        folder = os.path.dirname(os.path.abspath(path))
-        if readonly and os.access(path, os.W_OK) and os.access(folder, os.W_OK):
-            # a reader that may write makes its -wal/-shm beside the file and, closing as the
-            # last connection, removes them again (a mode=ro reader cannot, and left them
-            # behind: issue 25 §3); query_only keeps it a reader
-            conn = sqlite3.connect(path, isolation_level=None, timeout=60.0,
-                                   check_same_thread=False)
-            conn.execute("PRAGMA query_only = ON")
-            return conn
-        if readonly:
-            uri = pathlib.Path(path).absolute().as_uri() + "?mode=ro"
-            return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=60.0,
-                                   check_same_thread=False)
-        return sqlite3.connect(path, isolation_level=None, timeout=60.0,
-                               check_same_thread=False)
-    except sqlite3.DatabaseError as exc:
-        raise DpledgerError(f"cannot open {path} as a ledger store: {exc}") from None
+        db.create_tables(rows, fill)
+        done = True
+    except db.db_errors as exc:
+        raise DpledgerError(f"{db.name}: the copy failed, nothing was written "
+                            f"({_first_line(exc)})") from None
+    finally:
+        db.close()
+        if final is not None:
+            try:
+                if done:
+                    os.link(target, final)  # fails, leaving ``final`` alone, if it appeared
+            except FileExistsError:
+                raise DpledgerError(f"{final} already exists; not overwriting it") from None
+            finally:
+                for leftover in (target, target + "-wal", target + "-shm"):
+                    if os.path.exists(leftover):
+                        os.unlink(leftover)
+    problems = verify_store(dst)
+    if problems:
+        raise DpledgerError(f"{_name(dst)}: the copy does not verify: {problems[0]}")
+    with LedgerStore.open(dst, readonly=True) as d:
+        return d.head()
 
 
-def _enable_wal(conn: sqlite3.Connection, path) -> None:
-    """Write-ahead logging with full syncs, for a writable connection to a checked store (a
-    foreign SQLite file is refused before this, so it is never switched)."""
-    try:
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if mode.lower() != "wal":
-            raise DpledgerError(f"{os.fspath(path)}: cannot switch to WAL mode (got {mode})")
-        conn.execute("PRAGMA synchronous=FULL")
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise DpledgerError(f"cannot open {os.fspath(path)} as a ledger store: {exc}") from None
+def _name(url) -> str:
+    from dpledger.accounting.store_backends import redact
+    return redact(os.fspath(url))

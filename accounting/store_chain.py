@@ -4,8 +4,8 @@ A store that forgets spending understates privacy, so every append is linked to 
 before it, as transparency logs link their entries (Crosby & Wallach 2009, "Efficient Data
 Structures for Tamper-Evident Logging"; a plain hash chain here, the simplest of their forms):
 
-* the **genesis** hash covers the store's format and its budget (an edited budget breaks every
-  link after it);
+* the **genesis** hash covers the store's format, its budget and its labels (policy, arms) (an
+  edited budget breaks every link after it);
 * each **release** i (the interned release table) is linked: r_i = H(r_{i−1} ‖ json_i), r_{−1} =
   genesis — an edited release (which would change what earlier rows mean) breaks its link;
 * each **batch** (one append: one transaction) is linked: c_s = H(c_{s−1} ‖ s ‖ n ‖ sha256(data)
@@ -33,9 +33,12 @@ from typing import Iterable, Iterator
 GENESIS_TAG = b"dpledger-store chain v1\x00"
 
 
-def genesis(budget_json: str | None) -> bytes:
-    """The chain's first link: the format tag and the budget (JSON text, or none)."""
-    return hashlib.sha256(GENESIS_TAG + (budget_json or "").encode()).digest()
+def genesis(budget_json: str | None, labels: str = "") -> bytes:
+    """The chain's first link: the format tag, the budget (JSON text, or none) and the store's
+    labels (the policy and number of arms it was made for, as JSON text; a store without labels
+    has the same genesis as before they existed)."""
+    tail = b"\x00" + labels.encode() if labels else b""
+    return hashlib.sha256(GENESIS_TAG + (budget_json or "").encode() + tail).digest()
 
 
 def release_link(prev: bytes, json_text: str) -> bytes:

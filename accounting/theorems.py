@@ -193,7 +193,8 @@ def azize_2025_renoise(epsilon: float, max_phases: int, variant: str) -> Theorem
                              "whole cumulative sum with Laplace(1/ε): "
                              f"{max_phases}·ε by basic composition",
                    provenance="reconstructed", pure_epsilon=mul_up(max_phases, epsilon),
-                   notes=("a documented misreading, offered to show what it costs",))
+                   notes=("a documented misreading, offered to show what it costs",),
+                   promise=azize_2025_dp(epsilon, variant))
 
 
 # ---- issue 22: private contextual (linear) bandits ----------------------------------------------

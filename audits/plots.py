@@ -35,6 +35,12 @@ def prefix_path(c0: np.ndarray, c1: np.ndarray, event, *, confidence: float, del
     return out
 
 
+def legend_below(ax) -> None:
+    """A panel's legend under its x label, where it covers no bar or line."""
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
+              frameon=False)
+
+
 def plot_audit(res, path: str) -> None:
     """Two panels: histograms of the count trials' scores (D, D′) with the threshold; the bound
     against trials with the certificate and the ceiling."""
@@ -59,7 +65,7 @@ def plot_audit(res, path: str) -> None:
     ax1.set_xlabel(f"score: {ev.score}")
     ax1.set_ylabel("density (count trials)")
     ax1.set_yscale("log")
-    ax1.legend(fontsize=8)
+    legend_below(ax1)
     ax1.set_title(f"{res.extra.get('score', ev.score)}; {s0.size} + {s1.size} count trials")
     path_pts = pd["path"]
     cur = "μ" if res.currency == "mu" else "ε"
@@ -69,6 +75,9 @@ def plot_audit(res, path: str) -> None:
         ax2.plot(x, y, "o-", label=f"{cur}_lower ({pd['path_kind']})")
     if res.certified is not None:
         ax2.axhline(res.certified, color="r", label=f"certificate {res.certified:.4g}")
+    # the panel is scaled to the certificate and the bounds, not to the ceiling (which can be
+    # ten times the certificate and would flatten what matters); the ceiling leaves the top
+    top = 1.3 * max([res.certified or 0.0] + [p["lower"] for p in path_pts] + [1e-9])
     if path_pts:
         xs = np.unique(np.geomspace(max(2, min(x)), max(x), 30).astype(np.int64))
         cur_name = "mu" if res.currency == "mu" else "epsilon"
@@ -76,11 +85,14 @@ def plot_audit(res, path: str) -> None:
                         selection_fraction=res.score_audit.selection_fraction, currency=cur_name,
                         delta=res.score_audit.delta, alpha_divisor=pd.get("alpha_divisor", 1))
                 for v in xs]
-        ax2.plot(xs, ceil, ":", color="gray", label="ceiling (zero errors)")
+        off = max(ceil) > top
+        ax2.plot(xs, ceil, ":", color="gray", label="ceiling (zero errors)"
+                 + (f"; above {top:.3g}: off the panel" if off else ""))
         ax2.set_xscale("log")
+    ax2.set_ylim(0, top)
     ax2.set_xlabel("trials per side")
     ax2.set_ylabel(f"{cur} lower bound at {res.confidence:g}")
-    ax2.legend(fontsize=8)
+    legend_below(ax2)
     ax2.grid(alpha=0.3)
     _save(fig, path)
     plt.close(fig)

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -49,13 +48,17 @@ from dpledger.audits.result import (AuditResult, certificate_summary, currency_o
                                     plot_data_fixed, plot_data_sequential)
 from dpledger.audits.stats import (DEFAULT_CONFIDENCE, DEFAULT_SELECTION_FRACTION, audit_scores,
                                    ceiling, check_options, split_sizes)
-from dpledger.errors import DpledgerError, check_count
+from dpledger.errors import DpledgerError, check_count, counted
+from dpledger.interrupt import interruptible_pool, raise_if_stopped
 
 
 class _Missing(Exception):
     """Some white-box trials made no witness release within the rounds played."""
 
 CHUNK = 2048
+ROUNDS_PER_CALL = 1 << 20       # rounds per compiled call of a chunk's trials (≤ 0.3 s at the
+                                # slowest kernel measured, 3.2e6 rounds/s: lazy-dp-ts black-box
+                                # at T = 1e4); Ctrl-C is heard between calls
 SCORES = ("pulls", "next", "fitted")
 DEFAULT_BLACKBOX_T = 1000
 DEFAULT_WHITEBOX_T = 1000
@@ -388,40 +391,55 @@ def _run_chunk(policy, env_tuple, T: int, K: int, stop: int, n: int, seed: int, 
     rel = np.full(n, np.nan)
     cln = np.full(n, np.nan)
     last = np.zeros(n, dtype=np.int64)
+    # compiled calls of at most ROUNDS_PER_CALL rounds (same Generator, same arrays: the trials
+    # are those of one call), so that Ctrl-C is heard between them (dpledger.interrupt)
+    step = max(1, ROUNDS_PER_CALL // max(int(stop), 1))
+    spans = [(i, min(n, i + step)) for i in range(0, n, step)]
+
+    def calls(batch, spec):
+        """``batch(*play, m, *buffers, counts, nxt, *per_trial, *tail)`` once per span, with
+        the span's views of the per-trial arrays; the sum of what the calls return."""
+        play, buffers, per_trial, tail = spec
+        total = 0
+        for i0, i1 in spans:
+            raise_if_stopped()
+            total += batch(*play, i1 - i0, *buffers, counts[i0:i1], nxt[i0:i1],
+                           *(a[i0:i1] for a in per_trial), *tail)
+        return total
+
+    if _uses_kernel(policy):
+        play = (type(policy).kernel, rng, env_tuple, T, K, stop, policy.kernel_params(T, K))
     if lr == "gaussian-posterior" and _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         cap = np.full((3, stop * K), np.nan)
-        _batch_gauss(type(policy).kernel, rng, env_tuple, T, K, stop, policy.kernel_params(T, K),
-                     n, rows, cap, edges, arm, t_star, counts, nxt, rel, float(delta),
-                     float(policy.c), float(side))
+        calls(_batch_gauss, (play, (rows, cap, edges, arm, t_star), (rel,),
+                             (float(delta), float(policy.c), float(side))))
     elif lr in ("laplace-releases", "gaussian-releases") and _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         gaussian = lr == "gaussian-releases"
         # every release of every arm: Laplace, at most one p-sum or block per pull; Gaussian,
         # at most K fresh samples a round; plus slack
         cap = np.zeros((6, (K * stop + 8) if gaussian else (2 * stop + 2 * K + 8)))
-        over = _batch_releases(type(policy).kernel, rng, env_tuple, T, K, stop,
-                               policy.kernel_params(T, K), n, rows, cap, edges, arm, t_star,
-                               counts, nxt, rel, cln, last, float(delta), float(side), gaussian)
+        over = calls(_batch_releases, (play, (rows, cap, edges, arm, t_star), (rel, cln, last),
+                                       (float(delta), float(side), gaussian)))
         if over:
-            raise DpledgerError(f"{over} trials overflowed the white-box capture buffer")
+            raise DpledgerError(f"{counted(over, 'trial')} overflowed the white-box capture buffer")
     elif _uses_kernel(policy) and policy.emits_segments():
         # event-driven: the segment kernel jumps over each stretch (O(events) per trial)
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         segs = np.zeros((4, max(policy.segment_capacity(T, K), 1)), dtype=np.int64)
         cap = np.zeros((2, 1)) if capture else np.zeros((2, 0))
-        _batch_segments(type(policy).segment_kernel, rng, env_tuple, T, K, stop,
-                        policy.kernel_params(T, K), n, rows, cap, segs, edges, arm, t_star,
-                        counts, nxt, rel, cln)
+        calls(_batch_segments, ((type(policy).segment_kernel,) + play[1:],
+                                (rows, cap, segs, edges, arm, t_star), (rel, cln), ()))
     elif _uses_kernel(policy):
         rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
         # one column: the witness release.  (Kernels that support full capture, e.g. the
         # Gaussian TS of ``ou.py``, switch to it when the array has ≥ stop·K columns.)
         cap = np.zeros((2, 1)) if capture else np.zeros((2, 0))
-        _batch(type(policy).kernel, rng, env_tuple, T, K, stop, policy.kernel_params(T, K), n,
-               rows, cap, edges, arm, t_star, counts, nxt, rel, cln)
+        calls(_batch, (play, (rows, cap, edges, arm, t_star), (rel, cln), ()))
     else:
         for i in range(n):
+            raise_if_stopped()
             out = policy.run_one(rng, env_tuple, T, stop_at=stop, capture=capture)
             acts = np.asarray(out.actions, dtype=np.int64)
             full = np.zeros(stop, dtype=np.int64)
@@ -462,14 +480,98 @@ def run_trials(policy, env, T: int, n: int, *, seed: int, side: int, stop: int, 
         # the compiled chunk loops release the GIL (nogil): threads share one compiled copy —
         # no pickling, no compile per process; a chunk's trials do not depend on its thread.
         # Python-only policies run in processes.
-        pool_type = ThreadPoolExecutor if _uses_kernel(policy) else ProcessPoolExecutor
-        with pool_type(max_workers=min(workers, len(args))) as pool:
+        kind = "thread" if _uses_kernel(policy) else "process"
+        with interruptible_pool(kind, min(workers, len(args))) as pool:
             futs = [pool.submit(_run_chunk, *a) for a in args]
             for a, f in zip(args, futs):
                 parts.append(f.result())
                 if progress is not None:
                     progress(a[5])
     return {k: np.concatenate([p[k] for p in parts])[skip:] for k in parts[0]}
+
+
+# ---- memory ----------------------------------------------------------------------------------
+
+_TABLE_COPIES = 8           # the pair's design table, D and D′ with their working copies and the
+                            # two environments built from them (measured: 7 copies of T × K
+                            # float64 at T = 1e7, `audit lazy-dp-ts --trials 4`)
+_AUDIT_SLACK = 256 << 20    # interpreter, numba, compiled trial loops, scores' selection
+
+
+def _windows_at_most(stop: int, mode: str) -> int:
+    """Black-box feature windows of a play of ``stop`` rounds (:func:`windows`, at most
+    log2(stop) + 2, reached for a witness at round 1); none in white-box mode."""
+    return 0 if mode == "whitebox" else int(stop).bit_length() + 1
+
+
+def _trial_bytes(stop: int, K: int, mode: str) -> int:
+    """Bytes one trial of one side keeps until the scores are computed: the black-box features
+    (per-window pull counts, int32, and their float64 copy for the fitted score), the next-pull
+    round, captured value, clean value and last round, twice over (the chunks' arrays and their
+    concatenation), and the candidate scores."""
+    W = _windows_at_most(stop, mode)
+    return 2 * (4 * 8 + 4 * W * K) + 3 * 8 + 8 * W * K
+
+
+def _chunk_bytes(policy, T: int, K: int, stop: int, lr: str | None, mode: str) -> int:
+    """Bytes one chunk of :func:`_run_chunk` allocates while its trials play: the action array
+    of ``stop`` rounds (or a segment buffer), the row buffer, the capture buffer of the score in
+    use (:data:`LR_CAPTURE`), and the chunk's feature arrays."""
+    W = _windows_at_most(stop, mode)
+    rows = 5 * 8 * max(int(policy.row_capacity(T, K)), 1) if _uses_kernel(policy) else 0
+    if lr == "gaussian-posterior":
+        cap = 3 * 8 * stop * K
+    elif lr == "laplace-releases":
+        cap = 6 * 8 * (2 * stop + 2 * K + 8)
+    elif lr == "gaussian-releases":
+        cap = 6 * 8 * (K * stop + 8)
+    else:
+        cap = 16
+    if _uses_kernel(policy) and policy.emits_segments() and lr is None:
+        play = 4 * 8 * max(int(policy.segment_capacity(T, K)), 1)
+    else:
+        play = 8 * stop * (2 if not _uses_kernel(policy) else 1)
+    return rows + cap + play + CHUNK * (4 * W * K + 4 * 8)
+
+
+def memory_estimate(policy, T: int, K: int, trials: int, mode: str, workers: int = 1,
+                    lr: str | None = None, pair_given: bool = False) -> dict:
+    """Bytes an audit of ``trials`` trials per side holds at its peak, before anything is
+    allocated (the stop round is at most T, the witness round at least 1: an upper estimate of
+    the features), as {"bytes", "pair", "per_trial", "chunks", "held_trials"}: the pair's
+    tables (:data:`_TABLE_COPIES` copies of T × K float64, unless given), ``workers`` chunks
+    at once (:func:`_chunk_bytes`), and both sides' trials (:func:`_trial_bytes`)."""
+    T, K, trials = int(T), int(K), int(trials)
+    pair = 0 if pair_given else _TABLE_COPIES * 8 * T * K
+    per_trial = 2 * _trial_bytes(T, K, mode)
+    chunks = max(1, int(workers)) * _chunk_bytes(policy, T, K, T, lr, mode)
+    return {"bytes": _AUDIT_SLACK + pair + chunks + per_trial * trials, "pair": pair,
+            "per_trial": per_trial, "chunks": chunks, "held_trials": trials}
+
+
+def check_memory(policy, T: int, K: int, trials: int, mode: str, workers: int = 1,
+                 lr: str | None = None, pair_given: bool = False,
+                 sequential: bool = False) -> dict:
+    """:func:`memory_estimate` of an audit, refused with the estimate and what would fit
+    (:func:`dpledger.resources.check_fits`).  A sequential audit holds its first batch
+    (``trials``) and one later batch of at most :data:`SEQUENTIAL_BATCH` trials."""
+    from dpledger.audits.stats import SEQUENTIAL_BATCH
+    from dpledger.resources import available_memory, check_fits, fmt_bytes, largest_fitting
+    held = trials + (min(SEQUENTIAL_BATCH, 100 * trials) if sequential else 0)
+    est = memory_estimate(policy, T, K, held, mode, workers, lr, pair_given)
+    avail = available_memory()
+    fixed = est["bytes"] - est["per_trial"] * held
+    if avail is not None and fixed > avail:
+        fix = ("use a smaller --horizon (the pair's tables and each worker's arrays grow with "
+               f"it: {fmt_bytes(fixed)} before any trial)"
+               + ("; or fewer --workers" if workers > 1 and est["chunks"] > est["pair"] else ""))
+    else:
+        fits = largest_fitting(est["per_trial"], fixed, avail)
+        fix = (f"use fewer --trials (each trial of both sides keeps about "
+               f"{fmt_bytes(est['per_trial'])}; at most {fits} fit"
+               + (", first batch included" if sequential else "") + ")")
+    check_fits("this audit", est["bytes"], fix, avail)
+    return est
 
 
 # ---- scores ----------------------------------------------------------------------------------
@@ -553,6 +655,15 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     if pair is None:
         if T is None:
             T = DEFAULT_BLACKBOX_T if mode == "blackbox" else DEFAULT_WHITEBOX_T
+        T = validate_horizon(T, K if isinstance(K, int) and K >= 1 else 1)
+    # before the pair's tables and the trials' arrays exist (issue 25 §1)
+    check_memory(policy, T if pair is None else pair.horizon if T is None else T,
+                 K if pair is None else pair.n_arms, trials, mode, workers,
+                 LR_CAPTURE.get(getattr(policy, "name", "")) if (
+                     mode == "whitebox" and sampler == "float" and whitebox_score == "auto")
+                 else None, pair_given=pair is not None,
+                 sequential=until_ratio is not None or max_trials is not None)
+    if pair is None:
         pair = default_pair(policy, T, K, lo, hi, whitebox=mode == "whitebox",
                             **(design_options or {}))
     else:
@@ -659,8 +770,8 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                                    confidence=confidence, selection_fraction=selection_fraction,
                                    delta=delta_audit, currency=currency, scorer=scorer)
         except _Missing as exc:
-            raise DpledgerError(f"{exc.args[0]} trials made no witness release within {stop} "
-                                "rounds; pass a larger stop_at") from None
+            raise DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness release "
+                                f"within {stop} rounds; pass a larger stop_at") from None
         sa = seq.final
         trials_done = seq.trials
         info["sequential"] = seq.to_json()
@@ -677,7 +788,8 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                 # seeds) with twice the rounds; every trial is kept, none is dropped (dropping
                 # would condition on an event that may depend on the data)
                 if stop_at is not None or stop >= T:
-                    raise DpledgerError(f"{exc.args[0]} trials made no witness release within "
+                    raise DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness "
+                                        "release within "
                                         f"{stop} rounds" + ("; pass a larger stop_at"
                                                             if stop < T else "")) from None
                 notes.append(f"some trials had not made the witness release by round {stop}; "

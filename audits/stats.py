@@ -391,6 +391,8 @@ def ceiling(trials: int, *, confidence: float = DEFAULT_CONFIDENCE,
 
 # ---- sequential, anytime-valid audits ----------------------------------------------------------
 
+SEQUENTIAL_BATCH = 1 << 18      # trials per side drawn at once after the first batch (a few MB)
+
 def checkpoints(first: int, max_trials: int) -> list[int]:
     """The geometric grid of checkpoints (trials per side): first, 2·first, 4·first, …, capped
     at and ending with ``max_trials``.  Fixed before any trial is drawn."""
@@ -444,7 +446,7 @@ def sequential_audit(sample, *, first: int, max_trials: int, target: float | Non
                      confidence: float = DEFAULT_CONFIDENCE,
                      selection_fraction: float = DEFAULT_SELECTION_FRACTION, delta: float = 0.0,
                      currency: str = "epsilon", scorer=None,
-                     grid_size: int = GRID_SIZE) -> SequentialAudit:
+                     grid_size: int = GRID_SIZE, batch: int | None = None) -> SequentialAudit:
     """Draw trials in batches until the lower bound reaches ``target`` (e.g. R × certificate),
     or can no longer, or ``max_trials`` per side are drawn — with a bound valid at that
     data-dependent stopping time.
@@ -464,10 +466,14 @@ def sequential_audit(sample, *, first: int, max_trials: int, target: float | Non
     the function raw → dict of scores applied to every later batch).  Trials must be a fixed
     function of (side, index), so the result does not depend on the batching.
 
+    After the first batch, trials are drawn ``batch`` at a time (default
+    :data:`SEQUENTIAL_BATCH`) and reduced to counts at once.
+
     Futility ("cannot_reach"): stop when even the plug-in rates of the counts so far, observed
     over ``max_trials`` count trials, would not give ``target`` — a heuristic that affects only
     when sampling stops, never the validity of the bound."""
     alpha, fraction = check_options(confidence, selection_fraction)
+    batch = check_count("batch", SEQUENTIAL_BATCH if batch is None else batch, minimum=1)
     grid = checkpoints(first, max_trials)
     J = len(grid)
     a_j = alpha / J
@@ -500,15 +506,19 @@ def sequential_audit(sample, *, first: int, max_trials: int, target: float | Non
     reason = "max_trials"
     b = None
     for j, cj in enumerate(grid):
-        if cj > drawn:
+        # later batches are drawn in pieces of at most ``batch`` trials: only their counts are
+        # kept, so memory stays bounded whatever max_trials (trials are a fixed function of
+        # (side, index): the pieces give the counts the whole batch would)
+        for start in range(drawn, cj, batch):
+            n = min(batch, cj - start)
             for side in (0, 1):
-                s = np.asarray(to_scores(as_dict(sample(side, drawn, cj - drawn)))[ev.score], float)
+                s = np.asarray(to_scores(as_dict(sample(side, start, n)))[ev.score], float)
                 k = int(np.count_nonzero(ev.contains(s)))
                 if side == 0:
                     n0, k0 = n0 + s.size, k0 + k
                 else:
                     n1, k1 = n1 + s.size, k1 + k
-            drawn = cj
+        drawn = max(drawn, cj)
         b = bounds_from_counts(n0, k0, n1, k1, confidence=conf_j, delta=float(delta))
         lower = b["mu_lower"] if currency == "mu" else b["epsilon_lower"]
         path.append({"trials": int(cj), "n0": n0, "k0": k0, "n1": n1, "k1": k1,

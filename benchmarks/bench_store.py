@@ -29,23 +29,35 @@ from dpledger.accounting.store import LedgerStore, verify_store
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def bench(n: int, batch: int, budget: str | None) -> dict:
+def fill_store(url: str, n: int, batch: int, budget: str | None) -> float:
+    """Create a store at ``url`` holding the benchmark's ``n`` records, appended in batches of
+    ``batch`` (one transaction each); returns the seconds the appends took."""
+    releases, arm, start, stop, which = random_records(n)
+    store = LedgerStore.create(url, budget)
+    t0 = time.perf_counter()
+    for i in range(0, n, batch):
+        store.append_columns(arm[i:i + batch], start[i:i + batch], stop[i:i + batch],
+                             releases, which[i:i + batch])
+    elapsed = time.perf_counter() - t0
+    store.close()
+    return elapsed
+
+
+def random_records(n: int):
+    """The benchmark's records: (releases, arm, start, stop, which) columns, seeded."""
     rng = np.random.default_rng(15)
     releases = [LaplaceRelease.from_epsilon(1e-4), LaplaceRelease.from_epsilon(2e-4),
                 GaussianRelease.from_mu(1e-3), GaussianRelease.from_mu(3e-3)]
     arm = rng.integers(0, 5, n)
     start = rng.integers(0, 200_000, n)
     stop = start + rng.integers(1, 1000, n)
-    which = rng.integers(0, len(releases), n)
+    return releases, arm, start, stop, rng.integers(0, len(releases), n)
+
+
+def bench(n: int, batch: int, budget: str | None) -> dict:
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "bench.db")
-        store = LedgerStore.create(path, budget)
-        t0 = time.perf_counter()
-        for i in range(0, n, batch):
-            store.append_columns(arm[i:i + batch], start[i:i + batch], stop[i:i + batch],
-                                 releases, which[i:i + batch])
-        t_append = time.perf_counter() - t0
-        store.close()
+        t_append = fill_store(path, n, batch, budget)
         t0, c0 = time.perf_counter(), time.process_time()
         with LedgerStore.open(path, readonly=True) as reader:
             st = reader.status([1e-6])

@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import re
 import sqlite3
 import sys
 
 from dpledger.errors import DpledgerError, InvariantViolation
+from dpledger.interrupt import Stopped, clear_stop
 
 COMMANDS = {
     "compose": "compose releases and print their privacy",
@@ -30,7 +32,25 @@ COMMANDS = {
 }
 
 
+# commands that run compiled kernels (the others never wait on numba)
+_COMPILING = ("run", "audit", "experiment", "verify", "show", "curve")
+
+
+# what makes each command hold less memory, for its out-of-memory line
+_SMALLER = {"run": "a smaller --horizon or --runs, or fewer --workers",
+            "audit": "fewer --trials, a smaller --horizon, or fewer --workers",
+            "experiment": "fewer --workers, or --quick",
+            "verify": "verify without --resimulate, or with fewer --workers"}
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # an argument that starts like a negative number is a value, not an option:
+        # `--means -0.1,0.5` and `--range -1,1` (argparse reads only a lone number so, and took
+        # these for unknown options); Python 3.13's own matcher is this prefix test
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)
@@ -89,13 +109,21 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     _reuse_freed_memory()
     first = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(first if first in COMMANDS else None)
-    args = parser.parse_args(argv)
+    try:
+        # importing a command's module (numba, scipy) takes seconds: Ctrl-C there is one line
+        parser = build_parser(first if first in COMMANDS else None)
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("dpledger: interrupted\n")
+        return 130
     if not getattr(args, "func", None):
         sys.stderr.write("dpledger: error: a command is needed, one of "
                          + ", ".join(n for n in COMMANDS if _present(n))
                          + " (dpledger --help describes them)\n")
         return 2
+    if not getattr(args, "quiet", False) and args.command in _COMPILING:
+        from dpledger.progress import announce_compilation
+        announce_compilation()          # "compiling … first run only" on stderr (issue 25 §2)
     try:
         return int(args.func(args) or 0)
     except DpledgerError as exc:
@@ -119,12 +147,18 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"dpledger {args.command}: error: {exc.strerror or exc}{where}\n")
         return 2
     except MemoryError:
-        sys.stderr.write(f"dpledger {args.command}: error: out of memory (try a smaller "
-                         "--horizon or --runs, or fewer --workers)\n")
+        # the estimates (dpledger.resources) refuse what cannot fit before it starts; this is
+        # what they did not foresee (another process took the memory meanwhile, say)
+        sys.stderr.write(f"dpledger {args.command}: error: out of memory"
+                         + (f" (try {_SMALLER[args.command]})" if args.command in _SMALLER
+                            else "") + "\n")
         return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("dpledger: interrupted\n")
+    except (KeyboardInterrupt, Stopped):
+        # outputs are written to a temporary name and renamed: nothing is left half-written
+        sys.stderr.write(f"dpledger {args.command}: interrupted (no file is left half-written)\n")
         return 130
+    finally:
+        clear_stop()            # the next command in this process (tests) starts afresh
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,10 +10,12 @@ stderr and exit status 2.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
+import stat
 import tempfile
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
@@ -37,22 +39,92 @@ def _no_nul(path: str, what: str) -> None:
         raise DpledgerError(f"{what} {path!r} contains a NUL character")
 
 
-def load_json(path: str | os.PathLike, expected: str) -> Any:
-    """The JSON value in ``path``; ``expected`` (e.g. "a run.json") names what the caller wanted,
-    for the message when the file cannot be read at all."""
-    path = os.fspath(path)
+# Peak memory of reading a file, as a multiple of its size (measured peak RSS): JSON becomes
+# Python objects (a 35 MB ledger: 7.5× while parsed, 9× through `show`), comma-separated text
+# becomes float64 through numpy's parser, .npy is the array itself plus the table's checks.
+JSON_READ_FACTOR = 10
+CSV_READ_FACTOR = 6
+NPY_READ_FACTOR = 4
+
+
+def special_file_kind(mode: int) -> str | None:
+    """What a non-regular, non-directory file is, in words (None for a regular file or a
+    directory)."""
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return None
+
+
+def refuse_special_file(path: str, expected: str, where: str | None = None,
+                        mode: int | None = None) -> None:
+    """Refuse a device, pipe or socket named where a file is expected, before anything opens it
+    (opening a named pipe blocks until someone writes to it: a silent hang; a device such as
+    /dev/urandom never ends).  A missing path or a folder is left to the loader's message."""
+    if mode is None:
+        if not isinstance(path, str) or path == "" or "\0" in path:
+            return
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return
+    kind = special_file_kind(mode)
+    if kind is not None:
+        raise DpledgerError(f"{where or path} is {kind}, not a regular file; {expected} was "
+                            "expected (dpledger reads regular files only, whose size it checks "
+                            "first)")
+
+
+def check_input_file(path: str, expected: str, read_factor: float = 1.0,
+                     option: str | None = None) -> int:
+    """The size of ``path`` after checking, before any byte is read, that it is a regular file
+    (a device such as /dev/urandom or /dev/zero never ends; a pipe has no size to check) and
+    that reading it (``read_factor`` × its size) fits in the memory available
+    (:func:`dpledger.resources.check_fits`).  ``expected`` names what the caller wanted;
+    ``option`` the flag that named the file, if any."""
+    from dpledger.resources import check_fits, fmt_bytes
+    where = f"{option} {path}" if option else path
     if path == "":
         raise DpledgerError(f"an empty file name was given where {expected} was expected")
     _no_nul(path, "the file name")
-    if os.path.isdir(path):
-        raise DpledgerError(f"{path} is a directory; {expected} was expected")
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        st = os.stat(path)
     except FileNotFoundError:
         raise DpledgerError(f"no such file: {path} ({expected} was expected)") from None
     except OSError as exc:
         raise DpledgerError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DpledgerError(f"{where} is a directory; {expected} was expected")
+    refuse_special_file(path, expected, where, st.st_mode)
+    size = int(st.st_size)
+    check_fits(f"reading {path} ({fmt_bytes(size)})", int(size * read_factor),
+               "is it the file you meant?")
+    return size
+
+
+def read_bytes(path: str | os.PathLike, expected: str, read_factor: float = 1.0,
+               option: str | None = None) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`check_input_file`), read up to the size
+    checked: a file that grows while it is read is refused, not read without end."""
+    path = os.fspath(path)
+    size = check_input_file(path, expected, read_factor, option)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(size + 1)
+    except OSError as exc:
+        raise DpledgerError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > size:
+        raise DpledgerError(f"{path} grew while it was read ({size} bytes when checked); "
+                            f"{expected} was expected")
+    return raw
+
+
+def load_json(path: str | os.PathLike, expected: str, option: str | None = None) -> Any:
+    """The JSON value in ``path``; ``expected`` (e.g. "a run.json") names what the caller wanted,
+    for the message when the file cannot be read at all."""
+    path = os.fspath(path)
+    raw = read_bytes(path, expected, JSON_READ_FACTOR, option)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -148,6 +220,23 @@ def _check_schema(obj: Any, schema: dict, where: str) -> None:
             raise DpledgerError(f"{where}{key} has the wrong type ({type(value).__name__})")
 
 
+def whole_field(name: str, value: Any, minimum: int) -> int:
+    """A run.json integer field, refused (DpledgerError) unless it is an integer ≥ ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise DpledgerError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def check_run_counts(rep: dict, seed_optional: bool = True) -> tuple[int, int]:
+    """(horizon, runs) of a run.json, each an integer ≥ 1, and its seed an integer ≥ 0 (or null
+    when ``seed_optional``: a run seeded from the OS): what every command that reads a run.json
+    refuses alike (``show``, ``curve`` and ``verify``)."""
+    T, R = whole_field("horizon", rep["horizon"], 1), whole_field("runs", rep["runs"], 1)
+    if not (seed_optional and rep["seed"] is None):
+        whole_field("seed", rep["seed"], 0)
+    return T, R
+
+
 def load_run_json(path: str | os.PathLike, schema: bool = True) -> dict:
     """A run.json (the output of ``dpledger run``, or an experiment's runs/*.json), checked for
     every field the commands read; anything else is refused naming the file and what it holds.
@@ -165,6 +254,7 @@ def load_run_json(path: str | os.PathLike, schema: bool = True) -> dict:
         _check_schema(rep, _CONTEXTUAL_SCHEMA if contextual else _RUN_SCHEMA, "")
         if rep["schema_version"] != 1:
             raise DpledgerError(f"unsupported schema_version {rep['schema_version']!r}")
+        check_run_counts(rep)
         if contextual:
             if not isinstance(rep.get("regret"), dict):
                 raise DpledgerError("regret must be a JSON object")
@@ -195,11 +285,11 @@ def load_run_json(path: str | os.PathLike, schema: bool = True) -> dict:
     return rep
 
 
-def load_ledger(path: str | os.PathLike):
+def load_ledger(path: str | os.PathLike, option: str | None = None):
     """A ledger file (``<stem>.ledger.json`` of ``dpledger run``) as a RewardLedger."""
     from dpledger.accounting.ledger import RewardLedger
     path = os.fspath(path)
-    data = load_json(path, "a ledger")
+    data = load_json(path, "a ledger", option)
     kind = document_kind(data)
     if not kind.startswith("a ledger"):
         raise DpledgerError(f"{path}: a ledger was expected; this is {kind}")
@@ -211,37 +301,138 @@ def load_ledger(path: str | os.PathLike):
         raise DpledgerError(f"{path}: malformed ledger: {exc!r}") from None
 
 
-def load_table(path: str | os.PathLike):
+def load_table(path: str | os.PathLike, option: str | None = None):
     """A reward table (rows = rounds, columns = arms) from .npy, .json or comma-separated text."""
     import numpy as np
     path = os.fspath(path)
     _no_nul(path, "the table file name")
-    if os.path.isdir(path):
-        raise DpledgerError(f"{path} is a directory; a reward table (.npy, .csv or .json) was "
-                            "expected")
-    if not os.path.exists(path):
+    if path and not os.path.lexists(path):
         raise DpledgerError(f"no such table file: {path}")
+    expected = "a reward table (.npy, .csv or .json)"
+    factor = NPY_READ_FACTOR if path.endswith(".npy") else \
+        JSON_READ_FACTOR if path.endswith(".json") else CSV_READ_FACTOR
+    check_input_file(path, expected, factor, option)
     try:
         if path.endswith(".npy"):
-            table = np.load(path, allow_pickle=False)
+            table = _load_npy(path)
         elif path.endswith(".json"):
-            data = load_json(path, "a reward table")
-            if not isinstance(data, list):
-                raise DpledgerError(f"{path}: a reward table (a JSON array of rows) was "
-                                    f"expected; this is {document_kind(data)}")
-            table = np.array(data, dtype=np.float64)
+            data = load_json(path, "a reward table", option)
+            table = _json_table(path, data)
         else:
-            table = np.loadtxt(path, delimiter=",", ndmin=2)
+            table = _load_csv(path)
     except DpledgerError:
         raise
     except UnicodeDecodeError:
         raise DpledgerError(f"malformed reward table {path}: not UTF-8 text") from None
     except (ValueError, OSError, EOFError) as exc:
-        raise DpledgerError(f"malformed reward table {path}: {exc}") from None
+        raise DpledgerError(f"malformed reward table {path}: {_one_line(exc)}") from None
     if table.dtype.kind not in "biuf":
-        raise DpledgerError(f"malformed reward table {path}: numbers expected, got dtype "
-                            f"{table.dtype}")
+        raise DpledgerError(f"malformed reward table {path}: it holds "
+                            f"{_DTYPE_WORDS.get(table.dtype.kind, 'values that are not numbers')}"
+                            ", not numbers")
     return table
+
+
+# numpy's kinds of values, in words (a table must hold numbers)
+_DTYPE_WORDS = {"U": "text", "S": "bytes", "c": "complex numbers", "O": "Python objects",
+                "V": "structured records", "M": "dates", "m": "time spans"}
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _load_npy(path: str):
+    """A .npy array; a file that is not one, or that holds pickled Python objects (never
+    unpickled: that would run code from the file), is refused in words."""
+    import numpy as np
+    with open(path, "rb") as fh:
+        if fh.read(6) != b"\x93NUMPY":
+            raise DpledgerError(f"malformed reward table {path}: not a NumPy .npy file (it "
+                                "lacks the .npy header)")
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        if "pickle" in str(exc).lower() or "object" in str(exc).lower():
+            raise DpledgerError(f"malformed reward table {path}: it holds Python objects, not "
+                                "numbers (dpledger never unpickles a file)") from None
+        raise DpledgerError(f"malformed reward table {path}: a damaged .npy file "
+                            f"({_one_line(exc)})") from None
+
+
+_CSV_COLUMNS = re.compile(r"number of columns changed from (\d+) to (\d+) at row (\d+)")
+_CSV_VALUE = re.compile(r"could not convert string '(.*)' to \w+ at row (\d+), column (\d+)")
+
+
+def _load_csv(path: str):
+    """Comma-separated numbers, one row per line; numpy's complaints (a ragged row, a word)
+    are said in lines and columns, without its advice about its own arguments."""
+    import warnings
+    import numpy as np
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)     # "input contained no data"
+            return np.loadtxt(path, delimiter=",", ndmin=2)
+    except UserWarning:
+        raise DpledgerError(f"malformed reward table {path}: it holds no numbers") from None
+    except ValueError as exc:
+        text = str(exc)
+        m = _CSV_COLUMNS.search(text)
+        if m:
+            raise DpledgerError(f"malformed reward table {path}: line {m.group(3)} has "
+                                f"{m.group(2)} columns, the lines before it "
+                                f"{m.group(1)}") from None
+        m = _CSV_VALUE.search(text)
+        if m:
+            raise DpledgerError(f"malformed reward table {path}: line {int(m.group(2)) + 1}, "
+                                f"column {m.group(3)} holds {m.group(1)!r}, not a "
+                                "number") from None
+        raise
+
+
+def _json_table(path: str, data):
+    """A JSON array of equally long arrays of numbers as a float64 table."""
+    import numpy as np
+    if not isinstance(data, list):
+        raise DpledgerError(f"{path}: a reward table (a JSON array of rows) was "
+                            f"expected; this is {document_kind(data)}")
+    width = None
+    for i, row in enumerate(data):
+        if not isinstance(row, list):
+            raise DpledgerError(f"malformed reward table {path}: row {i + 1} is "
+                                f"{document_kind(row)}, not an array of numbers")
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            raise DpledgerError(f"malformed reward table {path}: row {i + 1} has {len(row)} "
+                                f"values, the rows before it {width}")
+        for j, v in enumerate(row):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise DpledgerError(f"malformed reward table {path}: row {i + 1}, column "
+                                    f"{j + 1} is {document_kind(v)}, not a number")
+    return np.array(data, dtype=np.float64)
+
+
+# ---- the ledger file's record in run.json (written by `run`, checked by `verify`) --------------
+
+def sha256_file(path: str | os.PathLike) -> tuple[str, int]:
+    """(sha256 hex digest, size in bytes) of a file, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    n = 0
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+            n += len(chunk)
+    return h.hexdigest(), n
+
+
+def ledger_file_record(ledger_path: str | os.PathLike, run_json_path: str | os.PathLike) -> dict:
+    """run.json's record of the ledger file it accompanies: the file's name relative to
+    run.json's folder (no absolute path, SPEC §7), its sha256 and its size."""
+    sha, size = sha256_file(ledger_path)
+    rel = os.path.relpath(os.path.abspath(ledger_path),
+                          os.path.dirname(os.path.abspath(run_json_path)))
+    return {"file": rel.replace(os.sep, "/"), "sha256": sha, "bytes": size}
 
 
 # ---- writing -----------------------------------------------------------------------------------
@@ -283,7 +474,10 @@ def check_output_file(path: str, option: str, extensions: Sequence[str] | None =
         raise DpledgerError(f"{option} {path} is a directory; give a file name, e.g. "
                             f"{os.path.join(path, 'out' + ('.' + extensions[0] if extensions else '.json'))}")
     if os.path.exists(path) and not os.path.isfile(path):
-        raise DpledgerError(f"{option} {path} exists and is not a regular file")
+        kind = special_file_kind(os.stat(path).st_mode) or "not a regular file"
+        raise DpledgerError(f"{option} {path} is {kind}, not a regular file that can be "
+                            "replaced" if kind != "not a regular file" else
+                            f"{option} {path} exists and is not a regular file")
     if extensions is not None:
         ext = os.path.splitext(path)[1][1:].lower()
         if ext and ext not in extensions:
@@ -299,7 +493,9 @@ def check_output_dir(path: str, option: str) -> str:
         raise DpledgerError(f"{option} needs a folder name")
     _no_nul(path, option)
     if os.path.exists(path) and not os.path.isdir(path):
-        raise DpledgerError(f"{option} {path} exists and is not a folder")
+        kind = special_file_kind(os.stat(path).st_mode)
+        raise DpledgerError(f"{option} {path} exists and is not a folder"
+                            + (f" (it is {kind})" if kind else ""))
     _probe_folder(option, path, os.path.abspath(path))
     return path
 
@@ -316,7 +512,26 @@ def check_distinct(paths: Iterable[tuple[str, str | None]]) -> None:
         seen[key] = option
 
 
+# ---- messages in the user's terms ----------------------------------------------------------------
+
+# Keyword arguments of the Python API that the command line spells as flags.
+API_FLAGS = {"stop_at": "--stop-at", "max_trials": "--max-trials", "until_ratio": "--until-ratio",
+             "selection_fraction": "--selection-fraction", "ledger_out": "--ledger-out"}
+
+
+def in_flag_terms(exc: DpledgerError, flags: dict[str, str] = API_FLAGS) -> DpledgerError:
+    """A library error re-worded for the command line: each API keyword (``stop_at``) becomes
+    the flag the user typed (``--stop-at``)."""
+    text = str(exc)
+    for name, flag in flags.items():
+        text = re.sub(rf"(?<![-\w]){name}(?!\w)", flag, text)
+    return DpledgerError(text)
+
+
 # ---- numbers typed on the command line ---------------------------------------------------------
+
+MAX_WORKERS = 1024      # --workers: more is a typo (each is a process or thread; 1e30 would
+                        # have the simulator build a list of 1e30 chunks)
 
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE]([+-]?\d+))?")
 
@@ -411,6 +626,21 @@ def parse_floats(option: str, text: str, **bounds) -> list[float]:
             raise DpledgerError(f"{exc} (in {text!r})" if item != text.strip() else str(exc)) \
                 from None
     return out
+
+
+def parse_range(option: str, text: str) -> tuple[float, float]:
+    """``lo,hi``: two numbers as typed, checked as every environment checks its range
+    (:func:`dpledger.policies.environments.check_range`: lo < hi, a finite width), before any
+    work that would use it."""
+    from dpledger.policies.environments import check_range
+    items = split_list(option, text)
+    if len(items) != 2:
+        raise DpledgerError(f"{option} expects lo,hi, got {text!r}")
+    lo, hi = (parse_float(option, x) for x in items)
+    try:
+        return check_range(lo, hi)
+    except DpledgerError as exc:
+        raise DpledgerError(f"{option} {text.strip()}: {exc}") from None
 
 
 def parse_deltas(option: str, texts: Sequence[str]) -> list[float]:

@@ -55,7 +55,7 @@ def plot_regret(reports: Sequence[dict], path: str, labels: Sequence[str] | None
         c = rep["regret"]["curve"]
         label = labels[i] if labels else _label(rep)
         line, = ax.plot(c["t"], c["mean"], label=label)
-        ax.fill_between(c["t"], c["lo"], c["hi"], alpha=0.25)
+        ax.fill_between(c["t"], at_least_zero(c["lo"]), c["hi"], alpha=0.25)
         top = max(top, max(c["hi"]))
         for b, xs, ys in curves[i] if bounds else ():
             if b.direction == "upper":
@@ -70,10 +70,8 @@ def plot_regret(reports: Sequence[dict], path: str, labels: Sequence[str] | None
     size = (f"{runs[0]} run{'s' if runs[0] != 1 else ''}" + (" each" if len(reports) > 1 else "")
             if len(runs) == 1 else "R = " + ", ".join(str(int(r["runs"])) for r in reports)
             + " runs (in legend order)")
-    legend = dict(fontsize=8) if not bounds else dict(fontsize=6.5, loc="upper left",
-                                                         bbox_to_anchor=(1.01, 1.0), frameon=False)
-    _finish(fig, ax, path, "round t", "pseudo-regret", f"{size}; band = mean ± 1.96·std/√R",
-            **legend)
+    _finish(fig, ax, path, "round t", "pseudo-regret",
+            f"{size}; band = mean ± 1.96·std/√R, cut at 0", fontsize=8 if not bounds else 6.5)
 
 
 def _bound_curves(rep: dict) -> list:
@@ -129,12 +127,27 @@ def _label(rep: dict) -> str:
     return f"{rep['policy']['name']}({params})"
 
 
+def at_least_zero(values):
+    """A band's lower edge cut at 0: pseudo-regret is never negative, so neither is a band or
+    an error bar drawn for it (a normal-approximation band dips below 0 early on)."""
+    import numpy as np
+    return np.maximum(np.asarray(values, dtype=float), 0.0)
+
+
+def legend_outside(holder, **legend) -> None:
+    """The legend right of the axes (or figure), where it covers no data; the figure is saved
+    with a tight bounding box, which takes it in."""
+    legend = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False, **legend}
+    holder.legend(**legend)
+
+
 def _finish(fig, ax, path: str, xlabel: str, ylabel: str, title: str, **legend) -> None:
-    """Labels, legend, grid, then write ``path`` and close the figure: every plot's ending."""
+    """Labels, legend (outside the axes: :func:`legend_outside`), grid, then write ``path`` and
+    close the figure: every plot's ending."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(**legend)
+    legend_outside(ax, **legend)
     ax.grid(alpha=0.3, which="both")
     _save(fig, path)
     _plt().close(fig)
@@ -163,6 +176,7 @@ def plot_curve(series: dict[str, tuple[list[float], list[float]]], path: str, ti
     best_top = [max(e for _, e in finite(*v)) for k, v in series.items()
                 if k.endswith("/best") and finite(*v)]
     top = 1.25 * max(best_top) if best_top else None
+    drawn: list[tuple[str, list]] = []      # (label, points) of the lines drawn so far
     for name, (deltas, eps) in series.items():
         pts = finite(deltas, eps)
         if not pts:
@@ -170,11 +184,17 @@ def plot_curve(series: dict[str, tuple[list[float], list[float]]], path: str, ti
         block, _, acc = name.partition("/")
         colour = colours.get(block, None)
         xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-        label = f"{block}: {acc}"
+        label = f"{block}: best valid" if acc == "best" else f"{block}: {acc}"
+        plain = label
+        # a line that lies on one drawn before hides it: the legend says so (issue 25 §5)
+        same = [lab for lab, other in drawn if _coincide(pts, other)]
+        if same:
+            label += f" (= {same[0]})"
+        drawn.append((plain, pts))
         if acc == "best":       # realized drawn thinner on top, so an equal certificate shows
             thick = block != "realized"
             ax.plot(xs, ys, color=colour, lw=3.2 if thick else 1.6, marker="o" if thick else "s",
-                    ms=3, label=f"{block}: best valid", zorder=3 if thick else 4)
+                    ms=3, label=label, zorder=3 if thick else 4)
         else:
             if top is not None and min(ys) > top:
                 label += " (off scale)"
@@ -183,8 +203,15 @@ def plot_curve(series: dict[str, tuple[list[float], list[float]]], path: str, ti
     ax.set_xscale("log")
     if top is not None:
         ax.set_ylim(0, top)
-    _finish(fig, ax, path, "δ", "ε(δ) of the worst-off reward", title, fontsize=7,
-            loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _finish(fig, ax, path, "δ", "ε(δ) of the worst-off reward", title, fontsize=7)
+
+
+def _coincide(a: list, b: list, rel: float = 1e-9) -> bool:
+    """Whether two curves' (δ, ε) points are the same, to a relative 1e-9 (one line hides the
+    other)."""
+    return len(a) == len(b) and all(
+        da == db and abs(ea - eb) <= rel * max(abs(ea), abs(eb), 1e-300)
+        for (da, ea), (db, eb) in zip(a, b))
 
 
 def plot_per_reward(rounds, values, streams, worst_round, worst_value, path: str, ylabel: str,
@@ -205,8 +232,7 @@ def plot_per_reward(rounds, values, streams, worst_round, worst_value, path: str
     if cert is not None:
         ax.axhline(cert, color="black", ls="--", lw=1, label="certificate")
     ax.set_xscale("log")
-    _finish(fig, ax, path, "round the reward was observed", ylabel, title, fontsize=8,
-            loc="lower left")
+    _finish(fig, ax, path, "round the reward was observed", ylabel, title, fontsize=8)
 
 
 def plot_store_rewards(run, arm, start, stop, values, worst: tuple[int, int, int],
@@ -246,5 +272,4 @@ def plot_store_rewards(run, arm, start, stop, values, worst: tuple[int, int, int
                    label=f"worst reward (run {worst[0]}, arm {worst[1]})")
     if limit is not None:
         ax.axhline(limit, color="black", ls="--", lw=1, label="budget")
-    _finish(fig, ax, path, "observation index within its arm", ylabel, title, fontsize=8,
-            loc="best")
+    _finish(fig, ax, path, "observation index within its arm", ylabel, title, fontsize=8)

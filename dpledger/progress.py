@@ -125,4 +125,79 @@ class SimulationProgress:
         return False
 
 
-__all__ = ["Bar", "SimulationProgress"]
+class CompileNotice:
+    """One line on stderr while numba compiles for more than ``delay`` seconds (issue 25 §2):
+    a first run compiles the kernels for 10–45 s with nothing else to show.
+
+    It listens to numba's ``numba:compile`` events, which fire only when a function is really
+    compiled (never when it is loaded from the on-disk cache), and times the outermost one.
+    Two messages: kernels numba caches (``cache=True``) are compiled once — "first run only";
+    the audits' trial loops take the policy's kernel as an argument, which numba cannot cache,
+    so an audit compiles them each time — said as such.  Each is printed once per process."""
+
+    CACHED = ("dpledger: compiling the numba kernels (first run only: they are cached for later "
+              "runs) …")
+    UNCACHED = ("dpledger: compiling the audit's trial loop for this policy (each audit: numba "
+                "cannot cache a loop that takes the policy's kernel as an argument) …")
+
+    def __init__(self, delay: float = 1.0, file: TextIO | None = None):
+        self.delay, self.file = delay, file
+        self.depth = 0
+        self.timer: threading.Timer | None = None
+        self.said: set[str] = set()
+        self._lock = threading.Lock()
+
+    def start(self, cached: bool) -> None:
+        with self._lock:
+            self.depth += 1
+            if self.depth == 1:
+                msg = self.CACHED if cached else self.UNCACHED
+                if msg not in self.said:
+                    self.timer = threading.Timer(self.delay, self._say, (msg,))
+                    self.timer.daemon = True
+                    self.timer.start()
+
+    def end(self) -> None:
+        with self._lock:
+            self.depth = max(0, self.depth - 1)
+            if self.depth == 0 and self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+
+    def _say(self, msg: str) -> None:
+        with self._lock:
+            if self.depth == 0 or msg in self.said:
+                return
+            self.said.add(msg)
+        out = self.file if self.file is not None else sys.stderr
+        out.write(msg + "\n")
+        out.flush()
+
+
+_NOTICE: CompileNotice | None = None
+
+
+def announce_compilation(delay: float = 1.0) -> CompileNotice:
+    """Install (once per process) the :class:`CompileNotice` listener on numba's compile
+    events; returns it."""
+    global _NOTICE
+    if _NOTICE is not None:
+        return _NOTICE
+    from numba.core import event
+    from numba.core.caching import NullCache
+    notice = CompileNotice(delay)
+
+    class _Listener(event.Listener):
+        def on_start(self, ev):
+            d = (ev.data or {}).get("dispatcher")
+            notice.start(cached=not isinstance(getattr(d, "_cache", None), NullCache))
+
+        def on_end(self, ev):
+            notice.end()
+
+    event.register("numba:compile", _Listener())
+    _NOTICE = notice
+    return notice
+
+
+__all__ = ["Bar", "SimulationProgress", "CompileNotice", "announce_compilation"]

@@ -139,6 +139,14 @@ def checks(theorem: dict, certificate: dict, realized: dict) -> dict:
         c, t = certificate[cur], theorem[cur]
         if c is not None and t is not None and t > 0:
             ratios[cur] = c / t
+    promise = theorem.get("promise")
+    if isinstance(promise, dict):
+        # a variant's own theorem is its certificate; the paper's promise for the mechanism it
+        # misreads is checked beside it (a finding about the variant, not a failure of the code)
+        for cur in ("pure_epsilon", "gdp_mu"):
+            if promise.get(cur) is not None:
+                cmp("certificate_le_promise", cur, certificate[cur],
+                    certificate[f"{cur}_status"], promise[cur], OK)
     cert_ok = all(d["ok"] for d in details if d["check"] == "certificate_le_theorem")
     out = {
         "realized_le_certificate": all(d["ok"] for d in details
@@ -149,6 +157,18 @@ def checks(theorem: dict, certificate: dict, realized: dict) -> dict:
         "certificate_over_theorem": ratios,
         "details": details,
     }
+    broken = [d for d in details if d["check"] == "certificate_le_promise" and not d["ok"]]
+    if isinstance(promise, dict):
+        out["promise_kept"] = not broken
+        if broken:
+            d = broken[0]
+            name = {"pure_epsilon": "pure ε", "gdp_mu": "GDP μ"}[d["what"]]
+            got = ("unbounded" if d["lhs"] is None else
+                   f"{d['lhs']:.6g}" + (f", {d['lhs'] / d['rhs']:.3g} times" if d["rhs"] else ""))
+            out["promise_finding"] = (
+                f"this variant breaks the paper's promise: certificate {name} {got} the "
+                f"{name} = {d['rhs']:.6g} the paper proves for its mechanism "
+                f"({promise['theorem']}; privacy.theorem.promise)")
     inconclusive = [d["what"] for d in details if "inconclusive" in d]
     if inconclusive:
         out["inconclusive"] = inconclusive

@@ -14,10 +14,11 @@ cluster, resumable.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from dpledger.accounting.schema import read_json, write_json_atomic
 from dpledger.errors import DpledgerError
+from dpledger.interrupt import in_worker_thread, interruptible_pool
 from dpledger.progress import Bar
 
 CELL_SCHEMA = 1
@@ -147,11 +149,14 @@ class LocalExecutor:
         self.workers = workers
 
     def map_unordered(self, fn: Callable, tasks: Sequence[tuple]) -> Iterator[tuple[tuple, Any]]:
+        """(task, fn(*task)) as tasks finish.  Ctrl-C stops the cell being computed within a
+        flush of its kernel (:mod:`dpledger.interrupt`): in this process, the task runs off the
+        main thread; in a pool, the workers are told to stop and joined."""
         if self.workers == 1:
             for t in tasks:
-                yield t, fn(*t)
+                yield t, in_worker_thread(lambda: fn(*t))
             return
-        with ProcessPoolExecutor(max_workers=self.workers) as pool:
+        with interruptible_pool("process", self.workers) as pool:
             pending = {pool.submit(fn, *t): t for t in tasks}
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -176,6 +181,10 @@ class DaskExecutor:
                 client = Client(address, timeout="10s")
             except (OSError, TimeoutError) as exc:
                 raise DpledgerError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+            except (ValueError, TypeError) as exc:    # not an address at all
+                raise DpledgerError(f"--scheduler {address}: not a scheduler address "
+                                    f"({' '.join(str(exc).split())}); e.g. "
+                                    "tcp://127.0.0.1:8786") from None
         self.client = client
 
     def map_unordered(self, fn: Callable, tasks: Sequence[tuple]) -> Iterator[tuple[tuple, Any]]:
@@ -228,8 +237,11 @@ def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: 
     # rounds of the finished cells on stderr (cells differ in horizon, so rounds say more about
     # the time left than cells); the clock starts at the first cell, which carries compilation
     total = sum(len(idx) * c["horizon"] for c, idx in todo)
-    with Bar(total, "round", quiet=quiet, desc="sweep") as progress:
-        for n, ((cfg_json, idx), cell) in enumerate(executor.map_unordered(compute_cell, todo)):
+    # closing: Ctrl-C while a cell is being saved leaves the executor's generator at its yield;
+    # closing it there stops and joins its pool now, not at interpreter exit
+    with Bar(total, "round", quiet=quiet, desc="sweep") as progress, \
+            contextlib.closing(executor.map_unordered(compute_cell, todo)) as cells:
+        for n, ((cfg_json, idx), cell) in enumerate(cells):
             cfg = by_key[cell["config_key"]]
             write_json_atomic(cell_path(out, cfg, idx), cell, compact=True)
             progress.add(len(idx) * cfg.horizon,
@@ -242,8 +254,9 @@ def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: 
     local = LocalExecutor(getattr(executor, "workers", 1) if isinstance(executor, LocalExecutor)
                           else 2)
     reports = {}
-    for _, rep in local.map_unordered(build_config_report, tasks):
-        reports[rep["label"]] = rep
+    with contextlib.closing(local.map_unordered(build_config_report, tasks)) as built:
+        for _, rep in built:
+            reports[rep["label"]] = rep
     return {cfg.label: reports[cfg.label] for cfg in configs}
 
 

@@ -35,7 +35,9 @@ import numpy as np
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.schema import dumps, parse_deltas
-from dpledger.errors import DpledgerError, InvariantViolation
+from dpledger.errors import DpledgerError, InvariantViolation, counted
+from dpledger.inputs import (check_run_counts, ledger_file_record,  # noqa: F401 (re-exported)
+                             sha256_file)
 from dpledger.policies.registry import make_policy, policy_class
 from dpledger.policies.simulator import checkpoints, run_certificate
 from dpledger.report import (certificate_block, checks, realized_from_ledger, realized_privacy,
@@ -54,25 +56,8 @@ _ANNOTATIONS = ("label", "tags", "experiment")
 _OUTPUT_CHOICE = ("file", "file_status")
 
 
-# -- the ledger file's record in run.json ---------------------------------------------------------
-def sha256_file(path: str | os.PathLike) -> tuple[str, int]:
-    """(sha256 hex digest, size in bytes) of a file, read in 1 MiB chunks."""
-    h = hashlib.sha256()
-    n = 0
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-            n += len(chunk)
-    return h.hexdigest(), n
-
-
-def ledger_file_record(ledger_path: str | os.PathLike, run_json_path: str | os.PathLike) -> dict:
-    """run.json's record of the ledger file it accompanies: the file's name relative to
-    run.json's folder (no absolute path, SPEC §7), its sha256 and its size."""
-    sha, size = sha256_file(ledger_path)
-    rel = os.path.relpath(os.path.abspath(ledger_path),
-                          os.path.dirname(os.path.abspath(run_json_path)))
-    return {"file": rel.replace(os.sep, "/"), "sha256": sha, "bytes": size}
+# -- the ledger file's record in run.json: dpledger.inputs.sha256_file, ledger_file_record
+# (``dpledger run`` writes it, ``verify`` checks it; they live where both import them)
 
 
 # -- comparisons ------------------------------------------------------------------------------
@@ -162,12 +147,6 @@ def verify_report(report: Any, ledger=None) -> list[str]:
     return _verify(report, ledger, Verification()).problems
 
 
-def _whole(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise DpledgerError(f"malformed run.json: {name} must be an integer >= 0, got {value!r}")
-    return value
-
-
 def _malformed(exc: Exception) -> DpledgerError:
     return DpledgerError(f"malformed run.json: {exc!r}")
 
@@ -188,15 +167,14 @@ def _verify(report: Any, ledger, v: Verification) -> Verification:
         if not isinstance(params, dict):
             raise TypeError("policy.params must be an object")
         env = report["environment"]
-        T, R = _whole("horizon", report["horizon"]), _whole("runs", report["runs"])
-        if not (report["seed"] is None and _not_reproducible(report)):   # rng os: no seed
-            _whole("seed", report["seed"])
+        # rng os: no seed
+        T, R = check_run_counts(report, seed_optional=_not_reproducible(report) is not None)
         K = len(env["means"])
         lattice_bits = int(env.get("lattice_bits", 0))
         priv, deltas, stored_realized, comps = privacy_inputs(report)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, DpledgerError):
-            raise
+            raise DpledgerError(f"malformed run.json: {exc}") from None
         raise _malformed(exc) from None
     problems = v.problems
 
@@ -462,7 +440,7 @@ def _check_ledger(report: dict, ledger, policy, T: int, R: int, K: int, deltas,
     if bad.size:
         r = int(bad[0])
         problems.append(f"ledger file: run {r} observed {int(per_run[r])} rewards in all; "
-                        f"run.json's horizon is {T} ({bad.size} run(s) differ)")
+                        f"run.json's horizon is {T} ({counted(bad.size, 'run')} differ)")
         return
     seg = ledger.segments
     key = np.asarray(seg["run"], dtype=np.int64) * K + np.asarray(seg["arm"], dtype=np.int64)
@@ -525,8 +503,13 @@ def verify_run(path: str, ledger_path: str | None = None, resimulate: bool = Fal
         raise DpledgerError("--log belongs to a replay run (--env replay); this run.json is not one")
     table = None
     if table_path is not None:
-        from dpledger.commands.run import load_table
-        table = load_table(table_path)
+        from dpledger.inputs import load_table
+        kind = report.get("environment", {}).get("name") if isinstance(
+            report.get("environment"), dict) else None
+        if kind != "table":       # it would be loaded and then silently not used
+            raise DpledgerError(f"--table applies to a run on --env table; {path} is a run on "
+                                f"--env {kind}")
+        table = load_table(table_path, "--table")
     _verify(report, ledger, v)
     env = report["environment"]
     if table is not None and env.get("name") == "table":
@@ -564,53 +547,79 @@ def _check_data_files(report: dict, table_path: str | None, log_path: str | None
             v.checked.append(f"data file sha256 ({option})")
 
 
-def _ledger_of(path: str, report: dict, ledger_path: str | None, v: Verification):
-    """The run's ledger, read from its file after checking the file's sha256 and size against
-    run.json's record; None (with a note) when there is no file to read."""
-    from dpledger.accounting.ledger import RewardLedger
-    from dpledger.accounting.schema import read_json
+@dataclass(frozen=True)
+class LedgerFile:
+    """Where a run's ledger file is and whether it is the one run.json recorded
+    (:func:`locate_ledger`): ``path`` the file to read (None: none), else ``problem`` (it is not
+    the recorded file, or the record is missing or malformed) or ``note`` (none was written, or
+    it is not beside run.json)."""
+
+    path: str | None = None
+    problem: str | None = None
+    note: str | None = None
+    mismatch: str | None = None     # the sha256 and sizes, when the file is not the recorded one
+
+
+def locate_ledger(path: str, report: dict, ledger_path: str | None) -> LedgerFile:
+    """The run's ledger file, after checking its sha256 and size against run.json's record
+    (``verify`` reports a mismatch as a problem, ``show`` refuses it).  A ``--ledger`` given
+    where run.json records that none was written, or that is not a regular file, is bad input
+    (DpledgerError)."""
+    from dpledger.inputs import check_input_file
     led = report.get("ledger") if isinstance(report, dict) else None
     if not isinstance(led, dict) or "file" not in led:
-        v.problems.append("ledger: run.json records no ledger file entry (ledger.file, "
-                          "ledger.sha256); it was written by an older dpledger or edited: "
-                          "re-run it")
-        return None
+        return LedgerFile(problem="ledger: run.json records no ledger file entry (ledger.file, "
+                                  "ledger.sha256); it was written by an older dpledger or "
+                                  "edited: re-run it")
     if led["file"] is None:
         if ledger_path is not None:
             raise DpledgerError(f"run.json records that no ledger file was written; "
                                 f"--ledger {ledger_path} cannot be checked against it")
         status = str(led.get("file_status", "not_written")).removeprefix("not_written:")
-        v.notes.append(f"ledger file not written ({status}): realized re-derived from stored "
-                       "compositions only")
-        return None
+        return LedgerFile(note=f"ledger file not written ({status})")
     if not (isinstance(led["file"], str) and isinstance(led.get("sha256"), str)
             and isinstance(led.get("bytes"), int)):
-        v.problems.append("ledger: run.json's record of the ledger file (file, sha256, bytes) "
-                          "is malformed")
-        return None
+        return LedgerFile(problem="ledger: run.json's record of the ledger file (file, sha256, "
+                                  "bytes) is malformed")
     if ledger_path is None:
         file = os.path.join(os.path.dirname(os.path.abspath(path)), led["file"])
         if not os.path.isfile(file):
-            v.notes.append(f"ledger file {led['file']} not present: realized re-derived from "
-                           "stored compositions only")
-            return None
+            return LedgerFile(note=f"ledger file {led['file']} not present")
     else:
         file = ledger_path
-        if not os.path.isfile(file):
-            raise DpledgerError(f"no such ledger file: {ledger_path}")
+        check_input_file(file, "a ledger", option="--ledger")
     sha, size = sha256_file(file)
     if (sha, size) != (led["sha256"], led["bytes"]):
-        v.problems.append(f"ledger file {led['file'] if ledger_path is None else ledger_path}: "
-                          f"sha256 {sha[:16]}… and {size} bytes, run.json recorded "
-                          f"{led['sha256'][:16]}… and {led['bytes']} bytes (changed, truncated or "
-                          "another run's ledger); not re-derived from it")
+        detail = (f"sha256 {sha[:16]}… and {size} bytes, run.json recorded "
+                  f"{led['sha256'][:16]}… and {led['bytes']} bytes (changed, truncated or "
+                  "another run's ledger)")
+        name = led["file"] if ledger_path is None else ledger_path
+        return LedgerFile(problem=f"ledger file {name}: {detail}", mismatch=detail)
+    return LedgerFile(path=file)
+
+
+def _ledger_of(path: str, report: dict, ledger_path: str | None, v: Verification):
+    """The run's ledger, read from its file after checking the file's sha256 and size against
+    run.json's record (:func:`locate_ledger`); None (with a note or a problem) when there is no
+    file to read."""
+    from dpledger.accounting.ledger import RewardLedger
+    from dpledger.accounting.schema import read_json
+    from dpledger.inputs import JSON_READ_FACTOR, check_input_file
+    where = locate_ledger(path, report, ledger_path)
+    if where.problem:
+        v.problems.append(where.problem + ("; not re-derived from it" if where.mismatch else ""))
+        return None
+    if where.path is None:
+        v.notes.append(f"{where.note}: realized re-derived from stored compositions only")
         return None
     v.checked.append("ledger sha256")
+    # too large to read here: refused (exit 2), before the try that reports a bad ledger
+    check_input_file(where.path, "a ledger", JSON_READ_FACTOR)
     try:
-        return RewardLedger.from_json(read_json(file))
+        return RewardLedger.from_json(read_json(where.path))
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         # the bytes run.json recorded, yet not a ledger (from_json lets some numpy errors out)
-        v.problems.append(f"ledger file {led['file']}: not a valid ledger: {exc}")
+        v.problems.append(f"ledger file {report['ledger']['file']}: not a valid ledger: {exc}")
         return None
 
 

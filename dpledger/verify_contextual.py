@@ -44,7 +44,8 @@ def problem_from_json(report: dict) -> ContextualProblem:
 
 def verify_contextual(report: dict, ledger, v):
     """Fill the :class:`~dpledger.verify.Verification` ``v``."""
-    from dpledger.verify import (_same as same, _whole as whole, _malformed as malformed,
+    from dpledger.inputs import check_run_counts
+    from dpledger.verify import (_same as same, _malformed as malformed,
                                  check_invariants, privacy_inputs, realized_from_stored,
                                  refuse_undeclared)
     try:
@@ -52,8 +53,7 @@ def verify_contextual(report: dict, ledger, v):
         name, params = pol["name"], pol["params"]
         if not isinstance(params, dict):
             raise TypeError("policy.params must be an object")
-        T, R = whole("horizon", report["horizon"]), whole("runs", report["runs"])
-        whole("seed", report["seed"])
+        T, R = check_run_counts(report, seed_optional=False)
         ctx = report["contextual"]
         problem = problem_from_json(report)
         rounds = [int(x) for x in ctx["rounds"]]

@@ -59,7 +59,8 @@ def normalise(values, lo: float = 0.0, hi: float = 1.0) -> np.ndarray:
     bad = ~np.isfinite(x) | (x < lo) | (x > hi)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise DpledgerError(f"reward {x[i]!r} at position {i} lies outside the declared range [{lo}, {hi}]")
+        raise DpledgerError(f"reward {float(x[i])!r} at position {i} lies outside the declared "
+                            f"range [{lo:g}, {hi:g}]")
     return (x - lo) / (hi - lo) if (lo, hi) != (0.0, 1.0) else x
 
 

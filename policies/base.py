@@ -26,45 +26,61 @@ from numba import njit
 
 from dpledger.accounting.certificate import Certificate, Theorem
 from dpledger.accounting.releases import Release
-from dpledger.errors import DpledgerError
+from dpledger.errors import DpledgerError, shown
 
 
 @dataclass(frozen=True)
 class Param:
     name: str
     default: Any
-    kind: str            # "float", "positive", "int", "bool", "choice", "fraction"
+    kind: str            # "float", "positive", "int", "bool", "choice", "fraction" ([0, 1]),
+                         # "probability" ((0, 1))
     doc: str
     choices: tuple = ()
     hidden: bool = False    # a test or speed switch: not listed, not in run.json at its default
 
     def parse(self, value: Any) -> Any:
-        if isinstance(value, str):
-            value = _from_text(value)
+        """``value`` checked against the declared kind: a number where a number is declared (a
+        string is refused, as the release classes refuse it; text from the command line goes
+        through :meth:`from_text`), true/false, or one of the choices."""
+        if _is_numpy_scalar(value):
+            value = value.item()
         if self.kind == "bool":
             if isinstance(value, bool):
                 return value
-            raise DpledgerError(f"{self.name} must be true or false, got {value!r}")
+            raise DpledgerError(f"{self.name} must be true or false, got {shown(value)}")
         if self.kind == "choice":
             if value in self.choices:
                 return value
-            raise DpledgerError(f"{self.name} must be one of {list(self.choices)}, got {value!r}")
+            raise DpledgerError(f"{self.name} must be one of {', '.join(map(str, self.choices))}"
+                                f", got {shown(value)}")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise DpledgerError(f"{self.name} must be a number, got {value!r}")
+            raise DpledgerError(f"{self.name} must be a number, got {shown(value)}")
         if isinstance(value, float) and math.isnan(value):
             raise DpledgerError(f"{self.name} must not be NaN")
         if self.kind == "int":
             if value != int(value) or value < 0:
-                raise DpledgerError(f"{self.name} must be an integer >= 0, got {value!r}")
+                raise DpledgerError(f"{self.name} must be an integer >= 0, got {shown(value)}")
             return int(value)
         value = float(value)
         if math.isinf(value):
-            raise DpledgerError(f"{self.name} must be finite, got {value!r}")
+            raise DpledgerError(f"{self.name} must be finite, got {shown(value)}")
         if self.kind == "positive" and not value > 0:
-            raise DpledgerError(f"{self.name} must be > 0, got {value!r}")
+            raise DpledgerError(f"{self.name} must be > 0, got {shown(value)}")
         if self.kind == "fraction" and not 0 <= value <= 1:
-            raise DpledgerError(f"{self.name} must lie in [0, 1], got {value!r}")
+            raise DpledgerError(f"{self.name} must lie in [0, 1], got {shown(value)}")
+        if self.kind == "probability" and not 0 < value < 1:
+            raise DpledgerError(f"{self.name} must lie in (0, 1), got {shown(value)}")
         return value
+
+    def from_text(self, text: str) -> Any:
+        """The value of ``--set name=text``: read as the declared kind (numbers, true/false),
+        then checked by :meth:`parse`; a refusal names the option as typed."""
+        value = text.strip() if self.kind == "choice" else _from_text(text)
+        try:
+            return self.parse(value)
+        except DpledgerError as exc:
+            raise DpledgerError(f"--set {self.name}={text.strip()}: {exc}") from None
 
 
 # Parameters several policies share, declared once.
@@ -88,6 +104,13 @@ def kernel_table_size(T: int) -> int:
 def fast_switch(doc: str) -> Param:
     """The hidden switch between a policy's fast path and its per-round reference rule."""
     return Param("fast", True, "bool", f"hidden: {doc}", hidden=True)
+
+
+PARAM_ALIASES = {"eps": "epsilon"}
+
+
+def _is_numpy_scalar(value: Any) -> bool:
+    return isinstance(value, np.generic)
 
 
 def _from_text(text: str) -> Any:
@@ -243,10 +266,9 @@ class Policy(ABC):
 
     def __init__(self, **params: Any):
         known = {p.name: p for p in self.params_spec}
-        aliases = {"eps": "epsilon"}
         values = {p.name: p.default for p in self.params_spec}
         for key, value in params.items():
-            key = aliases.get(key, key)
+            key = PARAM_ALIASES.get(key, key)
             if key not in known:
                 raise DpledgerError(f"policy {self.name!r} has no parameter {key!r}; "
                                     f"known: {', '.join(known) or 'none'}")

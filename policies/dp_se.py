@@ -38,7 +38,7 @@ from dpledger.policies.environments import BERNOULLI, draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import play_stretch
 
-BETA = Param("beta", None, "positive", "failure probability β (default 1/T)")
+BETA = Param("beta", None, "probability", "failure probability β ∈ (0, 1) (default 1/T)")
 HIDDEN = (fast_switch("one draw per arm per epoch (False: per round)"),)
 
 

@@ -109,10 +109,17 @@ def _sha(table: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(table, dtype=np.float64).tobytes()).hexdigest()
 
 
-def _check_range(lo, hi) -> tuple[float, float]:
+def check_range(lo, hi) -> tuple[float, float]:
+    """A declared reward range [lo, hi]: finite, lo < hi, and a finite width (every release's
+    sensitivity)."""
     lo, hi = check_real("range low end", lo), check_real("range high end", hi)
     if not lo < hi:
-        raise DpledgerError(f"reward range must have lo < hi, got [{lo}, {hi}]")
+        raise DpledgerError(f"reward range must have lo < hi, got [{lo:g}, {hi:g}]")
+    if not math.isfinite(hi - lo):
+        # the sensitivity of every release is the width: an infinite one certifies nothing
+        # and rescales every reward to 0 or NaN
+        raise DpledgerError(f"reward range [{lo:g}, {hi:g}]: its width hi − lo overflows double "
+                            "precision")
     return lo, hi
 
 
@@ -129,7 +136,7 @@ def _arms(values, name: str) -> np.ndarray:
 
 
 def bernoulli(means, lo: float = 0.0, hi: float = 1.0) -> Environment:
-    lo, hi = _check_range(lo, hi)
+    lo, hi = check_range(lo, hi)
     p = _arms(means, "means")
     if np.any((p < 0) | (p > 1)):
         raise DpledgerError(f"Bernoulli means must lie in [0, 1], got {p.tolist()}")
@@ -139,7 +146,7 @@ def bernoulli(means, lo: float = 0.0, hi: float = 1.0) -> Environment:
 
 
 def truncated_exponential(rates, lo: float = 0.0, hi: float = 1.0) -> Environment:
-    lo, hi = _check_range(lo, hi)
+    lo, hi = check_range(lo, hi)
     r = _arms(rates, "rates")
     if np.any(r <= 0):
         raise DpledgerError(f"rates must be > 0, got {r.tolist()}")
@@ -149,7 +156,7 @@ def truncated_exponential(rates, lo: float = 0.0, hi: float = 1.0) -> Environmen
 
 
 def beta(ab, lo: float = 0.0, hi: float = 1.0) -> Environment:
-    lo, hi = _check_range(lo, hi)
+    lo, hi = check_range(lo, hi)
     arr = np.asarray(ab, dtype=np.float64)
     if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 2:
         raise DpledgerError("beta arms need (a, b) pairs for at least 2 arms")
@@ -162,20 +169,21 @@ def beta(ab, lo: float = 0.0, hi: float = 1.0) -> Environment:
 
 def table(values, lo: float = 0.0, hi: float = 1.0) -> Environment:
     """A fixed reward table (T, K): row t holds every arm's reward at round t (replay, audits)."""
-    lo, hi = _check_range(lo, hi)
+    lo, hi = check_range(lo, hi)
     try:
         arr = np.array(values, dtype=np.float64)
     except (TypeError, ValueError):
         raise DpledgerError("a reward table must be a (T, K) array of numbers") from None
     if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] < 1:
-        raise DpledgerError(f"a reward table must be (T, K) with K >= 2, got shape {arr.shape}")
+        raise DpledgerError("a reward table must have rounds as rows and at least 2 arms as "
+                            f"columns, got {' × '.join(map(str, arr.shape)) or 'a single value'}")
     if not np.all(np.isfinite(arr)):
         raise DpledgerError("a reward table must not contain NaN or infinity")
     bad = (arr < lo) | (arr > hi)
     if bad.any():
         t, k = map(int, np.argwhere(bad)[0])
-        raise DpledgerError(f"reward table entry [{t}, {k}] = {arr[t, k]!r} lies outside the "
-                            f"declared range [{lo}, {hi}]")
+        raise DpledgerError(f"the reward table's row {t + 1}, column {k + 1} holds "
+                            f"{float(arr[t, k])!r}, outside the declared range [{lo:g}, {hi:g}]")
     return Environment(TABLE, np.zeros((arr.shape[1], 2)), arr, lo, hi)
 
 

@@ -71,7 +71,21 @@ def policy_class(name: str) -> type[Policy]:
 
 
 def make_policy(name: str, **params) -> Policy:
+    """Policy ``name`` with typed parameter values (a number where a number is declared)."""
     return policy_class(name)(**params)
+
+
+def make_policy_from_text(name: str, texts: dict[str, str]) -> Policy:
+    """Policy ``name`` from ``--set key=value`` texts: each read as its declared kind
+    (:meth:`~dpledger.policies.base.Param.from_text`); unknown keys are refused by the policy."""
+    from dpledger.policies.base import PARAM_ALIASES
+    cls = policy_class(name)
+    known = {p.name: p for p in cls.params_spec}
+    typed = {}
+    for key, text in texts.items():
+        spec = known.get(PARAM_ALIASES.get(key, key))
+        typed[key] = spec.from_text(text) if spec is not None else text
+    return cls(**typed)
 
 
 def _importable(names) -> list[str]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -36,7 +35,9 @@ from numba import njit
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.ledger import RewardLedger
-from dpledger.errors import DpledgerError
+from dpledger.errors import DpledgerError, counted
+from dpledger.interrupt import in_worker_thread, interruptible_pool, raise_if_stopped
+from dpledger.resources import available_memory, fmt_bytes, largest_fitting
 from dpledger.policies.base import KernelPolicy, Policy, RunOutput, validate_horizon
 from dpledger.policies.environments import Environment
 from dpledger.policies.sink import (SLOT_DONE, SLOT_FINISHED, SinkOverflow, close_open, digest,
@@ -352,8 +353,8 @@ def _run_sunk(policy: "KernelPolicy", et: tuple, T: int, seed: int, i: int,
     if avail is not None and need > avail:
         raise DpledgerError(
             f"run {i} of {policy.name!r} switches arms too often to compress: its segment table "
-            f"needs {_fmt_bytes(need)} ({columns} arithmetic runs of rounds), more than the "
-            f"{_fmt_bytes(avail)} available; use a smaller --horizon")
+            f"needs {fmt_bytes(need)} ({columns} arithmetic runs of rounds), more than the "
+            f"{fmt_bytes(avail)} available; use a smaller --horizon")
     try:
         return policy.run_one(_generator(seed, i, entropy), et, T, stop_at=stop_at,
                               capture=capture, sink=make_sink(K, columns))
@@ -430,6 +431,7 @@ def run_chunk(policy: Policy, env: Environment, T: int, seed: int, indices: Sequ
     acts = []
     rng_source = rng
     for i in indices:
+        raise_if_stopped()                  # Ctrl-C between runs (inside one: the sink's flush)
         # the run's Generator: seeded from (seed, i), or with rng "os" from 128 bits of OS
         # entropy drawn once per run (a sink overflow replays the run with the same bits)
         entropy = _os_entropy() if rng_source == "os" else None
@@ -543,12 +545,24 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
                               np.tile(np.arange(lengths.shape[1]), len(indices)), lengths.ravel())
 
 
-def check_runs(runs: int | None, run_indices: Sequence[int] | None, seed: int) -> list[int]:
-    """The run indices of a simulation (``runs`` → 0 … runs − 1, or distinct ``run_indices``
-    >= 0), after checking the master ``seed`` is an integer >= 0."""
+def count_runs(runs: int | None, run_indices: Sequence[int] | None, seed: int) -> int:
+    """How many runs a simulation asks for, checked (``runs`` an integer >= 1 when no
+    ``run_indices``; the master ``seed`` an integer >= 0) without building the list of indices:
+    the memory check comes first (1e9 runs would fill the memory building it)."""
+    if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+        raise DpledgerError(f"seed must be an integer >= 0, got {seed!r}")
     if run_indices is None:
         if runs is None or isinstance(runs, bool) or int(runs) != runs or runs < 1:
             raise DpledgerError(f"runs must be an integer >= 1, got {runs!r}")
+        return int(runs)
+    return len(run_indices)
+
+
+def check_runs(runs: int | None, run_indices: Sequence[int] | None, seed: int) -> list[int]:
+    """The run indices of a simulation (``runs`` → 0 … runs − 1, or distinct ``run_indices``
+    >= 0), after checking the master ``seed`` is an integer >= 0."""
+    count_runs(runs, run_indices, seed)
+    if run_indices is None:
         run_indices = list(range(int(runs)))
     run_indices = [int(i) for i in run_indices]
     if not run_indices or len(set(run_indices)) != len(run_indices) or min(run_indices) < 0:
@@ -597,13 +611,17 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
                             f"sampler runs {', '.join(exact_sampler_policies())}")
     T = validate_horizon(horizon, env.n_arms)
     if env.table.size and env.table.shape[0] < T:
-        raise DpledgerError(f"the reward table has {env.table.shape[0]} rows, fewer than the "
+        raise DpledgerError(f"the reward table has {counted(env.table.shape[0], 'row')}, "
+                            "fewer than the "
                             f"horizon {T}")
-    run_indices = check_runs(runs, run_indices, seed)
+    n_runs = count_runs(runs, run_indices, seed)
     if stop_at is not None and not 1 <= int(stop_at) <= T:
         raise DpledgerError(f"stop_at must lie in [1, {T}], got {stop_at!r}")
     workers = max(1, int(workers))
-    check_memory(policy, env, T, len(run_indices), workers, keep_actions)
+    # before the list of run indices exists: 1e9 runs would fill the memory building it
+    check_memory(policy, env, T, n_runs, workers, keep_actions)
+    run_indices = check_runs(runs, run_indices, seed)
+    workers = min(workers, len(run_indices))     # a worker holds at least one run
     # progress in rounds (``progress.rounds``): a thread reads the chunks' sinks (or, for runs
     # without a sink, their two progress slots); without it, sinks are private to the chunks
     rounds = getattr(progress, "rounds", None)
@@ -611,9 +629,14 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
     width = sink_width(K) if _sunk(policy, keep_actions) else 2
     if workers == 1 or len(run_indices) == 1:
         sink = np.zeros((6, width), dtype=np.int64) if rounds is not None else None
+
+        def work():
+            return run_chunk(policy, env, T, seed, run_indices, stop_at, capture, keep_actions,
+                             progress, sink, rng)
         with _Poller(rounds, lambda: rounds_done(sink)):
-            parts = [run_chunk(policy, env, T, seed, run_indices, stop_at, capture, keep_actions,
-                               progress, sink, rng)]
+            # compiled kernels run off the main thread, which hears Ctrl-C and stops them at
+            # their next flush (dpledger.interrupt); a Python policy hears it itself
+            parts = [in_worker_thread(work) if isinstance(policy, KernelPolicy) else work()]
     else:
         import multiprocessing
         chunks = [run_indices[k::workers] for k in range(workers) if run_indices[k::workers]]
@@ -621,8 +644,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
         raw = multiprocessing.RawArray("q", int(np.prod(shape)))   # zeroed, shared with workers
         sinks = np.frombuffer(raw, dtype=np.int64).reshape(shape)
         with _Poller(rounds, lambda: sum(rounds_done(s) for s in sinks)), \
-                ProcessPoolExecutor(max_workers=len(chunks), initializer=_attach_sinks,
-                                    initargs=(raw, shape)) as pool:
+                interruptible_pool("process", len(chunks), _attach_sinks, (raw, shape)) as pool:
             futs = [pool.submit(run_chunk, policy, env, T, seed, c, stop_at, capture,
                                 keep_actions, None, k if rounds is not None else None, rng)
                     for k, c in enumerate(chunks)]
@@ -668,23 +690,11 @@ def assemble(policy: Policy, env: Environment, T: int, seed: int, parts: Sequenc
 _SEGMENT_BYTES = 5 * 8          # one column of a segment table
 _MEMORY_SLACK = 256 << 20       # interpreter, numba, compiled kernels, ledger and report
                                 # (peak RSS of `run ucb1 --horizon 1e8 --runs 1`: 174 MB)
-
-
-def available_memory() -> int | None:
-    """Bytes the system can give this process now: MemAvailable of /proc/meminfo (Linux), else
-    psutil's estimate, else None (unknown: no check)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        import psutil
-        return int(psutil.virtual_memory().available)
-    except Exception:       # psutil absent or unsupported platform: no estimate to compare
-        return None
+_RUN_OVERHEAD = 4096            # what a run keeps besides its records (measured, peak RSS
+                                # over runs: 6.5 kB per run for `run ucb1 --horizon 10`, K = 5,
+                                # 10 records; 43 kB for adap-ucb at T = 1e4, 167 records)
+_RECORD_BYTES = 256             # a ledger row or segment kept to the end, with the report's
+                                # accounting temporaries (measured as above)
 
 
 def memory_estimate(policy: Policy, env: Environment, T: int, runs: int, workers: int = 1,
@@ -696,10 +706,13 @@ def memory_estimate(policy: Policy, env: Environment, T: int, runs: int, workers
     Per run: the kernel's row buffer (5 int64 per row of ``row_capacity``) and its play — an
     action sink (chunk + initial table, O(1) in T; ``play = "sink"``), a segment buffer
     (event-driven kernels, O(events); ``"segments"``), or the int64 action array of T rounds
-    (``"actions"``: keep_actions, policies without a kernel).  Held: the regret checkpoints and,
-    with keep_actions, 2 bytes per round per run.  Segment tables are not in the estimate (they
-    are O(switches of arm), unknown in advance; a sink that needs more columns checks again
-    before replaying, :func:`_run_sunk`)."""
+    (``"actions"``: keep_actions, policies without a kernel).  Held, per run: the regret
+    checkpoints (twice: the per-chunk rows and the joined array), the run's bookkeeping
+    (:data:`_RUN_OVERHEAD`), its ledger records (rows up to ``row_capacity``, segments up to
+    ``segment_capacity`` or one per arm, :data:`_RECORD_BYTES` each), and with keep_actions 2
+    bytes per round.  Segments of a sink beyond one per arm are not in the estimate (they are
+    O(switches of arm), unknown in advance; a sink that needs more columns checks again before
+    replaying, :func:`_run_sunk`): the estimate is a lower bound."""
     K = env.n_arms
     T = int(T)
     per_run = 0
@@ -715,10 +728,17 @@ def memory_estimate(policy: Policy, env: Environment, T: int, runs: int, workers
     else:
         play = "actions"
         per_run += 8 * T + (2 * T if keep_actions else 0)
-    held = runs * 8 * len(_checkpoints(T, 200)) + (2 * T * runs if keep_actions else 0)
+    records = K                             # at least one segment per arm
+    if isinstance(policy, KernelPolicy):
+        records += int(policy.row_capacity(T, K))
+        if policy.emits_segments():
+            records += int(policy.segment_capacity(T, K))
+    held_per_run = (2 * 8 * len(_checkpoints(T, 200)) + _RUN_OVERHEAD + _RECORD_BYTES * records
+                    + (2 * T if keep_actions else 0))
+    held = int(runs) * held_per_run
     concurrent = max(1, min(int(workers), int(runs)))
     return {"bytes": _MEMORY_SLACK + concurrent * per_run + held, "per_run": per_run,
-            "held": held, "concurrent": concurrent, "play": play}
+            "held": held, "held_per_run": held_per_run, "concurrent": concurrent, "play": play}
 
 
 def check_memory(policy: Policy, env: Environment, T: int, runs: int, workers: int = 1,
@@ -734,22 +754,21 @@ def check_memory(policy: Policy, env: Environment, T: int, runs: int, workers: i
         fix = "do not keep the actions (keep_actions=False)"
     elif est["concurrent"] > 1 and est["concurrent"] * est["per_run"] > est["held"]:
         fix = "use fewer --workers (each worker holds a run)"
+    elif est["held"] > est["concurrent"] * est["per_run"]:
+        fits = largest_fitting(est["held_per_run"],
+                               est["bytes"] - est["held"], avail)
+        fix = (f"use fewer --runs (each run keeps about {fmt_bytes(est['held_per_run'])}; "
+               f"at most {fits} fit)")
     else:
         fix = "use a smaller --horizon"
         if est["play"] == "actions":
             fix += (f" (policy {policy.name!r} returns one action per round; kernel policies "
                     "keep no per-round array)")
     raise DpledgerError(
-        f"this simulation needs about {_fmt_bytes(est['bytes'])} ({est['concurrent']} run(s) at "
-        f"once of {_fmt_bytes(est['per_run'])} each, {_fmt_bytes(est['held'])} kept), more than "
-        f"the {_fmt_bytes(avail)} available; {fix}")
-
-
-def _fmt_bytes(n: int) -> str:
-    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
+        f"this simulation needs about {fmt_bytes(est['bytes'])} "
+        f"({counted(est['concurrent'], 'run')} at once of {fmt_bytes(est['per_run'])} each, "
+        f"{fmt_bytes(est['held'])} kept), more than "
+        f"the {fmt_bytes(avail)} available; {fix}")
 
 
 def available_cpus() -> int:

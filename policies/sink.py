@@ -37,6 +37,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from dpledger.interrupt import Stopped, watch
+
 SINK_CHUNK = 1 << 15            # rounds per digest (a power of two: the flush test is a mask)
 SINK_COLUMNS = 1 << 16          # initial segment-table capacity of a sink (3 MB in all)
 _MASK = SINK_CHUNK - 1
@@ -46,7 +48,9 @@ SLOT_FINISHED = 1               # row 5: rounds of the runs finished before (the
 _ST = 2                         # row 5: the state of the pass from here on; the ring buffer is
                                 # the last SINK_CHUNK columns
 _HEAD = 4                       # state: [0] columns (written or counted), [1] K,
-                                # [2] rounds digested, [3] unused; then 5 blocks of K
+                                # [2] rounds digested, [3] the stop slot; then 5 blocks of K
+SLOT_STOP = _ST + 3             # row 5: nonzero = stop at the next flush (Ctrl-C, see
+                                # dpledger.interrupt); kept when a sink is reused
 
 
 class SinkOverflow(Exception):
@@ -78,11 +82,15 @@ def make_sink(K: int, columns: int | None = None, out: np.ndarray | None = None)
     W = sink_width(K, columns)
     if out is not None and out.shape[0] == 6 and out.shape[1] >= W:
         out[5, SLOT_DONE] = out[5, SLOT_FINISHED]
+        stop = out[5, SLOT_STOP]
         out[5, _ST:_ST + _HEAD + 5 * K] = 0
         out[5, _ST + 1] = K
+        out[5, SLOT_STOP] = stop
+        watch(out, (5, SLOT_STOP))
         return out
     sink = np.zeros((6, W), dtype=np.int64)
     sink[5, _ST + 1] = K
+    watch(sink, (5, SLOT_STOP))
     return sink
 
 
@@ -148,7 +156,11 @@ def _store(table, n, grow, a, first_idx, first_rnd, stride, length):
 
 @njit(cache=True)
 def _flush(sink, t):
-    """Digest the full ring buffer (rounds t − chunk + 1 … t) and publish t."""
+    """Digest the full ring buffer (rounds t − chunk + 1 … t) and publish t; stop (raise
+    :class:`~dpledger.interrupt.Stopped`) when the stop slot is set — every 2^15 rounds, a few
+    milliseconds, so Ctrl-C is heard inside a long run."""
+    if sink[5, SLOT_STOP] != 0:
+        raise Stopped()
     W = sink.shape[1]
     digest(sink[5, W - SINK_CHUNK:], 0, SINK_CHUNK, t - SINK_CHUNK + 1,
            sink[5, _ST:W - SINK_CHUNK], sink[:5], False)
@@ -202,4 +214,4 @@ def finish_sink(sink: np.ndarray, played: int) -> np.ndarray:
 
 __all__ = ["put_action", "make_sink", "finish_sink", "SinkOverflow", "digest", "close_open",
            "new_state", "rounds_done", "sink_width", "SINK_CHUNK", "SINK_COLUMNS", "SLOT_DONE",
-           "SLOT_FINISHED"]
+           "SLOT_FINISHED", "SLOT_STOP"]

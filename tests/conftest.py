@@ -31,3 +31,34 @@ def _no_audit_exceeds_its_certificate(request):
         pytest.fail("audit above its certificate in a test of correct policies/mechanisms "
                     "(mark planted-defect tests audit_violations_expected):\n  "
                     + "\n  ".join(bad[:10]), pytrace=False)
+
+
+# -- a real PostgreSQL server for the store tests (tests/pg_server.py) ---------------------------
+_PG: dict = {}
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One PostgreSQL 16 server (the pgserver wheel) for the session; the tests that use it are
+    skipped, with the reason, only when it cannot start on this machine."""
+    import pg_server as pgs
+    try:
+        server = pgs.PgServer()
+    except Exception as exc:                        # noqa: BLE001 - any failure to start
+        pytest.skip(f"PostgreSQL (pgserver) cannot start here: {type(exc).__name__}: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A URL naming a fresh, empty PostgreSQL store location (its own schema)."""
+    return pg_server.store_url()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """A fresh store location on each backend: an SQLite file, then a PostgreSQL schema."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.db")
+    return request.getfixturevalue("pg_server").store_url()

@@ -277,7 +277,7 @@ def test_cli_whitebox_reports_best_possible(tmp_path):
     bp = j["best_possible"]
     assert bp["currency"] == "epsilon" and 0 < bp["value"] <= j["certificate"]["pure_epsilon"]
     assert bp["ratio"] == pytest.approx(bp["value"] / j["certificate"]["pure_epsilon"])
-    assert "best possible at this n" in r.stdout
+    assert "typical bound of the best test at this n" in r.stdout
 
 
 def test_best_possible_validates_its_options():

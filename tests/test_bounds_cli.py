@@ -106,7 +106,7 @@ def test_bad_value_as_a_process():
                           "epsilon=0"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and res.stdout == ""
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("dpledger bounds: error: epsilon must be > 0")
+    assert len(lines) == 1 and lines[0].startswith("dpledger bounds: error: --set epsilon=0: epsilon must be > 0")
 
 
 # ---- --bounds on the regret plots ---------------------------------------------------------------

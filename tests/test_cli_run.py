@@ -80,6 +80,10 @@ def test_verify_accepts_and_rejects_tampering(lazy_run):
 
 def test_curve_and_show(lazy_run):
     out = _cli("curve", str(lazy_run / "run.json"), "--deltas", "1e-3,1e-6")
+    # 80 columns by default: each block's best valid value and its accountant
+    assert out.returncode == 0 and "certificate  by" in out.stdout
+    assert max(len(line) for line in out.stdout.splitlines()) <= 80
+    out = _cli("curve", str(lazy_run / "run.json"), "--deltas", "1e-3,1e-6", "--wide")
     assert out.returncode == 0 and "certificate/best" in out.stdout
     out = _cli("show", str(lazy_run / "run.json"), "--plot", str(lazy_run / "show.png"))
     assert out.returncode == 0, out.stderr
@@ -165,7 +169,7 @@ def test_run_bad_input_subprocess(tmp_path):
 
 @pytest.mark.parametrize("content,msg", [("0.5,0.2\n0.3,nan\n", "NaN"),
                                          ("0.5,0.2\n0.3,1.7\n", "outside the declared range"),
-                                         ("0.5\n0.3\n", "K >= 2"),
+                                         ("0.5\n0.3\n", "at least 2 arms"),
                                          ("a,b\n", "malformed")])
 def test_malformed_tables(tmp_path, content, msg):
     p = tmp_path / "t.csv"

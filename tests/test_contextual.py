@@ -259,7 +259,7 @@ def test_memory_is_estimated_and_refused_before_a_run():
 def test_a_log_too_large_for_memory_is_refused_before_parsing(tmp_path, monkeypatch):
     """The log's size and its first block's bytes per line give a row estimate; parsed arrays
     that would not fit in half the available memory are refused with the estimate."""
-    import dpledger.policies.simulator as sim
+    import dpledger.resources as sim
     from dpledger.errors import DpledgerError
     from dpledger.policies.contextual.data import read_log
     p = tmp_path / "log.csv"

@@ -64,7 +64,7 @@ def test_gaussian_reward_beside_a_laplace_reward(tmp_path, capsys):
          "gaussian:mu=1")
     _run(capsys, "ledger", "record", db, "--arm", "1", "--start", "0", "--stop", "1",
          "laplace:eps=1.5")
-    out = _run(capsys, "curve", db, "--deltas", "1e-9", "--epsilons", "2")
+    out = _run(capsys, "curve", db, "--deltas", "1e-9", "--epsilons", "2", "--wide")
     eps = _curve_cells(out, "ε(δ)", "1e-09")
     dl = _curve_cells(out, "δ(ε)", "2")
     assert eps["realized/best"] >= _gdp_eps(1.0, 1e-9) * (1 - 1e-6)
@@ -97,7 +97,7 @@ def test_many_small_laplaces_beside_one_large(tmp_path, capsys):
     assert st_["privacy"]["pure_epsilon"] == pytest.approx(10.0)
     assert st_["worst_for"]["epsilon_at_delta.1e-06"]["arm"] == 1
     assert st_["worst_for"]["pure_epsilon"]["arm"] == 0
-    out = _run(capsys, "curve", db, "--deltas", "1e-6")
+    out = _run(capsys, "curve", db, "--deltas", "1e-6", "--wide")
     assert _curve_cells(out, "ε(δ)", "1e-06")["realized/best"] == pytest.approx(5.0, rel=1e-5)
 
 

@@ -199,8 +199,8 @@ def test_version_1_stores_are_read_then_migrated(tmp_path):
     assert verify_store(p) == []
     with LedgerStore.open(p, readonly=True) as s:
         assert s.version == 1 and s.status()["records"] == 3
-    with LedgerStore.open(p) as s:                 # writable: the chain is added
-        assert s.version == 2
+    with LedgerStore.open(p) as s:      # writable: the chain (and the checkpoints) are added
+        assert s.version == 3
         s.append(arm=0, start=0, stop=1, release=LaplaceRelease.from_epsilon(0.5))
     assert verify_store(p) == []
     with LedgerStore.open(p, readonly=True) as s:

@@ -27,8 +27,8 @@ import sys
 import time
 
 from dpledger.errors import DpledgerError, InvariantViolation
-from dpledger.inputs import (PLOT_EXTENSIONS, check_output_file, load_table, parse_float,
-                             parse_int, split_list)
+from dpledger.inputs import (MAX_WORKERS, PLOT_EXTENSIONS, check_output_file, in_flag_terms,
+                             load_table, parse_float, parse_int, parse_range)
 from dpledger.progress import Bar
 
 
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     from dpledger.audits.pairs import NeighbourPair
     from dpledger.audits.policy import audit_policy
     from dpledger.commands.run import parse_params
-    from dpledger.policies.registry import make_policy
+    from dpledger.policies.registry import make_policy_from_text
 
     check_output_file(args.out, "--out")
     if args.plot:
@@ -131,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
     trials = parse_int("--trials", args.trials, minimum=2, maximum=MAX_COUNT)
     until = None if args.until_ratio is None else parse_float("--until-ratio", args.until_ratio,
                                                               minimum=0.0, open_interval=True)
+    if args.max_trials is not None and until is None:
+        # alone it would silently turn a fixed-n audit sequential
+        raise DpledgerError("--max-trials applies to a sequential audit; add --until-ratio R "
+                            "(or drop --max-trials for a fixed-n audit of --trials)")
     max_trials = None if args.max_trials is None else parse_int(
         "--max-trials", args.max_trials, minimum=trials, maximum=MAX_COUNT)
     # checked for both kinds of audit (a release-spec audit is one vectorised draw and uses
@@ -147,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
                             "contextual audit yet)")
     if args.releases:
         raise DpledgerError(f"unexpected arguments after the policy name: {' '.join(args.releases)}")
-    policy = make_policy(args.policy, **parse_params(args.set))
+    policy = make_policy_from_text(args.policy, parse_params(args.set))
     confidence = parse_float("--confidence", args.confidence, minimum=0.0, maximum=1.0,
                              open_interval=True)
     fraction = parse_float("--selection-fraction", args.selection_fraction, minimum=0.0,
@@ -156,17 +160,18 @@ def run(args: argparse.Namespace) -> int:
     K = parse_int("--arms", args.arms, minimum=2)
     T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
     stop = None if args.stop_at is None else parse_int("--stop-at", args.stop_at, minimum=1)
-    lohi = split_list("--range", args.range)
-    if len(lohi) != 2:
-        raise DpledgerError(f"--range expects lo,hi, got {args.range!r}")
-    lo, hi = (parse_float("--range", x) for x in lohi)
+    lo, hi = parse_range("--range", args.range)
+    if args.mode == "whitebox" and args.score != "auto":
+        raise DpledgerError("--score chooses the black-box score; a white-box audit scores the "
+                            "captured releases (drop --score, or use --mode blackbox)")
     if args.mode == "whitebox" and not getattr(policy, "private", True):
         raise DpledgerError(f"{args.policy} makes no private release (it reads rewards without "
                             "noise), so a white-box audit has no noisy release to look at; "
                             "use --mode blackbox (its certificate is unbounded either way)")
     pair = None
     if args.pair:
-        pair = NeighbourPair.from_tables(load_table(args.pair[0]), load_table(args.pair[1]), lo, hi)
+        pair = NeighbourPair.from_tables(load_table(args.pair[0], "--pair"),
+                                         load_table(args.pair[1], "--pair"), lo, hi)
     t0 = time.monotonic()
     progress = _Progress(args.quiet, f"auditing {policy!r} ({args.mode}), {trials} trials per "
                                       "stream")
@@ -176,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
                            confidence=confidence, selection_fraction=fraction, workers=workers,
                            progress=progress, sampler=args.sampler, until_ratio=until,
                            max_trials=max_trials)
+    except DpledgerError as exc:
+        raise in_flag_terms(exc) from None          # stop_at → --stop-at
     finally:
         progress.close()
     out = res.to_json()
@@ -198,17 +205,54 @@ def run(args: argparse.Namespace) -> int:
         bp = out.get("best_possible")
         if bp is not None:
             # the composition's limit at this n (audits/optimal.py): tells a composition-limited
-            # ratio from a policy-limited one
-            sys.stdout.write(f"best possible at this n: {bp['value']:.4g}"
+            # ratio from a policy-limited one.  It is a typical value, at expected counts: one
+            # audit's bound scatters around it, above as well as below
+            sys.stdout.write(f"typical bound of the best test at this n: {bp['value']:.4g}"
                              + (f" (ratio {bp['ratio']:.3f})" if "ratio" in bp else "")
-                             + f"; ceiling {out['ceiling']:.4g}\n")
+                             + " — at expected counts, so one audit's bound may fall above or "
+                             f"below it; ceiling {out['ceiling']:.4g} (no audit of this n can "
+                             "exceed it)\n")
+        _sequential_line(out, until)
+        _limit_line(out)
         if res.lower == 0:
+            more = ("a --pair of your own" if args.mode == "whitebox" else
+                    "--mode whitebox (the auditor then sees the noisy release) or a --pair of "
+                    "your own")
             sys.stdout.write("note: a lower bound of 0 means this audit found no evidence of "
                              "leakage at its power: neither a pass nor a failure. More --trials "
-                             "give more power; so can --mode whitebox (the auditor then sees "
-                             "the noisy release) or a --pair of your own.\n")
+                             f"give more power; so can {more}.\n")
         sys.stdout.write(f"wrote {args.out}\n")
     return _finish(res, args)
+
+
+_STOP_REASONS = {
+    "reached": "the lower bound reached {target}",
+    "cannot_reach": "the bound could no longer reach {target} within --max-trials (its counts "
+                    "so far, projected, fall short)",
+    "max_trials": "--max-trials was drawn without the bound reaching {target}",
+}
+
+
+def _sequential_line(out: dict, until: float | None) -> None:
+    """Why a sequential audit stopped, and where."""
+    seq = out.get("sequential")
+    if not isinstance(seq, dict):
+        return
+    target = (f"{until:g} × the certificate" if until is not None else "its target")
+    why = _STOP_REASONS.get(seq.get("stop_reason"), str(seq.get("stop_reason")))
+    sys.stdout.write(f"sequential: stopped at {seq.get('trials_drawn')} trials per side of at "
+                     f"most {seq['checkpoints'][-1]}: " + why.format(target=target)
+                     + f" (stop_reason {seq.get('stop_reason')})\n")
+
+
+def _limit_line(out: dict) -> None:
+    """A black-box design's stated limit (the pair's ``limit_reason``): its first sentence."""
+    pair = out.get("pair") if isinstance(out.get("pair"), dict) else {}
+    reason = out.get("limit_reason") or pair.get("limit_reason")
+    if reason:
+        first = reason.split(". ")[0].rstrip(".")
+        sys.stdout.write(f"note: the actions reveal less than the releases here: {first} "
+                         "(limit_reason in the audit file has the computed bound)\n")
 
 
 def _finish(res, args) -> int:
@@ -230,13 +274,24 @@ def parse_workers(text) -> int:
     from dpledger.policies.simulator import available_cpus
     if str(text).strip().lower() == "auto":
         return available_cpus()
-    return parse_int("--workers", text, minimum=1)
+    return parse_int("--workers", text, minimum=1, maximum=MAX_WORKERS)
+
+
+def _audit_spec(args, trials, until, max_trials):
+    from dpledger.audits.mechanisms import audit_spec
+    return audit_spec([args.policy] + list(args.releases), trials,
+                      seed=parse_int("--seed", args.seed, minimum=0),
+                      confidence=parse_float("--confidence", args.confidence, minimum=0.0,
+                                             maximum=1.0, open_interval=True),
+                      selection_fraction=parse_float("--selection-fraction",
+                                                     args.selection_fraction, minimum=0.0,
+                                                     maximum=1.0, open_interval=True),
+                      until_ratio=until, max_trials=max_trials)
 
 
 def _run_spec(args, trials, until, max_trials) -> int:
     """``dpledger audit laplace:eps=1 ...``: the white-box audit of a composition of releases."""
     from dpledger.accounting.schema import write_json_atomic
-    from dpledger.audits.mechanisms import audit_spec
     ignored = [flag for flag, val, default in (
         ("--set", args.set, []), ("--mode", args.mode, "blackbox"), ("--horizon", args.horizon, None),
         ("--arms", args.arms, "2"), ("--score", args.score, "auto"), ("--stop-at", args.stop_at, None),
@@ -244,14 +299,10 @@ def _run_spec(args, trials, until, max_trials) -> int:
         ("--sampler", args.sampler, "float")) if val != default]
     if ignored:
         raise DpledgerError(f"{', '.join(ignored)} apply to policy audits, not to release specs")
-    res = audit_spec([args.policy] + list(args.releases), trials,
-                     seed=parse_int("--seed", args.seed, minimum=0),
-                     confidence=parse_float("--confidence", args.confidence, minimum=0.0,
-                                            maximum=1.0, open_interval=True),
-                     selection_fraction=parse_float("--selection-fraction",
-                                                    args.selection_fraction, minimum=0.0,
-                                                    maximum=1.0, open_interval=True),
-                     until_ratio=until, max_trials=max_trials)
+    try:
+        res = _audit_spec(args, trials, until, max_trials)
+    except DpledgerError as exc:
+        raise in_flag_terms(exc) from None
     write_json_atomic(args.out, res.to_json())
     if args.plot:
         from dpledger.audits.plots import plot_audit
@@ -263,6 +314,7 @@ def _run_spec(args, trials, until, max_trials) -> int:
                          f"{'unbounded' if cert is None else f'{cert:.4g}'}"
                          + (f", ratio {res.ratio:.3f}" if res.ratio is not None else "")
                          + f"; ceiling {res.extra['ceiling']:.4g} ({res.trials} trials per side)\n")
+        _sequential_line(res.to_json(), until)
         sys.stdout.write(f"wrote {args.out}\n")
     return _finish(res, args)
 

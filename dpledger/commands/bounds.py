@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from dpledger.commands.run import MAX_HORIZON, make_env, parse_params
     from dpledger.errors import DpledgerError
     from dpledger.inputs import parse_int
-    from dpledger.policies.registry import make_policy
+    from dpledger.policies.registry import make_policy_from_text
     from dpledger.policies.regret_bounds import bounds_for_policy
     from dpledger.policies.reward_families import RewardInstance
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if is_contextual(args.policy):
         return _contextual(args)
     inst = RewardInstance.from_environment(make_env(args))
-    policy = make_policy(args.policy, **parse_params(args.set))
+    policy = make_policy_from_text(args.policy, parse_params(args.set))
     T = parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
     if T < inst.n_arms:
         raise DpledgerError(f"--horizon {args.horizon.strip()} is shorter than the number of "

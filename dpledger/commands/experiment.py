@@ -108,7 +108,7 @@ def run(args) -> int:
     from dpledger.experiments import experiment_module
     from dpledger.experiments.common import run_experiment
     from dpledger.experiments.overrides import check_overrides
-    from dpledger.inputs import check_output_dir, parse_int
+    from dpledger.inputs import MAX_WORKERS, check_output_dir, parse_int
 
     if args.config is not None and args.name is not None:
         raise DpledgerError(f"give an experiment NAME or --config FILE, not both (got "
@@ -122,7 +122,7 @@ def run(args) -> int:
         module = experiment_module(args.name)
     if args.scheduler is not None and not args.scheduler.strip():
         raise DpledgerError("--scheduler needs an address, e.g. tcp://127.0.0.1:8786")
-    workers = parse_int("--workers", args.workers, minimum=1)
+    workers = parse_int("--workers", args.workers, minimum=1, maximum=MAX_WORKERS)
     ov = parse_overrides(args)
     check_overrides(module, ov)
     out = args.out or os.path.join("out", module.NAME + ("-overrides" if ov.any() else "")

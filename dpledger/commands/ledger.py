@@ -1,12 +1,17 @@
-"""``dpledger ledger init|record|status STORE``: a persistent ledger a live client appends to.
+"""``dpledger ledger init|record|status|head|copy STORE``: a persistent ledger a live client
+appends to.  STORE is a path or ``sqlite:///path`` (an SQLite file) or a
+``postgresql://user@host/db?schema=NAME`` URL (a PostgreSQL database several processes share).
 
-* ``ledger init STORE [--budget eps=E | --budget mu=M | --budget eps=E,delta=D]``
+* ``ledger init STORE [--budget eps=E | --budget mu=M | --budget eps=E,delta=D] [--policy NAME]
+  [--arms K]``
 * ``ledger record STORE [--run R] --arm A --start S --stop E SPEC...``: the releases SPEC (as in
   ``compose``, with ``count=``) touched observations [S, E) of arm A — one transaction; with a
-  budget, refused atomically (exit 1, naming the reward and its spend) if any touched reward
+  budget, refused atomically (exit 2, naming the reward and its spend) if any touched reward
   would exceed it.
 * ``ledger status STORE [--json] [--delta D ...]``: records, streams, the worst reward and its
   privacy block (``compose --json``'s schema) plus ``"records": N``.
+* ``ledger copy SRC DST``: a verified copy, row for row, between any two stores (SQLite into
+  PostgreSQL and back).
 
 ``dpledger verify|curve|show STORE`` accept a store too (:func:`store_dispatch`).
 """
@@ -19,17 +24,29 @@ from dpledger.errors import DpledgerError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("ledger", help="a persistent ledger store: init, record, status",
+    p = sub.add_parser("ledger", help="a persistent ledger store: init, record, status, head, "
+                                      "copy",
                        description=__doc__.split("\n\n")[0])
     lsub = p.add_subparsers(dest="ledger_command", metavar="ACTION", parser_class=type(p),
-                            help="init, record, status or head")
+                            help="init, record, status, head or copy")
     lsub.required = True          # `dpledger ledger` alone: one error line, exit 2
     pi = lsub.add_parser("init", help="create an empty store")
-    pi.add_argument("store", help="the store file to create (SQLite)")
+    pi.add_argument("store", help="the store to create: a path or sqlite:///PATH (an SQLite "
+                                  "file), or postgresql://USER@HOST/DB?schema=NAME")
     pi.add_argument("--budget", default=None,
                     help="per-reward budget: eps=E (pure, summed), mu=M (GDP, Σμ² ≤ M²) or "
                          "eps=E,delta=D (enforced as zCDP ρ ≤ ρ*(E, D))")
+    pi.add_argument("--policy", default=None,
+                    help="the policy this store is for (a step-form policy refuses a store "
+                         "made for another; default: none, any policy may use it)")
+    pi.add_argument("--arms", default=None, help="the number of arms K this store is for "
+                                                 "(default: none, any K)")
     pi.set_defaults(func=run_init)
+    pc = lsub.add_parser("copy", help="copy a store, row for row, to a new store (SQLite into "
+                                      "PostgreSQL and back); both verified")
+    pc.add_argument("source", help="an existing store")
+    pc.add_argument("destination", help="where to create the copy (must not exist)")
+    pc.set_defaults(func=run_copy)
     from dpledger.commands.compose import release_kinds_help
     pr = lsub.add_parser("record", help="append one record (one transaction)",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -62,28 +79,39 @@ def _int(name: str, text: str) -> int:
 
 def run_init(args: argparse.Namespace) -> int:
     from dpledger.accounting.store import LedgerStore
-    store = LedgerStore.create(args.store, args.budget)
+    from dpledger.inputs import parse_int
+    arms = parse_int("--arms", args.arms, minimum=1) if args.arms is not None else None
+    store = LedgerStore.create(args.store, args.budget, policy=args.policy, arms=arms)
     desc = store.budget.describe() if store.budget else "no budget"
+    if store.policy or store.arms:
+        desc += f"; for policy {store.policy or 'any'}, {store.arms or 'any number of'} arms"
     store.close()
-    sys.stdout.write(f"created {args.store} ({desc})\n")
+    sys.stdout.write(f"created {store.path} ({store.backend}; {desc})\n")
+    return 0
+
+
+def run_copy(args: argparse.Namespace) -> int:
+    from dpledger.accounting.store import copy_store
+    from dpledger.accounting.store_backends import redact
+    h = copy_store(args.source, args.destination)
+    sys.stdout.write(f"copied {redact(args.source)} to {redact(args.destination)}: "
+                     f"{h['batches']} batches, {h['records']} records, head {h['head']}; both "
+                     "verified\n")
     return 0
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from dpledger.accounting.filters import BudgetExceeded
     from dpledger.accounting.releases import parse_release_spec
     from dpledger.accounting.store import LedgerStore
     run_, arm = _int("run", args.run), _int("arm", args.arm)
     start, stop = _int("start", args.start), _int("stop", args.stop)
     specs = [parse_release_spec(s) for s in args.releases]
     with LedgerStore.open(args.store) as store:
-        try:
-            store.append_many([(run_, arm, start, stop, r, c) for r, c in specs])
-            n = store.n_records()
-        except BudgetExceeded as exc:
-            sys.stderr.write(f"dpledger ledger record: {exc}\n")
-            return 1
-    sys.stdout.write(f"recorded; {n} records\n")
+        # a refusal (BudgetExceeded, a DpledgerError) is one line and exit 2: nothing stored
+        store.append_many([(run_, arm, start, stop, r, c) for r, c in specs])
+        n = store.n_records()
+    from dpledger.errors import counted
+    sys.stdout.write(f"recorded; {counted(n, 'record')}\n")
     return 0
 
 
@@ -92,14 +120,14 @@ def run_head(args: argparse.Namespace) -> int:
     from dpledger.accounting.store import LedgerStore
     with LedgerStore.open(args.store, readonly=True) as store:
         if store.version < 2:
-            raise DpledgerError(f"{args.store}: a version 1 store has no record chain (opening "
+            raise DpledgerError(f"{store.path}: a version 1 store has no record chain (opening "
                                 "it for writing, e.g. `dpledger ledger record`, adds one)")
         h = store.head()
     if args.json:
         sys.stdout.write(dumps(h))
         return 0
     sys.stdout.write(f"{h['batches']}:{h['head']}\n({h['batches']} batches, {h['records']} "
-                     f"records; later, `dpledger verify {args.store} --since "
+                     f"records; later, `dpledger verify {store.path} --since "
                      f"{h['batches']}:{h['head']}` checks that the store only grew from here)\n")
     return 0
 
@@ -201,6 +229,7 @@ def parse_since(text: str) -> tuple[int, str]:
 
 def _verify(args) -> int:
     from dpledger.accounting.store import verify_store
+    from dpledger.accounting.store_backends import redact
     for opt in ("ledger", "table"):
         if getattr(args, opt, None):
             raise DpledgerError(f"--{opt} does not apply to a ledger store")
@@ -210,13 +239,14 @@ def _verify(args) -> int:
         raise DpledgerError("--resimulate does not apply to a ledger store (no simulation)")
     since = parse_since(args.since) if getattr(args, "since", None) is not None else None
     problems = verify_store(args.file, since)
+    name = redact(args.file)
     if problems:
-        sys.stderr.write(f"{args.file}: {len(problems)} problem(s)\n")
+        sys.stderr.write(f"{name}: {len(problems)} problem(s)\n")
         for p in problems[:50]:
             sys.stderr.write(f"  {p}\n")
-        sys.stdout.write(f"{args.file}: FAILED\n")
+        sys.stdout.write(f"{name}: FAILED\n")
         return 1
-    sys.stdout.write(f"{args.file}: ok — store format, record chain"
+    sys.stdout.write(f"{name}: ok — store format, record chain"
                      + (f" (grown from batch {since[0]}'s head)" if since else "")
                      + ", batch checksums, rows, releases and every reward's spend within the "
                      "budget checked\n")
@@ -229,6 +259,7 @@ def store_report(path: str, which: str) -> dict | None:
     point of a curve is the maximum over all rewards; a store has no certificate), or None when
     nothing is recorded."""
     from dpledger.accounting.store import LedgerStore
+    from dpledger.accounting.store_backends import redact
     if which not in ("both", "realized"):
         raise DpledgerError("a ledger store has no certificate: use --which realized")
     with LedgerStore.open(path, readonly=True) as store:
@@ -238,7 +269,7 @@ def store_report(path: str, which: str) -> dict | None:
     return {"privacy": {"realized": {"label": "store: fully adaptive parameters (an odometer "
                                               "reading)",
                                      "compositions": [c.to_json() for c, _ in maximal]}},
-            "policy": {"name": path}}
+            "policy": {"name": redact(path)}}
 
 
 def _show(args) -> int:
@@ -277,7 +308,7 @@ def _show(args) -> int:
     plot_store_rewards(pt.run[finite], pt.arm[finite], pt.start[finite], pt.stop[finite],
                        values[finite], (int(pt.run[top]), int(pt.arm[top]),
                                         int(pt.start[top])), limit, args.plot,
-                       f"per-reward {name}", f"{args.file}: per-reward privacy "
+                       f"per-reward {name}", f"{store.path}: per-reward privacy "
                        f"({st['records']} records)")
     sys.stdout.write(f"wrote {args.plot}\n")
     return 0

@@ -7,12 +7,13 @@ import sys
 
 
 from dpledger.accounting.schema import write_json_atomic, write_json_stream_atomic
-from dpledger.errors import DpledgerError, InvariantViolation
-from dpledger.inputs import (PLOT_EXTENSIONS, check_distinct, check_output_file, load_table,
-                             parse_deltas, parse_float, parse_floats, parse_int, split_list)
+from dpledger.errors import DpledgerError, InvariantViolation, counted
+from dpledger.inputs import (MAX_WORKERS, PLOT_EXTENSIONS, check_distinct, check_output_file,
+                             ledger_file_record, load_table, parse_deltas, parse_float,
+                             parse_floats, parse_int, parse_range, split_list)
 from dpledger.progress import SimulationProgress
 from dpledger.policies import environments as E
-from dpledger.policies.registry import make_policy
+from dpledger.policies.registry import make_policy_from_text
 from dpledger.policies.simulator import simulate
 
 DEFAULT_MEANS = "0.75,0.625,0.5,0.375,0.25"
@@ -190,10 +191,7 @@ def _check_env_options(args) -> None:
 
 
 def _range(args) -> tuple[float, float]:
-    lohi = _floats("range", args.range)
-    if len(lohi) != 2:
-        raise DpledgerError(f"--range expects lo,hi, got {args.range!r}")
-    return lohi[0], lohi[1]
+    return parse_range("--range", args.range)
 
 
 def make_contextual_env(args, seed: int):
@@ -246,7 +244,7 @@ def make_env(args) -> E.Environment:
         return E.beta(pairs, lo, hi)
     if not args.table:
         raise DpledgerError("--env table needs --table FILE")
-    return E.table(load_table(args.table), lo, hi)
+    return E.table(load_table(args.table, "--table"), lo, hi)
 
 
 MAX_HORIZON = 10 ** 9          # validate_horizon's maximum (a test keeps the two equal)
@@ -293,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
                                 "runs have none coded (dpledger bounds lists them)")
         return run_contextual(args)
     env = make_env(args)
-    policy = make_policy(args.policy, **parse_params(args.set))
+    policy = make_policy_from_text(args.policy, parse_params(args.set))
     if args.bounds:     # refused before the simulation, not after it
         if args.plot is None:
             raise DpledgerError("--bounds draws on the regret plot: add --plot FILE")
@@ -307,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
     if args.rng == "os" and args.seed is not None:
         raise DpledgerError("--seed cannot be combined with --rng os (the OS entropy replaces it)")
     seed = _int("seed", "0" if args.seed is None else args.seed, 0)
-    workers = _int("workers", args.workers, 1)
+    workers = _int("workers", args.workers, 1, MAX_WORKERS)
     deltas = parse_deltas("--delta", args.delta) if args.delta else None
     # rounds (inside runs too) on stderr, ETA from the first tick on (compilation excluded)
     with SimulationProgress(T, R, quiet=args.quiet) as progress:
@@ -328,7 +326,8 @@ def write_run(args, report: dict, ledger) -> int:
         # a ledger of 4e7 records (e.g. per-pull rows of a custom policy, or the segments of a
         # long run that switches arms every round) is ~1.5 GB of JSON and takes longer to
         # write than the simulation
-        sys.stderr.write(f"note: the ledger has {records} records; not writing {ledger_out} "
+        sys.stderr.write(f"note: the ledger has {counted(records, 'record')}; not writing "
+                         f"{ledger_out} "
                          "(pass --ledger-out FILE to write it)\n")
         ledger_out = "none"
         not_written = (f"not_written:{records} records, more than {AUTO_LEDGER_RECORDS:.0e} "
@@ -336,7 +335,6 @@ def write_run(args, report: dict, ledger) -> int:
     # the ledger file first: run.json records its name (relative to run.json), sha256 and size,
     # which `verify` checks before re-deriving the realized block from it
     if ledger_out != "none":
-        from dpledger.verify import ledger_file_record
         write_json_stream_atomic(ledger_out, ledger.compact().to_json(arrays=True))
         report["ledger"].update(ledger_file_record(ledger_out, args.out))
         del report["ledger"]["file_status"]
@@ -363,7 +361,7 @@ def run_contextual(args) -> int:
     if args.rng != "seeded":
         raise DpledgerError("the contextual policies run with the seeded generator only (no "
                             "--rng os)")
-    policy = make_policy(args.policy, **parse_params(args.set))
+    policy = make_policy_from_text(args.policy, parse_params(args.set))
     R = _int("runs", args.runs, 1, MAX_COUNT)
     seed = _int("seed", "0" if args.seed is None else args.seed, 0)
     workers = _int("workers", args.workers, 1)

@@ -77,25 +77,50 @@ def _summary(rep: dict, path: str) -> str:
         raise DpledgerError(f"{path}: malformed run.json: {exc!r}") from None
 
 
+def _ledger_path(args, rep: dict) -> tuple[str | None, str]:
+    """The ledger file to show (None, and why, when there is none): the one run.json records
+    (``ledger.file``, relative to run.json) or ``--ledger``, checked against run.json's sha256
+    and size as ``verify`` checks it — another run's ledger is refused, not shown; a run.json
+    that records no ledger entry (older files) falls back to ``<stem>.ledger.json``."""
+    from dpledger.verify import locate_ledger
+    led = rep.get("ledger")
+    if not (isinstance(led, dict) and "file" in led):
+        path = args.ledger or os.path.splitext(args.file)[0] + ".ledger.json"
+        if args.ledger is None and not os.path.exists(path):
+            return None, f"no ledger file {path}"
+        return path, ""
+    where = locate_ledger(args.file, rep, args.ledger)
+    if where.mismatch:
+        if args.ledger:
+            load_ledger(args.ledger, "--ledger")    # not a ledger at all: say what it is
+        name = f"--ledger {args.ledger}" if args.ledger else f"the ledger file {led['file']}"
+        raise DpledgerError(f"{name} is not the ledger {args.file} recorded: {where.mismatch}")
+    if where.problem:
+        raise DpledgerError(f"{args.file}: {where.problem}")
+    return where.path, where.note or ""
+
+
 def run(args) -> int:
     from dpledger.commands.ledger import store_dispatch
+    from dpledger.inputs import refuse_special_file
+    refuse_special_file(args.file, "a run.json or a ledger store")   # before anything opens it
     code = store_dispatch("show", args)     # a ledger store, not a run.json
     if code is not None:
         return code
     if args.plot is not None:
         check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
     rep = load_run_json(args.file)
-    path = args.ledger or os.path.splitext(args.file)[0] + ".ledger.json"
-    if args.ledger is None and not os.path.exists(path):
+    path, missing = _ledger_path(args, rep)
+    if path is None:
         if args.plot is not None:       # the plot would silently not be drawn
-            raise DpledgerError(f"--plot needs the ledger, and there is no {path}; pass "
-                                "--ledger FILE (`dpledger run` writes ledgers above 2e6 records "
-                                "only with --ledger-out FILE)")
+            raise DpledgerError(f"--plot needs the ledger, and {missing}; pass --ledger FILE "
+                                "(`dpledger run` writes ledgers above 2e6 records only with "
+                                "--ledger-out FILE)")
         sys.stdout.write(_summary(rep, args.file))
-        sys.stdout.write(f"(no ledger file {path}: per-reward view unavailable; `dpledger run` "
-                         "writes ledgers above 2e6 records only with --ledger-out FILE)\n")
+        sys.stdout.write(f"({missing}: per-reward view unavailable; `dpledger run` writes "
+                         "ledgers above 2e6 records only with --ledger-out FILE)\n")
         return 0
-    ledger = load_ledger(path)       # a --ledger given but missing or wrong is an error (exit 2)
+    ledger = load_ledger(path, "--ledger" if args.ledger else None)
     sys.stdout.write(_summary(rep, args.file))
     rounds, values, streams, currency = per_reward(ledger)
     finite = np.isfinite(values)

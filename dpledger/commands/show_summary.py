@@ -8,9 +8,7 @@ def _fmt(v) -> str:
     return f"{v:.6g}"
 
 
-def _n(count, word: str) -> str:
-    """"1 run", "2 runs" (a count that is not an int, e.g. null, is shown as it is)."""
-    return f"{count} {word}" + ("" if count == 1 else "s")
+from dpledger.errors import counted as _n
 
 
 def summary_text(rep: dict) -> str:
@@ -64,6 +62,10 @@ def summary_text(rep: dict) -> str:
     mark = {True: "holds", False: "VIOLATED"}
     lines.append(f"checks: realized ≤ certificate {mark[chk['realized_le_certificate']]}; "
                  f"certificate ≤ theorem {mark[chk['certificate_le_theorem']]}")
+    if chk.get("promise_finding"):
+        lines.append(f"  {chk['promise_finding']}")
+    elif chk.get("promise_kept"):
+        lines.append("  the paper's promise holds too (certificate ≤ the paper's theorem)")
     if chk.get("inconclusive"):
         lines.append("  inconclusive (a realized upper bound above the certificate): "
                      + ", ".join(chk["inconclusive"]))

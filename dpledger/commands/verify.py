@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from dpledger.errors import counted
 from dpledger.verify import verify_run
 
 
@@ -33,7 +34,7 @@ def register(sub) -> None:
     p.add_argument("--since", default=None, metavar="BATCHES:HEAD",
                    help="ledger stores only: the head printed earlier by `dpledger ledger "
                         "head`; the store must have grown from it (its record chain passes "
-                        "through that head; default: not checked)")
+                        "through that head; default: no earlier head is checked)")
     p.set_defaults(func=run)
 
 
@@ -41,20 +42,29 @@ def _dict(v) -> dict:
     return v if isinstance(v, dict) else {}
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _g(v) -> str:
-    return f"{v:.6g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v)
+    if v is None:
+        return "—"
+    return f"{v:.6g}" if _number(v) else "(not a number)"
 
 
 def run(args) -> int:
     from dpledger.commands.ledger import store_dispatch
+    from dpledger.inputs import refuse_special_file
+    refuse_special_file(args.file, "a run.json or a ledger store")   # before anything opens it
     code = store_dispatch("verify", args)     # a ledger store, not a run.json
     if code is not None:
         return code
     from dpledger.commands.run import _int
+    from dpledger.inputs import MAX_WORKERS
     from dpledger.errors import DpledgerError
     if args.since is not None:
         raise DpledgerError("--since applies to ledger stores only")
-    workers = _int("workers", args.workers, 1)
+    workers = _int("workers", args.workers, 1, MAX_WORKERS)
     if not args.resimulate and args.workers != "1":
         raise DpledgerError("--workers applies to --resimulate only")
     v = verify_run(args.file, ledger_path=args.ledger, resimulate=args.resimulate,
@@ -63,21 +73,26 @@ def run(args) -> int:
     priv = report.get("privacy") if isinstance(report, dict) else None
     priv = priv if isinstance(priv, dict) else {}
     chk = _dict(priv.get("checks"))
-    for cur, ratio in _dict(chk.get("certificate_over_theorem")).items():
+    for cur in _dict(chk.get("certificate_over_theorem")):
         cert = _dict(priv.get("certificate")).get(cur)
         thm = _dict(priv.get("theorem")).get(cur)
-        # the file's own numbers; one that does not re-derive is listed among the problems as
-        # "stored …, recomputed …" (issue 13: say which is which)
+        # the file's own numbers, and their ratio computed from them (the stored ratio of an
+        # edited file need not agree with them); one that does not re-derive is listed among
+        # the problems as "stored …, recomputed …" (issue 13: say which is which)
+        ratio = (cert / thm if _number(cert) and _number(thm) and thm > 0 else None)
         sys.stdout.write(f"{cur} as stored in the file: certificate {_g(cert)}, theorem "
                          f"{_g(thm)}, certificate/theorem = {_g(ratio)}\n")
     notes = _dict(priv.get("theorem")).get("notes", [])
     for note in (notes if isinstance(notes, list) else [notes]):
         sys.stdout.write(f"  theorem note: {note}\n")
+    if chk.get("promise_finding"):
+        sys.stdout.write(f"finding about the variant (not a failure of the code): "
+                         f"{chk['promise_finding']}\n")
     if chk.get("theorem_finding"):
         sys.stdout.write("finding about the theorem (not a failure of the code): "
                          f"{chk['theorem_finding']}\n")
     if v.problems:
-        sys.stderr.write(f"{args.file}: {len(v.problems)} problem(s)\n")
+        sys.stderr.write(f"{args.file}: {counted(len(v.problems), 'problem')}\n")
         for p in v.problems[:50]:
             sys.stderr.write(f"  {p}\n")
         sys.stdout.write(f"{args.file}: FAILED — {v.summary()}\n")

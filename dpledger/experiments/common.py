@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from dpledger.accounting.schema import write_json_atomic
 from dpledger.errors import DpledgerError
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, check_overrides
+from dpledger.plots import at_least_zero, legend_outside
 from dpledger.sweep import RunConfig, executor_for, run_sweep
 
 QUICK_T = 20_000
@@ -116,8 +117,8 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
     if not configs:
         raise DpledgerError(f"{module.NAME}: these overrides leave nothing to run "
                             f"({ov.describe()})")
+    executor = executor_for(workers, scheduler)     # a bad scheduler: refused before any folder
     os.makedirs(out, exist_ok=True)
-    executor = executor_for(workers, scheduler)
     cell = cell_runs or (1 if quick else 5)
     reports = run_sweep(configs, out, executor, cell_runs=cell, quiet=quiet,
                         extra={"experiment": {"name": module.NAME, "quick": quick,
@@ -152,12 +153,16 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
             fh.write("\nNotes:\n" + "\n".join(f"- {n}" for n in summary.notes) + "\n")
     os.replace(os.path.join(out, ".claims.md.tmp"), os.path.join(out, "claims.md"))
     if not quiet:
+        # a short summary on the terminal (the claims); the full table goes to the files
         sys.stdout.write(f"{module.TITLE}{' (quick)' if quick else ''}: {_sizes(configs)}\n")
         if ov.any():
             sys.stdout.write(f"overridden: {ov.describe()}\n")
-        sys.stdout.write(_markdown(summary.table[:40]))
         for c in summary.claims:
             sys.stdout.write(c.line() + "\n")
+        if summary.table:
+            sys.stdout.write(f"full table ({len(summary.table)} rows, "
+                             f"{len(_columns(summary.table))} columns): {out}/table.md, "
+                             "table.csv\n")
         sys.stdout.write(f"wrote {out}/experiment.json, table.csv, table.md, claims.md, runs/*.json"
                          + "".join(f", {os.path.basename(p)}" for p in summary.plots) + "\n")
     return {"reports": reports, "summary": summary, "meta": meta}
@@ -218,21 +223,28 @@ def plot_regret_panels(groups: dict[str, list[tuple[str, dict]]], path: str, tit
     cols = min(n, 3)
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
+    colours: dict[str, str] = {}         # one colour per label in every panel: one legend
     for ax, (gname, lines) in zip(axes.ravel(), groups.items()):
         for label, rep in lines:
             c = rep["regret"]["curve"]
-            ax.plot(c["t"], c["mean"], label=label)
-            ax.fill_between(c["t"], c["lo"], c["hi"], alpha=0.2)
+            colour = colours.setdefault(label, f"C{len(colours) % 10}")
+            ax.plot(c["t"], c["mean"], label=label, color=colour)
+            ax.fill_between(c["t"], at_least_zero(c["lo"]), c["hi"], alpha=0.2, color=colour)
         ax.set_xscale("log")
         ax.set_title(gname, fontsize=9)
         ax.set_xlabel("round t")
         ax.set_ylabel("pseudo-regret")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title + "; bands cut at 0", fontsize=10)
     fig.tight_layout()
+    handles = {}
+    for ax in axes.ravel()[:n]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    legend_outside(fig, handles=list(handles.values()), labels=list(handles), fontsize=7,
+                   bbox_to_anchor=(1.0, 0.95))
     _save(fig, path)
     plt.close(fig)
     return path
@@ -248,7 +260,9 @@ def plot_tradeoff(series: dict[str, list[tuple[float, float, float]]], path: str
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     for name, pts in series.items():
         pts = sorted(pts)
-        ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts],
+        # the lower bar stops at 0 (regret is never negative)
+        low = [min(p[2], max(p[1], 0.0)) for p in pts]
+        ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[low, [p[2] for p in pts]],
                     marker="o", capsize=3, label=name)
     for style, (name, (xs, ys)) in zip(itertools.cycle(("k--", "k:", "k-.")), (extra or {}).items()):
         ax.plot(xs, ys, style, label=name)
@@ -260,7 +274,7 @@ def plot_tradeoff(series: dict[str, list[tuple[float, float, float]]], path: str
     ax.set_ylabel("pseudo-regret at T")
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    legend_outside(ax, fontsize=7)
     _save(fig, path)
     plt.close(fig)
     return path

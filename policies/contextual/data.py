@@ -50,11 +50,13 @@ def file_sha256(path: str) -> str:
 
 
 def check_fits(need: int, what: str) -> None:
-    from dpledger.policies.simulator import _fmt_bytes, available_memory
+    """Refuse to load data needing more than half the memory available (the simulation needs
+    the rest): :func:`dpledger.resources.check_fits` with that allowance."""
+    from dpledger.resources import available_memory
+    from dpledger.resources import check_fits as fits
     avail = available_memory()
-    if avail is not None and need > avail // 2:
-        raise DpledgerError(f"{what} needs about {_fmt_bytes(need)} in memory, more than half "
-                            f"the {_fmt_bytes(avail)} available; refusing to load it")
+    if avail is not None:
+        fits(what, 2 * int(need), "refusing to load it (it may use at most half of it)", avail)
 
 
 def load_npz_table(path: str, norm_bound: float = 1.0, lo: float = 0.0, hi: float = 1.0

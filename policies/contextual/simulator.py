@@ -29,8 +29,9 @@ from dpledger.errors import DpledgerError
 from dpledger.policies.contextual.base import ContextualPolicy, ContextualProblem, check_delay, \
     problem_of
 from dpledger.policies.contextual.environments import ContextualEnvironment
-from dpledger.policies.simulator import (_fmt_bytes, _MEMORY_SLACK, _record, available_memory,
-                                         check_runs, checkpoints, run_generator)
+from dpledger.resources import available_memory, fmt_bytes
+from dpledger.policies.simulator import (_MEMORY_SLACK, _record,
+                                         check_runs, count_runs, checkpoints, run_generator)
 
 
 @dataclass
@@ -134,10 +135,10 @@ def check_memory(policy, env, problem, runs, workers=1, available: int | None = 
     if est["concurrent"] > 1:
         fix = "use fewer --workers (each worker holds a run) or " + fix.removeprefix("use ")
     raise DpledgerError(
-        f"this contextual simulation needs about {_fmt_bytes(est['bytes'])} "
-        f"({est['concurrent']} run(s) at once of {_fmt_bytes(est['per_run'])} each, mostly "
+        f"this contextual simulation needs about {fmt_bytes(est['bytes'])} "
+        f"({est['concurrent']} run(s) at once of {fmt_bytes(est['per_run'])} each, mostly "
         + ("32 bytes a round" if est["largest"] == "rounds" else est["largest"])
-        + f", and {_fmt_bytes(est['held'])} kept), more than the {_fmt_bytes(avail)} "
+        + f", and {fmt_bytes(est['held'])} kept), more than the {fmt_bytes(avail)} "
         f"available; {fix}")
 
 
@@ -199,7 +200,7 @@ def simulate_contextual(policy: ContextualPolicy, env: ContextualEnvironment, ho
         what = "log" if env.is_replay else "contextual table"
         raise DpledgerError(f"the {what} has {env.rows} rows, fewer than the horizon {T}")
     delay = check_delay(delay)
-    run_indices = check_runs(runs, run_indices, seed)
+    n_runs = count_runs(runs, run_indices, seed)
     if sampler not in ("float", "exact"):
         raise DpledgerError(f"sampler must be 'float' or 'exact', got {sampler!r}")
     bits = 0
@@ -214,7 +215,8 @@ def simulate_contextual(policy: ContextualPolicy, env: ContextualEnvironment, ho
         bits = LATTICE_BITS
     problem = problem_of(env, T, delay, bits)
     workers = max(1, int(workers))
-    check_memory(policy, env, problem, len(run_indices), workers)
+    check_memory(policy, env, problem, n_runs, workers)    # before the list of indices exists
+    run_indices = check_runs(runs, run_indices, seed)
     if workers == 1 or len(run_indices) == 1:
         parts = [run_chunk(policy, env, problem, seed, run_indices, progress)]
     else:
