@@ -104,6 +104,9 @@ class Theorem:
     provenance: str
     pure_epsilon: float | None = None
     gdp_mu: float | None = None
+    # an (ε, δ) statement (ε, δ): the theorem bounds ε only at δ and above (Wishart, and the
+    # Gaussian tree of Shariff & Sheffet 2018 as their paper states it)
+    approx_dp: tuple[float, float] | None = None
     unbounded: bool = False
     notes: tuple[str, ...] = field(default=())
     # Non-empty when the theorem is known to fall below the certificate for these parameters
@@ -118,14 +121,19 @@ class Theorem:
     def __post_init__(self) -> None:
         if self.provenance not in PROVENANCES:
             raise DpledgerError(f"provenance must be one of {PROVENANCES}, got {self.provenance!r}")
-        if not self.unbounded and self.pure_epsilon is None and self.gdp_mu is None:
-            raise DpledgerError("a bounded theorem must state a pure ε or a GDP μ")
+        if not self.unbounded and self.pure_epsilon is None and self.gdp_mu is None \
+                and self.approx_dp is None:
+            raise DpledgerError("a bounded theorem must state a pure ε, a GDP μ or an (ε, δ)")
 
     def epsilon_at_delta(self, delta: float) -> float:
-        """The theorem's ε at δ: its pure ε, or its GDP μ through the DRS duality (the smaller)."""
+        """The theorem's ε at δ: its pure ε, its GDP μ through the DRS duality, or its (ε, δ)
+        statement's ε when δ is at least the statement's (the smallest of those it states; ∞
+        when it states nothing at δ)."""
         if self.unbounded:
             return math.inf
-        values = []
+        values = [math.inf]
+        if self.approx_dp is not None and delta >= self.approx_dp[1]:
+            values.append(self.approx_dp[0])
         if self.pure_epsilon is not None:
             values.append(self.pure_epsilon)
         if self.gdp_mu is not None:
@@ -136,6 +144,8 @@ class Theorem:
         out = {"paper": self.paper, "theorem": self.theorem, "statement": self.statement,
                "provenance": self.provenance, "notes": list(self.notes),
                "finding": self.finding}
+        if self.approx_dp is not None:
+            out["approx_dp"] = {"epsilon": self.approx_dp[0], "delta": self.approx_dp[1]}
         if self.promise is not None:
             out["promise"] = {"paper": self.promise.paper, "theorem": self.promise.theorem,
                               "pure_epsilon": self.promise.pure_epsilon,

@@ -469,11 +469,16 @@ class SymmetricMatrixGaussianRelease(GaussianRelease):
     """
 
     dim: int = 1
+    # independent dim × dim blocks drawn (one per arm of a disjoint model under record
+    # privacy); ``sensitivity`` bounds the Frobenius norm of the change over all of them
+    blocks: int = 1
     kind: ClassVar[str] = "gaussian_sym_matrix"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "dim", check_count("gaussian_sym_matrix dim", self.dim))
+        object.__setattr__(self, "blocks", check_count("gaussian_sym_matrix blocks",
+                                                       self.blocks))
 
     @functools.cached_property
     def mu2_exact(self) -> Fraction:
@@ -492,7 +497,10 @@ class SymmetricMatrixGaussianRelease(GaussianRelease):
         return ("gaussian", self.mu)
 
     def params(self) -> dict:
-        return {"sigma": self.sigma, "sensitivity": self.sensitivity, "dim": self.dim}
+        out = {"sigma": self.sigma, "sensitivity": self.sensitivity, "dim": self.dim}
+        if self.blocks != 1:
+            out["blocks"] = self.blocks
+        return out
 
 
 @dataclass(frozen=True)
@@ -680,7 +688,7 @@ def parse_release_spec(spec: str) -> tuple[Release, int]:
         else:
             if kind in ("discrete_laplace", "discrete_gaussian") and "sensitivity" in params:
                 params["sensitivity"] = check_count("sensitivity", params["sensitivity"])
-            for key in ("dim", "k"):            # counts: dimensions, degrees of freedom
+            for key in ("dim", "k", "blocks"):  # counts: dimensions, degrees of freedom
                 if key in params:
                     params[key] = check_count(key, params[key])
             release = cls(**params)

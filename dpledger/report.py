@@ -49,8 +49,13 @@ def theorem_block(theorem: Theorem, deltas: Sequence[float]) -> dict:
     out["pure_epsilon_status"] = OK if theorem.pure_epsilon is not None else "not_applicable"
     out["gdp_mu"] = theorem.gdp_mu
     out["gdp_mu_status"] = OK if theorem.gdp_mu is not None else "not_applicable"
-    out["epsilon_at_delta"] = {delta_key(d): theorem.epsilon_at_delta(d) for d in deltas}
+    out["epsilon_at_delta"] = {delta_key(d): _finite_or_none(theorem.epsilon_at_delta(d))
+                               for d in deltas}
     return out
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
 
 
 def certificate_block(cert: Certificate, deltas: Sequence[float]) -> dict:
@@ -121,6 +126,14 @@ def checks(theorem: dict, certificate: dict, realized: dict) -> dict:
     for cur in ("pure_epsilon", "gdp_mu"):
         cmp("certificate_le_theorem", cur, certificate[cur], certificate[f"{cur}_status"],
             theorem[cur], theorem[f"{cur}_status"])
+    stated = theorem.get("approx_dp")
+    if stated:      # an (ε, δ) theorem: the certificate's best ε at the theorem's δ
+        k = delta_key(stated["delta"])
+        if k in certificate.get("epsilon_at_delta", {}):
+            c = certificate["epsilon_at_delta"][k]
+            details.append({"check": "certificate_le_theorem", "what": f"epsilon_at_delta[{k}]",
+                            "lhs": c, "rhs": stated["epsilon"],
+                            "ok": bool(c is not None and le_tol(c, stated["epsilon"]))})
     ratios = {}
     for cur in ("pure_epsilon", "gdp_mu"):
         c, t = certificate[cur], theorem[cur]

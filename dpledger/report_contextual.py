@@ -52,19 +52,29 @@ def reward_block(res: ContextualResult) -> dict:
     return out
 
 
+def report_deltas(policy, problem, deltas: Sequence[float] | None) -> list[float]:
+    """The δ grid of a contextual run.json: the requested one, with the theorem's own δ added
+    when it states an (ε, δ) (so certificate ≤ theorem is checked at that δ)."""
+    deltas = list(parse_deltas(deltas))
+    stated = policy.theorem(problem).approx_dp
+    if stated is not None:
+        deltas = list(parse_deltas(deltas + [stated[1]]))
+    return deltas
+
+
 def build_contextual_report(res: ContextualResult, deltas: Sequence[float] | None = None) -> dict:
-    deltas = parse_deltas(deltas)
     policy, problem, env = res.policy, res.problem, res.env
+    deltas = report_deltas(policy, problem, deltas)
     theorem = theorem_block(policy.theorem(problem), deltas)
     certificate = certificate_block(policy.certificate(problem), deltas)
     realized = realized_from_ledger(res.ledger, deltas, policy.adaptive, res.run_indices,
                                     fixed_table=env.rows is not None)
     ctx = {"model": "shared" if problem.shared else "disjoint",
-           "streams": problem.n_streams,
-           "stream_meaning": ("one stream: the shared model's records" if problem.shared else
-                              "stream a: the records of the rounds arm a was played"),
+           "streams": policy.ledger_streams(problem),
+           "stream_meaning": policy.stream_meaning(problem),
            "delay": problem.delay,
            "privacy_model": policy.privacy_model,
+           **({"lattice_bits": problem.lattice_bits} if problem.lattice_bits else {}),
            "rounds": list(res.rounds),
            "observations": list(res.observations)}
     note = delay_note(problem.delay, res.rounds)
@@ -79,7 +89,7 @@ def build_contextual_report(res: ContextualResult, deltas: Sequence[float] | Non
         "horizon": problem.horizon,
         "runs": res.runs,
         "seed": res.seed,
-        "sampler": "float",
+        "sampler": "exact" if problem.lattice_bits else "float",
         "regret": ({"status": REPLAY_NO_REGRET} if res.regret is None
                    else regret_block(res.points, res.regret)),
         "reward": reward_block(res),

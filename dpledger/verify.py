@@ -683,7 +683,8 @@ def _common_argv(report: dict, out: str, ledger_out: str, workers: int) -> list[
 
 def _contextual_argv(report: dict, table_path: str | None, log_path: str | None) -> list[str]:
     env, ctx = report["environment"], report["contextual"]
-    argv = ["--norm-bound", repr(float(env["norm_bound"])), "--delay", str(int(ctx["delay"]))]
+    argv = ["--norm-bound", repr(float(env["norm_bound"])), "--delay", str(int(ctx["delay"])),
+            "--sampler", str(report.get("sampler", "float"))]
     kind = env["name"]
     if kind == "linear":
         argv += ["--dim", str(int(env["dim"])), "--arms", str(int(env["arms"]))]

@@ -38,7 +38,8 @@ def problem_from_json(report: dict) -> ContextualProblem:
     lo, hi = (float(x) for x in env["range"])
     return ContextualProblem(int(report["horizon"]), int(env["arms"]), int(env["dim"]),
                              ctx["model"] == "shared", float(env["norm_bound"]), lo, hi,
-                             int(ctx["delay"]), str(env["name"]))
+                             int(ctx["delay"]), str(env["name"]),
+                             int(ctx.get("lattice_bits", 0)))
 
 
 def verify_contextual(report: dict, ledger, v):
@@ -76,8 +77,10 @@ def verify_contextual(report: dict, ledger, v):
     v.checked.append("public parameters and privacy model")
 
     _check_environment(report, problem, problems)
+    if problem.lattice_bits and not policy.exact_sampler:
+        problems.append(f"sampler: exact, but {name} has no exact-sampler form")
     v.checked.append("environment description")
-    _check_counts(report, problem, rounds, observations, R, problems)
+    _check_counts(report, problem, policy, rounds, observations, R, problems)
     _check_regret(report, problem, R, problems)
     _check_reward(report, rounds, problems)
     v.checked += ["rounds and observations per run", "regret curve consistency",
@@ -107,9 +110,10 @@ def verify_contextual(report: dict, ledger, v):
 
 def _check_environment(report: dict, problem: ContextualProblem, problems: list[str]) -> None:
     env = report["environment"]
-    if report.get("sampler", "float") != "float":
-        problems.append(f"sampler: {report.get('sampler')!r}; contextual runs use the float "
-                        "sampler")
+    sampler = report.get("sampler", "float")
+    if sampler != ("exact" if problem.lattice_bits else "float"):
+        problems.append(f"sampler: {sampler!r} but contextual.lattice_bits is "
+                        f"{problem.lattice_bits}")
     shared = env.get("contexts", "").startswith("one per arm")
     if shared != problem.shared:
         problems.append(f"environment.contexts {env.get('contexts')!r} but contextual.model "
@@ -138,14 +142,15 @@ def _check_environment(report: dict, problem: ContextualProblem, problems: list[
         problems.append(f"environment.rows {rows!r} fewer than the horizon {problem.horizon}")
 
 
-def _check_counts(report, problem, rounds, observations, R, problems) -> None:
+def _check_counts(report, problem, policy, rounds, observations, R, problems) -> None:
     ctx = report["contextual"]
     if len(rounds) != R or len(observations) != R:
         problems.append(f"contextual: rounds and observations must list {R} runs")
         return
-    if ctx.get("streams") != problem.n_streams:
-        problems.append(f"contextual.streams {ctx.get('streams')!r}: a {ctx.get('model')} model "
-                        f"over {problem.arms} arms has {problem.n_streams}")
+    S = policy.ledger_streams(problem)
+    if ctx.get("streams") != S:
+        problems.append(f"contextual.streams {ctx.get('streams')!r}: {policy.name} with a "
+                        f"{ctx.get('model')} model over {problem.arms} arms has {S}")
     replay = problem.env == "replay"
     for r, (k, n) in enumerate(zip(rounds, observations)):
         if not replay and k != problem.horizon:
@@ -218,7 +223,7 @@ def observation_rounds(seg: dict, R: int, S: int):
 
 def _check_ledger(report, ledger, policy, problem, R, observations, deltas, same,
                   problems) -> None:
-    S = problem.n_streams
+    S = policy.ledger_streams(problem)
     streams = ledger.streams()
     runs_seen = sorted({r for r, _ in streams})
     if any(r < 0 or r >= R for r in runs_seen):

@@ -34,6 +34,10 @@ _REGISTRY = {
 _CONTEXTUAL = {
     "linucb": "contextual.linear:LinUCB",
     "lints": "contextual.linear:LinTS",
+    "jdp-linucb": "contextual.private:JdpLinUCB",
+    "dp-linucb-mt": "contextual.private:DpLinUcbMT",
+    "dp-lints-mt": "contextual.private:DpLinTsMT",
+    "reward-dp-linucb": "contextual.private:RewardDpLinUCB",
 }
 
 

@@ -186,7 +186,7 @@ def test_bad_inputs_one_line_exit_2(data, tmp_path, capsys):
         (["linucb"], "is contextual"),
         (["linucb", "--env", "linear", "--means", "0.5,0.5"], "--means describes"),
         (["linucb", "--env", "linear", "--dataset", "wine"], "--dataset describes"),
-        (["linucb", "--env", "linear", "--sampler", "exact"], "float sampler"),
+        (["linucb", "--env", "linear", "--sampler", "exact"], "no exact-sampler form"),
         (["linucb", "--env", "linear", "--set", "alpha=-1"], "alpha must be >= 0"),
         (["linucb", "--env", "linear", "--norm-bound", "0"], "--norm-bound must be > 0"),
         (["linucb", "--env", "supervised", "--dataset", "mnist"], "--dataset must be one of"),

@@ -125,9 +125,15 @@ def run(args) -> int:
     rounds, values, streams, currency = per_reward(ledger)
     finite = np.isfinite(values)
     if not finite.any():
-        sys.stdout.write("every observed reward was read without noise: privacy unbounded"
-                         + (f" (nothing to plot: {args.plot} not written)" if args.plot else "")
-                         + "\n")
+        kinds = {r.kind for r in ledger.releases}
+        if kinds and kinds <= {"approx_dp", "wishart"}:
+            # (ε, δ) statements have no pure, GDP or zCDP key to draw per reward
+            what = ("every observed reward is covered by (ε, δ) statements only: no per-reward "
+                    "pure ε, GDP μ or zCDP ρ to show; see the certificate and realized ε at δ")
+        else:
+            what = "every observed reward was read without noise: privacy unbounded"
+        sys.stdout.write(what + (f" (nothing to plot: {args.plot} not written)" if args.plot
+                                 else "") + "\n")
         return 0
     qs = np.quantile(values[finite], [0.0, 0.5, 0.9, 1.0])
     name = {"pure": "pure ε", "zcdp": "zCDP ρ"}.get(currency, "GDP μ")

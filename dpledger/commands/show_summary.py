@@ -39,13 +39,21 @@ def summary_text(rep: dict) -> str:
         lines.append(f"worst-off reward: observation {w.get('index')} of {unit} {w.get('arm')} in "
                      f"run {w.get('run')} (these count from 0), observed at {where} "
                      f"{w.get('round')} ({where}s count from 1)")
-    header = f"  {'':12s} {'pure ε':>10s} {'GDP μ':>10s} {'ε(δ=' + d + ')':>16s}"
+    cols = [d]
+    stated = priv["theorem"].get("approx_dp")      # an (ε, δ) theorem: its δ's column too
+    if stated:
+        from dpledger.accounting.schema import delta_key
+        k = delta_key(stated["delta"])
+        if k in deltas and k != d:
+            cols.append(k)
+    header = f"  {'':12s} {'pure ε':>10s} {'GDP μ':>10s}" + "".join(
+        f" {'ε(δ=' + c + ')':>16s}" for c in cols)
     lines.append("privacy (per reward, worst case):")
     lines.append(header)
     for name in ("theorem", "certificate", "realized"):
         b = priv[name]
-        lines.append(f"  {name:12s} {_fmt(b['pure_epsilon']):>10s} {_fmt(b['gdp_mu']):>10s} "
-                     f"{_fmt(b['epsilon_at_delta'][d]):>16s}")
+        lines.append(f"  {name:12s} {_fmt(b['pure_epsilon']):>10s} {_fmt(b['gdp_mu']):>10s}"
+                     + "".join(f" {_fmt(b['epsilon_at_delta'][c]):>16s}" for c in cols))
     lines.append(f"  realized: {real['label'].split(':')[0]}")
     for what, label in (real.get("upper_bounds") or {}).items():
         lines.append(f"  realized {what} is an upper bound ({label.removeprefix('bound: ')}), "

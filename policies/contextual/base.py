@@ -63,22 +63,34 @@ class ContextualProblem:
     hi: float
     delay: int
     env: str
+    # the exact sampler's lattice 2^-lattice_bits (0: the float sampler), which changes what a
+    # private policy draws and records
+    lattice_bits: int = 0
 
     @property
     def n_streams(self) -> int:
+        """Models: one per arm (disjoint) or one (shared θ)."""
         return 1 if self.shared else self.arms
 
+    @property
+    def max_observations(self) -> int:
+        """The most records a run can deliver: max(T − D, 0) (replay: accepted rows ≤ T)."""
+        return max(self.horizon - self.delay, 0)
+
     def to_json(self) -> dict:
-        return {"horizon": self.horizon, "arms": self.arms, "dim": self.dim,
-                "shared": self.shared, "norm_bound": self.norm_bound,
-                "range": [self.lo, self.hi], "delay": self.delay, "env": self.env}
+        out = {"horizon": self.horizon, "arms": self.arms, "dim": self.dim,
+               "shared": self.shared, "norm_bound": self.norm_bound,
+               "range": [self.lo, self.hi], "delay": self.delay, "env": self.env}
+        if self.lattice_bits:
+            out["lattice_bits"] = self.lattice_bits
+        return out
 
 
-def problem_of(env, horizon: int, delay: int) -> ContextualProblem:
+def problem_of(env, horizon: int, delay: int, lattice_bits: int = 0) -> ContextualProblem:
     """The problem a run of ``horizon`` rounds with ``delay`` on ``env`` poses."""
     return ContextualProblem(int(horizon), int(env.n_arms), int(env.dim), bool(env.shared),
                              float(env.norm_bound), float(env.lo), float(env.hi), int(delay),
-                             env.name)
+                             env.name, int(lattice_bits))
 
 
 class ContextualPolicy(Policy):
@@ -99,6 +111,16 @@ class ContextualPolicy(Policy):
 
     @abstractmethod
     def run_one(self, rng: np.random.Generator, env, problem: ContextualProblem) -> RunOutput: ...
+
+    def ledger_streams(self, problem: ContextualProblem) -> int:
+        """Streams of the ledger's records: one per model (the default), or one for a
+        record-private policy whose trees run over every delivered record."""
+        return problem.n_streams
+
+    def stream_meaning(self, problem: ContextualProblem) -> str:
+        """What a stream of this policy's ledger holds (run.json ``contextual``)."""
+        return ("one stream: the shared model's records" if problem.shared else
+                "stream a: the records of the rounds arm a was played")
 
     def row_capacity(self, problem: ContextualProblem) -> int:
         """Ledger rows one run may write (the simulator's memory estimate)."""

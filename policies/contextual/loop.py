@@ -135,6 +135,27 @@ def queue_pop(q):
     return streams[h], rounds[h], rewards[h], xs[h]
 
 
+@njit(cache=True, inline="always")
+def settle_round(env, rng, ctx, row, a, t, shared, delay, store, q, k, actions, regret, sums):
+    """Arm ``a`` played at round (log row) t: its outcome (:func:`round_outcome`), the arm and
+    regret term written, and for an accepted round the sums (``sums`` = [Σ reward, Σ uniform
+    play's mean]) and the record pushed on the delay queue.  Returns (policy rounds so far,
+    whether the record of policy round k − D is due for delivery now)."""
+    actions[t - 1] = a
+    accepted, r, reg, unif = round_outcome(env, rng, ctx, row, a)
+    regret[t - 1] = reg
+    if not accepted:
+        return k, False
+    k += 1
+    sums[0] += r
+    sums[1] += unif
+    if not store:
+        return k, False
+    queue_push(q, 0 if shared else a, t, (r - env.lo) / (env.hi - env.lo),
+               ctx[a] if shared else ctx[0])
+    return k, k - delay >= 1        # the record of policy round k − D reaches the policy
+
+
 @njit(cache=True, nogil=True)
 def run_ridge(rng, env, T, shared, delay, rule, width, chol, bvec, theta, actions, regret,
               obs_stream, obs_round):
@@ -148,7 +169,6 @@ def run_ridge(rng, env, T, shared, delay, rule, width, chol, bvec, theta, action
     the sums on the raw scale over the policy rounds."""
     K = env.n_arms
     d = chol.shape[1]
-    span = env.hi - env.lo
     values = np.zeros(K)
     work = np.zeros(d)
     work2 = np.zeros(d)
@@ -157,30 +177,19 @@ def run_ridge(rng, env, T, shared, delay, rule, width, chol, bvec, theta, action
     q = queue_new(delay if store else 0, T, d)
     k = 0                       # policy rounds so far
     n_obs = 0
-    reward_sum = 0.0
-    uniform_sum = 0.0
+    sums = np.zeros(2)          # Σ reward, Σ uniform play's mean reward
     for t in range(1, T + 1):
         ctx, row = round_context(env, rng, t, scratch)
         if rule == LINUCB:
             linucb_scores(chol, theta, ctx, shared, width, values, work)
         else:
             lints_scores(chol, theta, ctx, shared, width, values, work, work2, rng)
-        a = pick(values, rng)
-        actions[t - 1] = a
-        accepted, r, reg, unif = round_outcome(env, rng, ctx, row, a)
-        regret[t - 1] = reg
-        if not accepted:
-            continue
-        k += 1
-        reward_sum += r
-        uniform_sum += unif
-        if not store:
-            continue
-        queue_push(q, 0 if shared else a, t, (r - env.lo) / span, ctx[a] if shared else ctx[0])
-        if k - delay >= 1:              # the record of policy round k − D reaches the policy
+        k, due = settle_round(env, rng, ctx, row, pick(values, rng), t, shared, delay, store, q,
+                              k, actions, regret, sums)
+        if due:
             s, rnd, rs, xs = queue_pop(q)
             ridge_observe(chol, bvec, theta, s, xs, rs, work, work2)
             obs_stream[n_obs] = s
             obs_round[n_obs] = rnd
             n_obs += 1
-    return k, n_obs, reward_sum, uniform_sum
+    return k, n_obs, sums[0], sums[1]

@@ -99,6 +99,13 @@ def dot(a, b):
     return s
 
 
+@njit(cache=True, inline="always")
+def ucb_score(L, th, x, width, work):
+    """θ̂ᵀx + width·√(xᵀA⁻¹x) for the model with Cholesky factor L of A and estimate θ̂."""
+    q = forward_solve(L, x, work)
+    return dot(th, x) + width * np.sqrt(q)
+
+
 @njit(cache=True)
 def linucb_scores(chol, theta, ctx, shared, alpha, values, work):
     """values[a] = θ̂_mᵀx + α·√(xᵀA_m⁻¹x) for every arm a (Li et al. 2010, Algorithm 1, line 9),
@@ -107,9 +114,17 @@ def linucb_scores(chol, theta, ctx, shared, alpha, values, work):
     K = values.size
     for a in range(K):
         m = 0 if shared else a
-        x = ctx[a] if shared else ctx[0]
-        q = forward_solve(chol[m], x, work)
-        values[a] = dot(theta[m], x) + alpha * np.sqrt(q)
+        values[a] = ucb_score(chol[m], theta[m], ctx[a] if shared else ctx[0], alpha, work)
+
+
+@njit(cache=True)
+def linucb_scores_widths(chol, theta, ctx, shared, widths, values, work):
+    """:func:`linucb_scores` with a width per model (``widths[m]``): the private policies whose
+    confidence width depends on the model's own noisy Gram matrix (Shariff & Sheffet 2018)."""
+    K = values.size
+    for a in range(K):
+        m = 0 if shared else a
+        values[a] = ucb_score(chol[m], theta[m], ctx[a] if shared else ctx[0], widths[m], work)
 
 
 @njit(cache=True)

@@ -151,7 +151,7 @@ def run_chunk(policy: ContextualPolicy, env: ContextualEnvironment, problem: Con
     if np.array_equal(id_map, np.arange(id_map.size)):
         id_map = None
     pts = checkpoints(problem.horizon)
-    S = problem.n_streams
+    S = policy.ledger_streams(problem)
     outs, tables, lengths, regrets = [], [], [], []
     rounds, observations, rsum, usum, draws = [], [], [], [], []
     for i in indices:
@@ -182,10 +182,12 @@ def run_chunk(policy: ContextualPolicy, env: ContextualEnvironment, problem: Con
 def simulate_contextual(policy: ContextualPolicy, env: ContextualEnvironment, horizon: int, *,
                         seed: int = 0, runs: int | None = None,
                         run_indices: Sequence[int] | None = None, delay: int = 0,
-                        workers: int = 1, progress: Callable[[int], None] | None = None
-                        ) -> ContextualResult:
+                        workers: int = 1, progress: Callable[[int], None] | None = None,
+                        sampler: str = "float") -> ContextualResult:
     """Run ``policy`` on ``env`` for ``horizon`` rounds (replay: log rows walked, at most the
-    log's rows) with reward delay ``delay``, once per run index."""
+    log's rows) with reward delay ``delay``, once per run index.  ``sampler="exact"``: a
+    private policy with an exact-sampler form draws lattice noise on statistics rounded to the
+    lattice 2^-LATTICE_BITS of their range (the problem's ``lattice_bits``)."""
     if not isinstance(policy, ContextualPolicy):
         raise DpledgerError(f"policy {getattr(policy, 'name', policy)!r} is not a contextual "
                             "policy")
@@ -199,7 +201,19 @@ def simulate_contextual(policy: ContextualPolicy, env: ContextualEnvironment, ho
         raise DpledgerError(f"the {what} has {env.rows} rows, fewer than the horizon {T}")
     delay = check_delay(delay)
     n_runs = count_runs(runs, run_indices, seed)
-    problem = problem_of(env, T, delay)
+    if sampler not in ("float", "exact"):
+        raise DpledgerError(f"sampler must be 'float' or 'exact', got {sampler!r}")
+    bits = 0
+    if sampler == "exact":
+        if not (policy.private and policy.exact_sampler):
+            from dpledger.policies.registry import contextual_available, make_policy
+            names = [n for n in contextual_available()
+                     if getattr(make_policy(n), "exact_sampler", False)]
+            raise DpledgerError(f"policy {policy.name!r} has no exact-sampler form; the exact "
+                                f"sampler runs {', '.join(names)}")
+        from dpledger.mechanisms.noise import LATTICE_BITS
+        bits = LATTICE_BITS
+    problem = problem_of(env, T, delay, bits)
     workers = max(1, int(workers))
     check_memory(policy, env, problem, n_runs, workers)    # before the list of indices exists
     run_indices = check_runs(runs, run_indices, seed)

@@ -1,0 +1,149 @@
+"""Private contextual policies: the calibration comparison and speed (issue 22 §4, Speed).
+Run: ``python benchmarks/bench_contextual_private.py [--quick] [--only calibration|speed]``.
+
+K1  the paper's σ (Shariff & Sheffet 2018: √(16m)·L̃²·ln(4/δ)/ε) against the σ solved with
+    dpledger's accountant for the same certified (ε, δ) = (1, 0.1), T = 1e4, L = 1 (L̃² = 2);
+    the same for the Wishart mode's k; each with the certificate's ε at δ = 0.1.
+K2  the regret both calibrations reach at that certified (ε, δ): ``jdp-linucb`` (gaussian and
+    wishart, paper and accounted) and non-private ``linucb`` on the synthetic linear bandit
+    (d = 5, K = 10, T = 1e4, 20 runs, seed 0): mean regret at T ± its standard error.
+S1  rounds per second (one core, warm, ``run_one``) of ``jdp-linucb`` at d = 10, K = 10,
+    T = 1e5 on the linear bandit (shared θ), every mode and calibration.
+S2  rounds per second on digits (supervised, d = 64, K = 10 disjoint models) of every
+    contextual policy, T = 1e4 (T = 2e3 with --quick).
+S3  microseconds per round against d (K = 10; shared and disjoint) and against T (d = 10) for
+    ``jdp-linucb`` and ``reward-dp-linucb``: under record privacy every delivery closes a node
+    whose noise touches every model's block, so all M models (M = K disjoint, 1 shared) are
+    refactored every round: O(M·d³) for the factorisations plus O(M·d²) noise draws per
+    round; the reward-private policy refactors nothing (its Gram matrix is exact: rank-1
+    updates) and solves one model per delivery, O(K·d²) a round.  Flat in T.
+Times are medians of repeats on a shared machine; not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+from bench_policies import _median_time as _median  # noqa: E402
+from dpledger.policies.contextual import environments as CE  # noqa: E402
+from dpledger.policies.contextual.base import problem_of  # noqa: E402
+from dpledger.policies.contextual.simulator import simulate_contextual  # noqa: E402
+from dpledger.policies.registry import make_policy  # noqa: E402
+from dpledger.policies.simulator import run_generator  # noqa: E402
+from dpledger.report import certificate_block  # noqa: E402
+
+CONTEXTUAL = ("linucb", "lints", "jdp-linucb", "dp-linucb-mt", "dp-lints-mt",
+              "reward-dp-linucb")
+
+
+def calibration(quick: bool) -> None:
+    T, eps, delta = 10_000, 1.0, 0.1
+    lin = CE.linear(5, 10, seed=0)
+    prob = problem_of(CE.linear(1, 2, seed=0), T, 0)       # L = 1: L̃² = 2, any d
+    print(f"K1  ε = {eps}, δ = {delta}, T = {T}, L̃² = 2: noise and certified ε at δ = {delta}")
+    for mode, key in (("gaussian", "sigma"), ("wishart", "k")):
+        vals = {}
+        for cal in ("paper", "accounted"):
+            pol = make_policy("jdp-linucb", mode=mode, calibration=cal)
+            plan = pol.plan(prob)
+            blk = certificate_block(pol.certificate(prob), [delta])
+            cert = blk["epsilon_at_delta"]
+            mu = f", GDP μ {blk['gdp_mu']:.4g}" if blk["gdp_mu"] is not None else ""
+            vals[cal] = plan.drawn[key]
+            print(f"    {mode:8s} {cal:9s} {key} = {plan.drawn[key]:<12.6g} certificate "
+                  f"ε({delta}) = {cert[str(delta)]:.4g}{mu}  (nodes per record "
+                  f"{pol.nodes(prob)}, noise draws per prefix {plan.levels})")
+        print(f"    {mode:8s} paper/accounted {key}: {vals['paper'] / vals['accounted']:.3g}")
+    rows = [("linucb", {})] + [("jdp-linucb", {"mode": m, "calibration": c})
+                               for m in ("gaussian", "wishart") for c in ("paper", "accounted")]
+    for horizon, runs in ((T, 4 if quick else 20), (10 * T, 2 if quick else 5)):
+        print(f"K2  regret at T = {horizon} on the linear bandit d = 5, K = 10, {runs} runs, "
+              f"seed 0 (mean ± s.e.; uniform play's expected regret beside), certified "
+              f"(ε, δ) = ({eps}, {delta}) for every private row")
+        for name, params in rows:
+            res = simulate_contextual(make_policy(name, **params), lin, horizon, seed=0,
+                                      runs=runs)
+            final = res.regret[:, -1]
+            se = final.std(ddof=1) / math.sqrt(final.size)
+            label = name + ("" if not params else f" {params['mode']} {params['calibration']}")
+            print(f"    {label:30s} {final.mean():9.1f} ± {se:.1f}")
+        print(f"    {'uniform play':30s} {uniform_regret(lin, horizon):9.1f}")
+
+
+def uniform_regret(env, T: int, n: int = 20_000) -> float:
+    """T·E[max_a ⟨θ, x_a⟩ − mean_a ⟨θ, x_a⟩] on the linear bandit, by n context draws."""
+    rng = np.random.default_rng(1)
+    g = np.abs(rng.standard_normal((n, env.n_arms, env.dim)))
+    x = env.norm_bound * g / np.linalg.norm(g, axis=2, keepdims=True)
+    m = x @ env.theta
+    return float(T * np.mean(m.max(1) - m.mean(1)))
+
+
+def rate(pol, env, T, reps):
+    pol.run_one(run_generator(0, 0), env, problem_of(env, min(T, 200), 0))     # compile
+    prob = problem_of(env, T, 0)
+    if hasattr(pol, "plan"):
+        pol.plan(prob)                                   # calibration outside the timing
+    return T / _median(lambda: pol.run_one(run_generator(0, 0), env, prob), reps)
+
+
+def speed(quick: bool) -> None:
+    reps = 1 if quick else 3
+    T = 10_000 if quick else 100_000
+    lin = CE.linear(10, 10, seed=0)
+    print(f"S1  jdp-linucb, linear bandit d = 10, K = 10 (shared θ), T = {T}: rounds/s")
+    for mode in ("gaussian", "wishart"):
+        for cal in ("paper", "accounted"):
+            r = rate(make_policy("jdp-linucb", mode=mode, calibration=cal), lin, T, reps)
+            print(f"    {mode:8s} {cal:9s} {r:10.4g}")
+    print(f"    linucb (reference)  {rate(make_policy('linucb'), lin, T, reps):10.4g}")
+    try:
+        from dpledger.policies.contextual.data import load_supervised
+        dig = load_supervised("digits")
+    except Exception as exc:        # scikit-learn missing: say so, skip S2
+        print(f"S2  skipped: {exc}")
+        dig = None
+    if dig is not None:
+        T2 = 2_000 if quick else 10_000
+        print(f"S2  digits d = 64, K = 10 (disjoint), T = {T2}: rounds/s")
+        for name in CONTEXTUAL:
+            print(f"    {name:18s} {rate(make_policy(name), dig, T2, reps):10.4g}")
+    T3 = 2_000 if quick else 10_000
+    print(f"S3  microseconds per round, K = 10, T = {T3}")
+    print("    d     jdp shared  jdp disjoint  reward shared  reward disjoint")
+    rng = np.random.default_rng(0)
+    for d in ((5, 20) if quick else (5, 10, 20, 40, 64)):
+        x = rng.random((T3, d))
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        dis = CE.contextual_table(x, (rng.random((T3, 10)) < 0.5) * 1.0)
+        sh = CE.linear(d, 10, seed=0)
+        us = [1e6 / rate(make_policy(name), env, T3, reps)
+              for name in ("jdp-linucb", "reward-dp-linucb") for env in (sh, dis)]
+        print(f"    {d:<5d} {us[0]:10.3g} {us[1]:13.3g} {us[2]:14.3g} {us[3]:16.3g}")
+    print("    d = 10 shared, microseconds per round against T")
+    for T4 in ((10_000, 100_000) if quick else (10_000, 100_000, 1_000_000)):
+        us = [1e6 / rate(make_policy(n), lin, T4, reps) for n in ("jdp-linucb",
+                                                                 "reward-dp-linucb")]
+        print(f"    T={T4:<9d} jdp {us[0]:.3g}  reward {us[1]:.3g}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, one repeat")
+    ap.add_argument("--only", choices=("calibration", "speed"), default=None)
+    args = ap.parse_args()
+    if args.only in (None, "calibration"):
+        calibration(args.quick)
+    if args.only in (None, "speed"):
+        speed(args.quick)
+
+
+if __name__ == "__main__":
+    main()
