@@ -14,8 +14,9 @@ record privacy release one block per arm in every node; a shared model one block
   (Shariff & Sheffet 2018, Gaussian mode), drawn as its upper triangle: the entries are
   independent, off-diagonal N(0, σ²) and diagonal N(0, 2σ²) — the same law
   (:class:`~dpledger.accounting.releases.SymmetricMatrixGaussianRelease`);
-* :func:`laplace_entries_draw` — Lap(b_e) per entry, scale b_e per entry
-  (:class:`~dpledger.accounting.releases.LaplaceVectorRelease`, one per entry group);
+* :func:`laplace_entries_draw` — Lap(b_e) per entry, scale b_e per entry, drawn as a random
+  sign times an exponential (:class:`~dpledger.accounting.releases.LaplaceVectorRelease`, one
+  per entry group);
 * :func:`wishart_draw` — W ~ W_p(L²·I, k) by the **Bartlett decomposition** (Bartlett 1933;
   Smith & Hocking 1972, Algorithm AS 53): W = L²·A·Aᵀ with A lower triangular, A_ii =
   √χ²_{k−i} (i = 0 … p−1) and A_ij ~ N(0, 1) below the diagonal, all independent — O(p³)
@@ -72,8 +73,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpledger.mechanisms.noise import (discrete_gaussian_int, discrete_laplace_int,
-                                       laplace_bits)
+from numba.np.random.distributions import random_standard_exponential as _standard_exponential
+from numba.np.random.generator_core import next_uint64 as _next_uint64
+
+from dpledger.mechanisms.noise import discrete_gaussian_int, discrete_laplace_int
 
 # noise kinds of a tree's node releases
 GAUSS_VEC, GAUSS_SYM, LAPLACE, WISHART, DLAPLACE, DGAUSS = 0, 1, 2, 3, 4, 5
@@ -156,22 +159,34 @@ def gaussian_vector_draw(rng, sigma, out, off, n):
 @njit(cache=True)
 def sym_gaussian_draw(rng, sigma, p, out, off):
     """The upper triangle of Z = (Z′ + Z′ᵀ)/√2, Z′ᵢⱼ i.i.d. N(0, σ²): independent entries,
-    N(0, σ²) off the diagonal and N(0, 2σ²) on it (Z_ii = √2·Z′_ii), row by row."""
+    N(0, σ²) off the diagonal and N(0, 2σ²) on it (Z_ii = √2·Z′_ii), row by row (each row's
+    diagonal entry first, then its off-diagonal run: no per-entry branch)."""
     diag = sigma * np.sqrt(2.0)
     k = off
     for i in range(p):
-        for j in range(i, p):
-            out[k] = (diag if i == j else sigma) * rng.standard_normal()
-            k += 1
+        out[k] = diag * rng.standard_normal()
+        for e in range(k + 1, k + p - i):
+            out[e] = sigma * rng.standard_normal()
+        k += p - i
 
 
 @njit(cache=True)
 def laplace_entries_draw(rng, scales, out, off):
-    """out[off + e] = Lap(scales[e]) (numpy's Laplace law, :func:`~dpledger.mechanisms.noise.
-    laplace_bits`), in entry order."""
+    """out[off + e] = Lap(scales[e]), in entry order, drawn as s·E·b: E a standard exponential
+    (numpy's ziggurat, one 64-bit word in the common case) and s = ±1 one bit of a 64-bit word
+    drawn once per 64 entries.  This is the Laplace law exactly — |Lap(b)|/b is Exp(1) and its
+    sign an independent fair coin — at about 3 ns a draw where one logarithm per draw
+    (``Generator.laplace``'s inverse CDF, :func:`~dpledger.mechanisms.noise.laplace_bits`)
+    costs 7 (benchmarks/bench_contextual_private.py S4); the sign is applied arithmetically,
+    since a coin-flip branch is mispredicted half the time."""
     bg = rng.bit_generator
+    bits = np.uint64(0)
     for e in range(scales.size):
-        out[off + e] = laplace_bits(bg, scales[e])
+        k = e & 63
+        if k == 0:
+            bits = _next_uint64(bg)
+        sign = 1.0 - 2.0 * np.float64((bits >> np.uint64(k)) & np.uint64(1))
+        out[off + e] = sign * scales[e] * _standard_exponential(bg)
 
 
 @njit(cache=True)

@@ -60,43 +60,28 @@ N_CONSTS = 6
 
 
 @njit(cache=True)
-def cholesky_into(w, d, L):
-    """L ← the lower Cholesky factor of the symmetric d×d matrix whose upper triangle is held
-    row by row in the flat array ``w`` (overwritten); False at the first pivot that is not
-    positive (not positive definite).  The right-looking algorithm (W = UᵀU: row k of U
-    scales and updates the rows below it as contiguous axpy's), then L = Uᵀ.  Flat indexing:
-    2-D row views in the inner loops cost 2.3× at d = 64."""
-    for k in range(d):
-        b = k * d
-        piv = w[b + k]
-        if not piv > 0.0:
-            return False
-        ukk = np.sqrt(piv)
-        w[b + k] = ukk
-        inv = 1.0 / ukk
-        for j in range(k + 1, d):
-            w[b + j] *= inv
-        for j in range(k + 1, d):
-            ukj = w[b + j]
-            a = j * d
-            for i in range(j, d):
-                w[a + i] -= ukj * w[b + i]
+def gram_lower_into(pre, off, p, d, unit, diag, W):
+    """W's lower triangle (C order) ← unit · the leading d×d block of the symmetric p×p matrix
+    packed at pre[off:], plus ``diag`` on the diagonal; the upper triangle is left as it is
+    (the factorisation reads the lower one only)."""
     for i in range(d):
-        for j in range(i + 1):
-            L[i, j] = w[j * d + i]
-        for j in range(i + 1, d):
-            L[i, j] = 0.0
-    return True
+        row = off + packed_index(i, i, p)
+        for c in range(i, d):
+            W[c, i] = pre[row + c - i] * unit
+        W[i, i] += diag
 
 
 @njit(cache=True)
-def factor_psd(V, L, base, scale, jstate, m, W):
-    """Factor V + (base + extra)·I into L (``W``: d·d scratch) (module docstring: extra = 0, scale·2^(j−1), …);
-    returns (ln det of the factored matrix, repairs made).  ``jstate[m]`` = (the last j of
-    model m, refreshes since a smaller j was last tried): the search starts at the last j and
-    tries one step below it every 32nd refresh (the noise is full rank and the data grow, so
-    the shift needed shrinks slowly; trying below at every refresh doubled the factorisations)."""
-    d = V.shape[0]
+def factor_psd(pre, off, p, d, unit, L, base, scale, jstate, m, W):
+    """Factor V + (base + extra)·I into L, V = unit · the d×d Gram block packed at pre[off:]
+    (p×p packed, p = d or d + 1), extra = 0, scale·2^(j−1), … (module docstring), by LAPACK's
+    Cholesky (``np.linalg.cholesky``: dpotrf) on W (d×d scratch); returns (ln det of the
+    factored matrix, repairs made).  ``jstate[m]`` = (the last j of model m, refreshes since a
+    smaller j was last tried): the search starts at the last j and tries one step below it every
+    32nd refresh (the noise is full rank and the data grow, so the shift needed shrinks slowly;
+    trying below at every refresh doubled the factorisations).  LAPACK replaced a hand-written
+    right-looking Cholesky: 41 → 12–16 µs at d = 64 (benchmarks/bench_contextual_private.py S4);
+    the rounding differs, the factor is the same matrix."""
     j = jstate[m, 0]
     jstate[m, 1] += 1
     if j > 0 and jstate[m, 1] >= 32:
@@ -105,11 +90,14 @@ def factor_psd(V, L, base, scale, jstate, m, W):
     repairs = 0
     while True:
         extra = 0.0 if j == 0 else scale * 2.0 ** (j - 1)
-        for r in range(d):
-            for c in range(r, d):
-                W[r * d + c] = V[r, c]
-            W[r * d + r] += base + extra
-        if cholesky_into(W, d, L):
+        gram_lower_into(pre, off, p, d, unit, base + extra, W)
+        ok = True
+        try:
+            F = np.linalg.cholesky(W)
+        except Exception:       # not positive definite (LAPACK's info > 0)
+            ok = False
+        if ok:
+            L[:, :] = F
             break
         j += 1
         repairs += 1
@@ -128,42 +116,32 @@ def _solve_theta(L, b, th, work):
     backward_solve(L, work, th)
 
 
-@njit(cache=True, inline="always")
-def unpack_gram(pre, off, p, d, unit, V):
-    """V ← unit · the leading d×d block of the symmetric p×p matrix packed at pre[off:]."""
-    for i in range(d):
-        for j in range(i, d):
-            v = pre[off + packed_index(i, j, p)] * unit
-            V[i, j] = v
-            V[j, i] = v
-
-
 @njit(cache=True)
-def refresh_joint(pre, m, E, d, unit, consts, chol, theta, widths, jstate, V, b, W, work):
+def refresh_joint(pre, m, E, d, unit, consts, chol, theta, widths, jstate, b, W, work):
     """Model m from the Shariff & Sheffet statistic's noisy block m (``pre``: the tree's noisy
     prefix; ``unit``: lattice step, 1 for the float sampler): V = Gram block + shift·I, u = the
     last column, the width from ln det V."""
     p = d + 1
     off = m * E
-    unpack_gram(pre, off, p, d, unit, V)
     for i in range(d):
         b[i] = pre[off + packed_index(i, d, p)] * unit
-    logdet, rep = factor_psd(V, chol[m], consts[C_SHIFT], consts[C_PSD_SCALE], jstate, m, W)
+    logdet, rep = factor_psd(pre, off, p, d, unit, chol[m], consts[C_SHIFT],
+                             consts[C_PSD_SCALE], jstate, m, W)
     widths[m] = consts[C_XI] + consts[C_REWARD_SD] * np.sqrt(max(0.0, logdet + consts[C_KAPPA]))
     _solve_theta(chol[m], b, theta[m], work)
     return rep
 
 
 @njit(cache=True)
-def refresh_entries(pre, m, E, d, unit_g, unit_r, consts, chol, theta, widths, jstate, V, b, W,
+def refresh_entries(pre, m, E, d, unit_g, unit_r, consts, chol, theta, widths, jstate, b, W,
                     work):
     """Model m from the per-entry statistic's noisy block m: V = λ·I + Gram, b = Σ r·x."""
     off = m * E
-    unpack_gram(pre, off, d, d, unit_g, V)
     gram = d * (d + 1) // 2
     for i in range(d):
         b[i] = pre[off + gram + i] * unit_r
-    rep = factor_psd(V, chol[m], consts[C_SHIFT], consts[C_PSD_SCALE], jstate, m, W)[1]
+    rep = factor_psd(pre, off, d, d, unit_g, chol[m], consts[C_SHIFT], consts[C_PSD_SCALE],
+                     jstate, m, W)[1]
     widths[m] = consts[C_WIDTH]
     _solve_theta(chol[m], b, theta[m], work)
     return rep
@@ -213,8 +191,7 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
     values = np.zeros(K)
     work = np.zeros(d)
     work2 = np.zeros(d)
-    V = np.zeros((d, d))
-    W = np.zeros(d * d)
+    W = np.zeros((d, d))
     b = np.zeros(d)
     vx = np.zeros(d + 1)
     item = np.zeros(D)
@@ -244,10 +221,10 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
             pre = tree_prefix(tr, g)
             if stat == STAT_JOINT:
                 info[0] += refresh_joint(pre, m, E, d, unit_g, consts, chol, theta, widths,
-                                         jstate, V, b, W, work)
+                                         jstate, b, W, work)
             elif stat == STAT_ENTRIES:
                 info[0] += refresh_entries(pre, m, E, d, unit_g, unit_r, consts, chol, theta,
-                                           widths, jstate, V, b, W, work)
+                                           widths, jstate, b, W, work)
             else:
                 for i in range(d):
                     b[i] = pre[i] * unit_r
