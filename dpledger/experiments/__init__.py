@@ -20,6 +20,9 @@ EXPERIMENTS = {
     "hu-2025": "hu_2025",
     "mishra-thakurta-2015": "mishra_thakurta_2015",
     "azize-2025": "azize_2025",
+    # the papers' comparisons the reproductions above left out (issue 23 §3)
+    "hu-hegde-2022-nonprivate": "hu_hegde_2022_nonprivate",
+    "hu-2025-horizons": "hu_2025_horizons",
 }
 
 
