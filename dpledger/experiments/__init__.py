@@ -23,6 +23,9 @@ EXPERIMENTS = {
     # the papers' comparisons the reproductions above left out (issue 23 §3)
     "hu-hegde-2022-nonprivate": "hu_hegde_2022_nonprivate",
     "hu-2025-horizons": "hu_2025_horizons",
+    "hu-2025-equal-regret": "hu_2025_equal_regret",
+    "hu-2025-equal-privacy": "hu_2025_equal_privacy",
+    "ou-2024-matched": "ou_2024_matched",
 }
 
 

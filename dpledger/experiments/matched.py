@@ -28,7 +28,6 @@ streams.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -117,8 +116,29 @@ def select(reports: dict, prefix: str, values: Sequence) -> Tuned:
     return Tuned(prefix, best, tuning, reported, reports[f"{prefix}-{_fmt(best)}"])
 
 
-def log_grid(lo: float, hi: float, per_decade: int = 2) -> list[float]:
-    """A geometric grid from lo to hi with ``per_decade`` points per factor 10 (1, 3.16, 10 …
-    for 2), ends included."""
-    n = max(1, round(per_decade * math.log10(hi / lo)))
-    return [lo * (hi / lo) ** (i / n) for i in range(n + 1)]
+# M-TS-Gaussian's pre-pulls b, tuned at a GDP budget (Hu et al. 2025 App. E.1; Ou et al. 2024
+# App. D "set via grid search"): roughly ×3 steps, kept where bK ≤ T/4 (ou-2024's largest b)
+MTS_B_GRID = (0, 1, 3, 10, 30, 100, 300, 1000, 3000)
+
+
+def mts_b_grid(T: int, K: int, quick: bool) -> list[int]:
+    """:data:`MTS_B_GRID` where bK ≤ T/4, thinned to ends and middle in --quick."""
+    from dpledger.experiments.common import thin
+    return thin([b for b in MTS_B_GRID if b * K <= T // 4], quick)
+
+
+def tuned_mts_configs(prefix: str, mu: float, basis: str, env: dict, T: int, R: int, seed: int,
+                      quick: bool, tags: dict) -> list[RunConfig]:
+    """M-TS-Gaussian at GDP budget ``mu`` for every b of :func:`mts_b_grid`, c the smallest
+    meeting it by ``basis`` ("theorem" or "certificate",
+    :func:`~dpledger.experiments.common.calibrate_gdp`), on tuning and reported streams
+    (:func:`tuned_configs`)."""
+    from dpledger.experiments.common import calibrate_gdp
+    from dpledger.experiments.overrides import n_arms
+    K = n_arms(env)
+
+    def make(b):
+        return "mts-gaussian", {"b": b, "c": calibrate_gdp("mts-gaussian", {"b": b}, "c", mu,
+                                                            basis, T, K)}
+    return tuned_configs(prefix, mts_b_grid(T, K, quick), make, env, T, R, seed,
+                         {"policy": "mts-gaussian", "matching": basis, "budget_mu": mu, **tags})
