@@ -26,6 +26,7 @@ EXPERIMENTS = {
     "hu-2025-equal-regret": "hu_2025_equal_regret",
     "hu-2025-equal-privacy": "hu_2025_equal_privacy",
     "ou-2024-matched": "ou_2024_matched",
+    "mishra-thakurta-2015-tuned": "mishra_thakurta_2015_tuned",
 }
 
 
