@@ -27,6 +27,7 @@ EXPERIMENTS = {
     "hu-2025-equal-privacy": "hu_2025_equal_privacy",
     "ou-2024-matched": "ou_2024_matched",
     "mishra-thakurta-2015-tuned": "mishra_thakurta_2015_tuned",
+    "ou-2024-prepull": "ou_2024_prepull",
 }
 
 
