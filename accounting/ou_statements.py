@@ -4,7 +4,7 @@ statement (Appendix C.2, Theorem 8) and the standard-DP statement (Appendix C.1:
 Max with heterogeneous Gaussian noise, Algorithm 4, Theorems 6–7, composed over T rounds by
 advanced composition, Corollary 1).  Their Appendix C.3 (Figures 6 and 7) compares the three;
 ``dpledger experiment ou-2024-privacy`` redraws that comparison beside the ledger's certificate
-(docs/algorithms.md#ou-et-als-three-privacy-statements).
+(docs/algorithms.md#three-privacy-statements-of-m-ts-gaussian).
 
 All three start from one per-round bound, μ_r² = 1/(c(b+1))
 (:func:`~dpledger.accounting.theorems.ou_2024_round_mu2`): a round's output is the argmax of K

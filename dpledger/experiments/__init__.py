@@ -28,6 +28,7 @@ EXPERIMENTS = {
     "ou-2024-matched": "ou_2024_matched",
     "mishra-thakurta-2015-tuned": "mishra_thakurta_2015_tuned",
     "ou-2024-prepull": "ou_2024_prepull",
+    "ou-2024-privacy": "ou_2024_privacy",
 }
 
 

@@ -32,6 +32,7 @@ NAME = "mishra-thakurta-2015-tuned"
 TITLE = ("Mishra & Thakurta 2015, §5's tuning: private UCB's confidence parameter and private "
          "TS's random pulls, chosen on separate streams")
 T_FULL = 100_000
+QUICK_T = 10_000         # --quick: 14 tuned candidates × 2 stream sets per ε
 R_FULL = 10
 MEANS = [0.9, 0.4, 0.4, 0.4, 0.4]
 EPS = [0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0]
@@ -68,8 +69,12 @@ def prefix(variant: str, eps: float) -> str:
     return f"{variant}-eps{eps:g}"
 
 
+def horizon_of(quick: bool, ov: Overrides) -> int:
+    return ov.horizon if ov.horizon is not None else (QUICK_T if quick else T_FULL)
+
+
 def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
-    T, R, seed = ov.horizon_or(T_FULL, quick), ov.runs_or(R_FULL, quick), ov.seed_or(SEED)
+    T, R, seed = horizon_of(quick, ov), ov.runs_or(R_FULL, quick), ov.seed_or(SEED)
     env = next(iter(ov.instances_or(INSTANCES).values()))
     out = []
     for eps in ov.levels_or(EPS, quick):
@@ -100,7 +105,7 @@ def _grid(grid, quick):
 def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES) -> Summary:
     eps_grid = ov.levels_or(EPS, quick)
     env = next(iter(ov.instances_or(INSTANCES).values()))
-    T = ov.horizon_or(T_FULL, quick)
+    T = horizon_of(quick, ov)
     means = list(make_env(env).means)
     uniform = T * sum(max(means) - m for m in means) / len(means)
     tuned = {(var, eps): select(reports, prefix(var, eps), _grid(spec[3], quick))
