@@ -49,9 +49,9 @@ from dpledger.accounting.releases import ApproxDpRelease
 from dpledger.accounting.theorems import ou_2024_round_mu2, ou_2024_ts_gaussian
 from dpledger.errors import DpledgerError, check_count, check_delta, check_positive
 
-# logit grid of the share f of δ spent on the T per-round δ0 (the rest is δ′): 61 points from
-# f ≈ 6e-6 to 1 − 6e-6, refined once around the best (standard_dp_epsilon)
-_SPLIT_LOGITS = tuple(-12.0 + 0.4 * i for i in range(61))
+# logit grid of the share f of δ spent on the T per-round δ0 (the rest is δ′): 31 points from
+# f ≈ 6e-6 to 1 − 6e-6, refined once (±0.4 in steps of 0.04) around the best
+_SPLIT_LOGITS = tuple(-12.0 + 0.8 * i for i in range(31))
 
 
 def _mp_up(fn) -> float:
@@ -156,5 +156,5 @@ def standard_dp_statement(T: int, b: int, c: float, delta: float,
     best = min((at(x) for x in _SPLIT_LOGITS), key=lambda s: s.epsilon)
     f = T * best.delta0 / delta
     center = math.log(f / (1.0 - f))
-    fine = [at(center + 0.02 * i) for i in range(-20, 21)]
+    fine = [at(center + 0.04 * i) for i in range(-10, 11)]
     return min([best, *fine], key=lambda s: s.epsilon)

@@ -24,6 +24,7 @@ EPS = [0.1, 0.25, 0.5, 1.0, 500.0]
 PRIVATE = ["dp-ts", "lazy-dp-ts"]
 NONPRIVATE = "ts-beta"
 T_FULL = 100_000
+QUICK_T = 5_000          # --quick: DP-TS's per-round mechanisms make it the slow one
 R_FULL = 20
 SEED = 2022
 CLOSE = 1.25            # "DP-TS at ε = 500 is the non-private algorithm": within 25 %
@@ -42,7 +43,8 @@ NAMES = {"dp-ts": "DP-TS", "lazy-dp-ts": "Lazy-DP-TS", "ts-beta": "non-private T
 
 
 def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
-    T, R, seed = ov.horizon_or(T_FULL, quick), ov.runs_or(R_FULL, quick), ov.seed_or(SEED)
+    T = ov.horizon if ov.horizon is not None else (QUICK_T if quick else T_FULL)
+    R, seed = ov.runs_or(R_FULL, quick), ov.seed_or(SEED)
     env = next(iter(ov.instances_or(INSTANCES).values()))
     out = [RunConfig(f"{pol}-eps{eps:g}", pol, {"epsilon": eps}, env, T, R, seed=seed,
                      tags={"policy": pol, "epsilon": eps})

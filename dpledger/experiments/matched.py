@@ -1,5 +1,6 @@
 """Shared steps of the comparison experiments (issue 23 §3): matching privacy across currencies,
-and tuning a parameter on streams separate from the reported ones.
+and tuning a parameter on streams separate from the reported ones
+(docs/algorithms.md#currency-matching, docs/algorithms.md#tuning-on-separate-streams).
 
 **Currency matching.**  A GDP policy at μ against an ε-DP policy needs one ε for the latter.
 Two tight conversions exist, and they bracket the comparison, so both are run and labelled:

@@ -13,6 +13,7 @@ a reward read by T − 1 later samples at k ≥ 1) and the realized value of the
 """
 from __future__ import annotations
 
+import functools
 import os
 
 from dpledger.accounting import ou_statements as S
@@ -85,6 +86,7 @@ def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
             for mu in ov.levels_or(BUDGETS, quick) for T in horizons(quick, ov)]
 
 
+@functools.lru_cache(maxsize=None)
 def statements(mu: float, T: int, delta: float) -> dict:
     """Every statement's ε at δ for the setting (μ, T): b = 0, c = T/μ²."""
     c = c_for(mu, T)
