@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 
-from dpledger.experiments.common import (MATCHINGS, Claim, Summary, compare_less,
-                                         final_regret, gdp_mu_of, plot_regret_panels,
-                                         privacy_row)
+from dpledger.experiments.common import (MATCHINGS, Claim, Summary, compare_all, compare_less,
+                                         finish_figure, gdp_mu_of, new_figure,
+                                         plot_regret_panels)
 from dpledger.experiments.matched import (CURRENCY_MATCHINGS, MATCHING_TEXT, MTS_B_GRID,
-                                          matched_epsilon, mts_b_grid, select,
-                                          tuned_mts_configs, tuning_seed)
+                                          matched_configs, mts_b_grid, select,
+                                          tuned_mts_configs, tuned_row, tuning_seed)
 from dpledger.experiments.overrides import (NO_OVERRIDES, Overrides, first_reason, n_arms,
                                             outside_instance)
 from dpledger.sweep import RunConfig
@@ -32,7 +32,7 @@ TITLE = ("Hu et al. 2025, §5.3 and App. E: DP-TS-UCB against tuned M-TS-Gaussia
 MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
 ALPHAS = [0.0, 1.0]
 T_FULL = 100_000
-R_FULL = 10
+R_FULL = 50
 C0 = 1.0
 SEED = 2025
 EPS_POLICIES = ["dp-se", "anytime-lazy-ucb", "lazy-dp-ts"]
@@ -80,16 +80,10 @@ def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
             for basis in MATCHINGS:
                 out += tuned_mts_configs(mts_prefix(basis, a), dp_mu(a, T, K, basis), basis, env,
                                          T, R, seed, quick, {"alpha": a})
-        mu = dp_mu(a, T, K, "theorem")
-        for matching in CURRENCY_MATCHINGS:
-            eps = matched_epsilon(mu, matching)
-            for pol in EPS_POLICIES:
-                if ov.keeps(pol):
-                    out.append(RunConfig(f"{pol}-{matching}-alpha{a:g}", pol, {"epsilon": eps},
-                                         env, T, R, seed=seed,
-                                         tags={"policy": pol, "alpha": a, "part": "compared",
-                                               "currency_matching": matching,
-                                               "budget_mu": mu, "epsilon": eps}))
+        out += matched_configs(lambda pol, m, a=a: f"{pol}-{m}-alpha{a:g}",
+                               dp_mu(a, T, K, "theorem"),
+                               [p for p in EPS_POLICIES if ov.keeps(p)], env, T, R, seed,
+                               {"alpha": a})
     return out
 
 
@@ -100,20 +94,14 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     grid = mts_b_grid(T, K, quick)
     tuned = {(basis, a): select(reports, mts_prefix(basis, a), grid)
              for basis in MATCHINGS for a in alphas if ov.keeps("mts-gaussian")}
-    table = []
-    for lab, rep in reports.items():
-        tg = rep["tags"]
-        m, s = final_regret(rep)
-        part = tg.get("part", "compared")
-        chosen = any(t.label == lab for t in tuned.values())
-        table.append({"label": lab, "policy": tg["policy"], "alpha": tg["alpha"],
-                      "part": part + (" (chosen)" if chosen else ""),
-                      "matching": tg.get("matching") or tg.get("currency_matching", ""),
-                      "budget_mu": tg.get("budget_mu"), "epsilon": tg.get("epsilon"),
-                      **{k: rep["policy"]["params"][k] for k in ("b", "c")
-                         if k in rep["policy"]["params"]},
-                      "T": rep["horizon"], "runs": rep["runs"], "seed": rep["seed"],
-                      "regret_mean": m, "regret_std": s, **privacy_row(rep)})
+    table = [tuned_row(lab, rep, tuned.values(), policy=rep["tags"]["policy"],
+                       alpha=rep["tags"]["alpha"],
+                       matching=rep["tags"].get("matching") or rep["tags"].get(
+                           "currency_matching", ""),
+                       budget_mu=rep["tags"].get("budget_mu"), epsilon=rep["tags"].get("epsilon"),
+                       **{k: rep["policy"]["params"][k] for k in ("b", "c")
+                          if k in rep["policy"]["params"]})
+             for lab, rep in reports.items()]
     plots = []
     panels = {}
     for a in alphas:
@@ -146,12 +134,8 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
 
 def _plot_tuning(tuned, grid, alphas, path, T):
     """App. E.1: regret at T against b, on the tuning and on the reported streams."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from dpledger.experiments.common import _save
-    fig, axes = plt.subplots(1, len(alphas), figsize=(5.5 * len(alphas), 4), squeeze=False)
-    for ax, a in zip(axes[0], alphas):
+    fig, axes = new_figure(len(alphas), 5.5, 4)
+    for ax, a in zip(axes, alphas):
         for basis in MATCHINGS:
             if (basis, a) not in tuned:
                 continue
@@ -163,13 +147,7 @@ def _plot_tuning(tuned, grid, alphas, path, T):
             ax.plot([t.value + 1], [t.tuning[t.value]], "k*", markersize=12)
         ax.set(xscale="log", yscale="log", xlabel="b + 1", ylabel="pseudo-regret at T",
                title=f"M-TS-Gaussian at DP-TS-UCB's μ, α = {a:g} (★ chosen)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(f"App. E.1: choosing b (T = {T:g})", fontsize=10)
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return finish_figure(fig, axes, path, f"App. E.1: choosing b (T = {T:g})")
 
 
 def _claims(reports, tuned, alphas, ov, T, K) -> list[Claim]:
@@ -216,6 +194,9 @@ def _claims(reports, tuned, alphas, ov, T, K) -> list[Claim]:
     for matching in CURRENCY_MATCHINGS:
         def eps_rep(pol, a, matching=matching):
             return reports[f"{pol}-{matching}-alpha{a:g}"]
+
+        def eps_name(pol, a):
+            return f"{NAMES[pol]} (ε={eps_rep(pol, a)['tags']['epsilon']:.4g})"
         text = (f"App. E.2 ({matching}), weak privacy (α = {weak:g}): DP-TS-UCB and M-TS-Gaussian "
                 "both outperform DP-SE, Anytime-Lazy-UCB and Lazy-DP-TS")
         if dp[weak] is None or ("theorem", weak) not in tuned or not eps_run:
@@ -224,16 +205,9 @@ def _claims(reports, tuned, alphas, ov, T, K) -> list[Claim]:
         else:
             gdp_side = [("DP-TS-UCB", dp[weak]),
                         ("M-TS-Gaussian (tuned, theorem)", tuned[("theorem", weak)].report)]
-            oks, evs = [], []
-            for name, rep in gdp_side:
-                for pol in eps_run:
-                    o = eps_rep(pol, weak)
-                    ok, ev = compare_less(rep, o, name,
-                                          f"{NAMES[pol]} (ε={o['tags']['epsilon']:.4g})")
-                    oks.append(ok)
-                    evs.append(ev)
-            claims.append(Claim.judged(text, all(oks), f"{sum(oks)}/{len(oks)}; "
-                                       + "; ".join(evs), first_reason(why, out_weak)))
+            ok, ev = compare_all((rep, eps_rep(pol, weak), name, eps_name(pol, weak))
+                                 for name, rep in gdp_side for pol in eps_run)
+            claims.append(Claim.judged(text, ok, ev, first_reason(why, out_weak)))
         text = (f"App. E.2 ({matching}), strong privacy (α = {strong:g}): M-TS-Gaussian performs "
                 "worse than the ε-DP algorithms")
         if ("theorem", strong) not in tuned or not eps_run:
@@ -241,23 +215,17 @@ def _claims(reports, tuned, alphas, ov, T, K) -> list[Claim]:
                                               "(--policies)"))
         else:
             t = tuned[("theorem", strong)]
-            oks, evs = [], []
-            for pol in eps_run:
-                o = eps_rep(pol, strong)
-                ok, ev = compare_less(o, t.report, f"{NAMES[pol]} (ε={o['tags']['epsilon']:.4g})",
-                                      f"M-TS-Gaussian (tuned, theorem, b={t.value})")
-                oks.append(ok)
-                evs.append(ev)
-            claims.append(Claim.judged(text, all(oks), f"{sum(oks)}/{len(oks)}; "
-                                       + "; ".join(evs), first_reason(why, out_strong)))
+            ok, ev = compare_all((eps_rep(pol, strong), t.report, eps_name(pol, strong),
+                                  f"M-TS-Gaussian (tuned, theorem, b={t.value})")
+                                 for pol in eps_run)
+            claims.append(Claim.judged(text, ok, ev, first_reason(why, out_strong)))
         text = (f"App. E.2 ({matching}), strong privacy (α = {strong:g}): DP-TS-UCB still "
                 "outperforms Anytime-Lazy-UCB")
         if dp[strong] is None or not ov.keeps("anytime-lazy-ucb"):
             claims.append(Claim.missing(text, "DP-TS-UCB or Anytime-Lazy-UCB not run "
                                               "(--policies)"))
         else:
-            o = eps_rep("anytime-lazy-ucb", strong)
-            ok, ev = compare_less(dp[strong], o, "DP-TS-UCB",
-                                  f"Anytime-Lazy-UCB (ε={o['tags']['epsilon']:.4g})")
+            ok, ev = compare_less(dp[strong], eps_rep("anytime-lazy-ucb", strong), "DP-TS-UCB",
+                                  eps_name("anytime-lazy-ucb", strong))
             claims.append(Claim.judged(text, ok, ev, first_reason(why, out_strong)))
     return claims

@@ -12,11 +12,10 @@ from __future__ import annotations
 import math
 import os
 
-from dpledger.experiments.common import (MATCHINGS, Claim, Summary, band, compare_less,
-                                         final_regret, gdp_mu_of, plot_regret_panels,
-                                         plot_tradeoff, privacy_row)
+from dpledger.experiments.common import (MATCHINGS, Claim, Summary, band, compare_all,
+                                         final_regret, finish_figure, gdp_mu_of, new_figure,
+                                         plot_regret_panels, plot_tradeoff, privacy_row)
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, n_arms, outside_instance
-from dpledger.errors import DpledgerError
 from dpledger.sweep import RunConfig
 
 NAME = "hu-2025-equal-regret"
@@ -24,7 +23,7 @@ TITLE = "Hu et al. 2025, §5.2: DP-TS-UCB(α) against M-TS-Gaussian with b = c =
 MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
 ALPHAS = [0.0, 0.25, 0.5, 0.75, 1.0]
 T_FULL = 100_000
-R_FULL = 10
+R_FULL = 50
 C0 = 1.0
 SEED = 2025
 CHOICES = ["instance: Bernoulli 0.75, 0.625, 0.5, 0.375, 0.25; T = 10⁵; α ∈ "
@@ -51,13 +50,8 @@ def params(policy: str, alpha: float, T: int) -> dict:
 
 
 def check_overrides(ov: Overrides) -> None:
-    T = ov.horizon
-    if T is not None:
-        arms = max(n_arms(s) for s in ov.instances_or(INSTANCES).values())
-        b = mts_params(1.0, T)["b"]
-        if b * arms >= T:
-            raise DpledgerError(f"--horizon {T} is too short for {NAME}: M-TS-Gaussian's "
-                                f"b = ⌈ln T⌉ = {b} pre-pulls of {arms} arms need T > {b * arms}")
+    from dpledger.experiments import hu_2025
+    hu_2025.check_overrides(ov, NAME)          # b = ⌈ln^α T⌉ is largest at α = 1: ⌈ln T⌉
 
 
 def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
@@ -102,21 +96,13 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
 
 
 def _plot_mu(mu, alphas, path, T):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from dpledger.experiments.common import _save
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    fig, (ax,) = new_figure()
     for p in POLICY_NAMES:
         for b, style in zip(MATCHINGS, ("o-", "s--")):
             ax.plot(alphas, [mu[(p, b, a)] for a in alphas], style, label=f"{NAMES[p]} ({b})")
     ax.set(yscale="log", xlabel="α", ylabel="GDP μ",
            title=f"GDP μ at equal theoretical regret, T = {T:g}")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return finish_figure(fig, (ax,), path)
 
 
 def _claims(reports, mu, alphas, pols, ov) -> list[Claim]:
@@ -127,15 +113,10 @@ def _claims(reports, mu, alphas, pols, ov) -> list[Claim]:
     if len(pols) < 2:
         claims.append(Claim.missing(text, "DP-TS-UCB or M-TS-Gaussian not run (--policies)"))
     else:
-        oks, evs = [], []
-        for a in alphas:
-            ok, ev = compare_less(reports[f"dp-ts-ucb-alpha{a:g}"],
-                                  reports[f"mts-gaussian-alpha{a:g}"], f"α={a:g}: DP-TS-UCB",
-                                  "M-TS-Gaussian")
-            oks.append(ok)
-            evs.append(ev)
-        claims.append(Claim.judged(text, all(oks), f"{sum(oks)}/{len(oks)} α; " + "; ".join(evs),
-                                   why))
+        ok, ev = compare_all((reports[f"dp-ts-ucb-alpha{a:g}"],
+                              reports[f"mts-gaussian-alpha{a:g}"], f"α={a:g}: DP-TS-UCB",
+                              "M-TS-Gaussian") for a in alphas)
+        claims.append(Claim.judged(text, ok, ev, why))
     for b in MATCHINGS:
         text = (f"at equal theoretical regret DP-TS-UCB has the better privacy (smaller GDP μ by "
                 f"{b}), at every α")

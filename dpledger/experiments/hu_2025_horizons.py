@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 
 from dpledger.experiments.common import (MATCHINGS, QUICK_T, Claim, Summary, band, final_regret,
-                                         gdp_mu_of, plot_regret_panels, privacy_row)
+                                         finish_figure, gdp_mu_of, new_figure,
+                                         plot_regret_panels, privacy_row)
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, n_arms
 from dpledger.sweep import RunConfig
 
@@ -24,7 +25,7 @@ MEANS = [0.75, 0.625, 0.5, 0.375, 0.25]
 ALPHAS = [0.0, 0.25, 0.5, 0.75, 1.0]
 HORIZONS = [1_000, 10_000, 100_000, 1_000_000]
 QUICK_HORIZONS = [1_000, 5_000, QUICK_T]
-R_FULL = 10
+R_FULL = 50
 C0 = 1.0
 SEED = 2025
 FLAT = 0.05             # "constant in T": every μ within 5 % of the first T's
@@ -87,11 +88,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
 def _plot(reports, mu, alphas, Ts, path):
     """Left: μ against T per α (theorem solid, certificate dashed); right: regret at T against
     μ by theorem, one line per α across T (the paper's privacy-versus-regret figure)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from dpledger.experiments.common import _save
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (a1, a2) = new_figure(2, 5.5, 4)
     for a in alphas:
         line, = a1.plot(Ts, [mu[("theorem", a, T)] for T in Ts], "o-", label=f"α = {a:g}")
         a1.plot(Ts, [mu[("certificate", a, T)] for T in Ts], "s--", color=line.get_color())
@@ -105,14 +102,7 @@ def _plot(reports, mu, alphas, Ts, path):
            title="μ against T (solid: theorem 4.4, dashed: certificate)")
     a2.set(xscale="log", yscale="log", xlabel="GDP μ (theorem)", ylabel="pseudo-regret at T",
            title="regret at T against μ (each line: one α across T)")
-    for ax in (a1, a2):
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(TITLE, fontsize=10)
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return finish_figure(fig, (a1, a2), path, TITLE)
 
 
 def _claims(reports, mu, alphas, Ts) -> list[Claim]:

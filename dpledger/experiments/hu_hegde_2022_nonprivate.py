@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 
-from dpledger.experiments.common import (Claim, Summary, band, compare_less, final_regret,
-                                         plot_regret_panels, plot_tradeoff, privacy_row)
+from dpledger.experiments.common import (Claim, Summary, band, compare_all, compare_less,
+                                         final_regret, non_increasing, plot_regret_panels,
+                                         plot_tradeoff, privacy_row)
 from dpledger.experiments.overrides import (NO_OVERRIDES, Overrides, first_reason,
                                             outside_instance, outside_levels)
 from dpledger.sweep import RunConfig
@@ -98,14 +99,9 @@ def _claims(reports: dict, grid: list[float], ov: Overrides) -> list[Claim]:
         claims.append(Claim.missing(text, "non-private TS or both private policies not run "
                                           "(--policies)"))
     else:
-        oks, evs = [], []
-        for eps in grid:
-            for p in private:
-                ok, ev = compare_less(base, rep(p, eps), "non-private TS", f"{NAMES[p]} (ε={eps:g})")
-                oks.append(ok)
-                evs.append(ev)
-        claims.append(Claim.judged(text, all(oks), f"{sum(oks)}/{len(oks)} hold; "
-                                   + "; ".join(evs),
+        ok, ev = compare_all((base, rep(p, eps), "non-private TS", f"{NAMES[p]} (ε={eps:g})")
+                             for eps in grid for p in private)
+        claims.append(Claim.judged(text, ok, ev,
                                    first_reason(why, outside_levels(grid, EPS, "ε"))))
     big = max(grid)
     text = (f"as ε grows DP-TS becomes non-private TS (Remark (b) of Theorem 2): at ε = {big:g} "
@@ -128,9 +124,7 @@ def _claims(reports: dict, grid: list[float], ov: Overrides) -> list[Claim]:
         oks, evs = [], []
         for p in private:
             pts = [(e, rep(p, e)["regret"]["final_mean"], band(rep(p, e))) for e in grid]
-            ok = all(a[1] >= b[1] - a[2] - b[2] for a, b in zip(pts, pts[1:])) \
-                and pts[0][1] > pts[-1][1]
-            oks.append(ok)
+            oks.append(non_increasing(pts))
             ratios = ("" if base is None else " (×" + ", ×".join(
                 f"{m / base['regret']['final_mean']:.3g}" for _, m, _ in pts) + " of non-private)")
             evs.append(f"{NAMES[p]}: " + ", ".join(f"ε={e:g} {m:.4g}" for e, m, _ in pts)

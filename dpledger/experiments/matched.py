@@ -55,6 +55,22 @@ def matched_epsilon(mu: float, matching: str) -> float:
                         f"{', '.join(CURRENCY_MATCHINGS)}")
 
 
+def matched_configs(label: Callable[[str, str], str], mu: float, policies: Sequence[str],
+                    env: dict, T: int, R: int, seed: int, tags: dict) -> list[RunConfig]:
+    """Each ε-DP policy of ``policies`` at the ε of ``mu`` by each of
+    :data:`CURRENCY_MATCHINGS` (label ``label(policy, matching)``, tagged with the matching,
+    the budget and the ε, ``part = "compared"``)."""
+    out = []
+    for matching in CURRENCY_MATCHINGS:
+        eps = matched_epsilon(mu, matching)
+        out += [RunConfig(label(pol, matching), pol, {"epsilon": eps}, env, T, R, seed=seed,
+                          tags={"policy": pol, **tags, "part": "compared",
+                                "currency_matching": matching, "budget_mu": mu,
+                                "epsilon": eps})
+                for pol in policies]
+    return out
+
+
 def tuning_seed(seed: int) -> int:
     """The master seed of the tuning streams of an experiment run with master seed ``seed``:
     a different SeedSequence entropy, so tuning and reported runs share no stream."""
@@ -104,6 +120,19 @@ class Tuned:
         return (f"chosen on tuning streams: {_fmt(self.value)} (tuning {self.tuning[self.value]:.4g}"
                 f", reported {self.reported[self.value]:.4g}; best on the reported streams in "
                 f"hindsight: {_fmt(hind)}, {self.reported[hind]:.4g})")
+
+
+def tuned_row(label: str, rep: dict, tuned, **fields) -> dict:
+    """A table row for run ``label``: ``fields``, its part (``tuning``, ``candidate`` — marked
+    ``(chosen)`` when one of the ``tuned`` outcomes chose it — or ``compared``), size, seed,
+    regret and privacy."""
+    from dpledger.experiments.common import final_regret, privacy_row
+    m, s = final_regret(rep)
+    chosen = any(t.label == label for t in tuned)
+    return {"label": label, **fields,
+            "part": rep["tags"].get("part", "compared") + (" (chosen)" if chosen else ""),
+            "T": rep["horizon"], "runs": rep["runs"], "seed": rep["seed"],
+            "regret_mean": m, "regret_std": s, **privacy_row(rep)}
 
 
 def select(reports: dict, prefix: str, values: Sequence) -> Tuned:

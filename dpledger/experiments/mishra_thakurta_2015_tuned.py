@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import os
 
-from dpledger.experiments.common import (Claim, Summary, band, compare_less, final_regret,
-                                         plot_regret_panels, plot_tradeoff, privacy_row)
-from dpledger.experiments.matched import select, tuned_configs, tuning_seed
+from dpledger.experiments.common import (Claim, Summary, band, compare_all, non_increasing,
+                                         plot_regret_panels, plot_tradeoff)
+from dpledger.experiments.matched import select, tuned_configs, tuned_row, tuning_seed
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, outside_instance
 from dpledger.policies.registry import make_policy
 from dpledger.sweep import RunConfig, make_env
@@ -33,7 +33,7 @@ TITLE = ("Mishra & Thakurta 2015, §5's tuning: private UCB's confidence paramet
          "TS's random pulls, chosen on separate streams")
 T_FULL = 100_000
 QUICK_T = 10_000         # --quick: 14 tuned candidates × 2 stream sets per ε
-R_FULL = 10
+R_FULL = 50
 MEANS = [0.9, 0.4, 0.4, 0.4, 0.4]
 EPS = [0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0]
 KAPPAS = [0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0]
@@ -113,15 +113,9 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     base = {n: reports[n] for n in BASELINES if n in reports}
     table = []
     for lab, rep in reports.items():
-        tg = rep["tags"]
-        m, s = final_regret(rep)
-        chosen = any(t.label == lab for t in tuned.values())
-        table.append({"label": lab, "variant": tg["variant"], "epsilon": tg["epsilon"],
-                      "tuned_value": tg.get("tuned_value"),
-                      "part": tg.get("part", "") + (" (chosen)" if chosen else ""),
-                      "T": rep["horizon"], "runs": rep["runs"], "seed": rep["seed"],
-                      "regret_mean": m, "regret_std": s, "regret_over_uniform": m / uniform,
-                      **privacy_row(rep)})
+        row = tuned_row(lab, rep, tuned.values(), variant=rep["tags"]["variant"],
+                        epsilon=rep["tags"]["epsilon"], tuned_value=rep["tags"].get("tuned_value"))
+        table.append({**row, "regret_over_uniform": row["regret_mean"] / uniform})
     trade: dict[str, list] = {}
     panels = {}
     for eps in eps_grid:
@@ -211,8 +205,7 @@ def _claims(reports, tuned, base, eps_grid, uniform, ov) -> list[Claim]:
         for var in variants:
             pts = [(e, tuned[(var, e)].reported[tuned[(var, e)].value],
                     band(tuned[(var, e)].report)) for e in eps_grid]
-            oks.append(all(a[1] >= b[1] - a[2] - b[2] for a, b in zip(pts, pts[1:]))
-                       and pts[0][1] > pts[-1][1])
+            oks.append(non_increasing(pts))
             evs.append(f"{var}: " + ", ".join(f"ε={e:g} {m:.4g}" for e, m, _ in pts))
         claims.append(Claim.judged(text, all(oks), f"{sum(oks)}/{len(oks)} variants; "
                                    + "; ".join(evs), why))
@@ -236,13 +229,8 @@ def _claims(reports, tuned, base, eps_grid, uniform, ov) -> list[Claim]:
     if not all(ov.keeps(v) for v in TUNED):
         claims.append(Claim.missing(text, "a tuned variant not run (--policies)"))
     else:
-        oks, evs = [], []
-        for e in eps_grid:
-            ok, ev = compare_less(tuned[("dp-ts-mt-tuned", e)].report,
-                                  tuned[("dp-ucb-tuned", e)].report, f"private TS (ε={e:g})",
-                                  "private UCB")
-            oks.append(ok)
-            evs.append(ev)
-        claims.append(Claim.judged(text, all(oks), f"{sum(oks)}/{len(oks)}; " + "; ".join(evs),
-                                   why))
+        ok, ev = compare_all((tuned[("dp-ts-mt-tuned", e)].report,
+                              tuned[("dp-ucb-tuned", e)].report, f"private TS (ε={e:g})",
+                              "private UCB") for e in eps_grid)
+        claims.append(Claim.judged(text, ok, ev, why))
     return claims

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 
-from dpledger.experiments.common import (Claim, Summary, compare_less, final_regret,
-                                         plot_regret_panels, privacy_row)
+from dpledger.experiments.common import (Claim, Summary, compare_all, compare_less,
+                                         plot_regret_panels)
 from dpledger.experiments.matched import (CURRENCY_MATCHINGS, MATCHING_TEXT, MTS_B_GRID,
-                                          matched_epsilon, mts_b_grid, select,
-                                          tuned_mts_configs, tuning_seed)
+                                          matched_configs, mts_b_grid, select,
+                                          tuned_mts_configs, tuned_row, tuning_seed)
 from dpledger.experiments.overrides import (NO_OVERRIDES, Overrides, first_reason, n_arms,
                                             outside_instance, outside_levels)
 from dpledger.sweep import RunConfig
@@ -63,15 +63,8 @@ def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
     for mu in ov.levels_or(BUDGETS, quick):
         if ov.keeps("mts-gaussian"):
             out += tuned_mts_configs(mts_prefix(mu), mu, "theorem", env, T, R, seed, quick, {})
-        for matching in CURRENCY_MATCHINGS:
-            eps = matched_epsilon(mu, matching)
-            for pol in EPS_POLICIES:
-                if ov.keeps(pol):
-                    out.append(RunConfig(f"{pol}-{matching}-mu{mu:g}", pol, {"epsilon": eps},
-                                         env, T, R, seed=seed,
-                                         tags={"policy": pol, "budget_mu": mu, "epsilon": eps,
-                                               "currency_matching": matching,
-                                               "part": "compared"}))
+        out += matched_configs(lambda pol, m, mu=mu: f"{pol}-{m}-mu{mu:g}", mu,
+                               [p for p in EPS_POLICIES if ov.keeps(p)], env, T, R, seed, {})
     return out
 
 
@@ -82,19 +75,13 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     grid = mts_b_grid(T, K, quick)
     tuned = {mu: select(reports, mts_prefix(mu), grid) for mu in budgets
              if ov.keeps("mts-gaussian")}
-    table = []
-    for lab, rep in reports.items():
-        tg = rep["tags"]
-        m, s = final_regret(rep)
-        chosen = any(t.label == lab for t in tuned.values())
-        table.append({"label": lab, "policy": tg["policy"], "budget_mu": tg["budget_mu"],
-                      "part": tg.get("part", "") + (" (chosen)" if chosen else ""),
-                      "currency_matching": tg.get("currency_matching", ""),
-                      "epsilon": tg.get("epsilon"),
-                      **{k: rep["policy"]["params"][k] for k in ("b", "c")
-                         if k in rep["policy"]["params"]},
-                      "T": rep["horizon"], "runs": rep["runs"], "seed": rep["seed"],
-                      "regret_mean": m, "regret_std": s, **privacy_row(rep)})
+    table = [tuned_row(lab, rep, tuned.values(), policy=rep["tags"]["policy"],
+                       budget_mu=rep["tags"]["budget_mu"],
+                       currency_matching=rep["tags"].get("currency_matching", ""),
+                       epsilon=rep["tags"].get("epsilon"),
+                       **{k: rep["policy"]["params"][k] for k in ("b", "c")
+                          if k in rep["policy"]["params"]})
+             for lab, rep in reports.items()]
     panels = {}
     for mu in budgets:
         for matching in CURRENCY_MATCHINGS:
@@ -147,15 +134,10 @@ def _claims(reports, tuned, budgets, ov) -> list[Claim]:
         if not all(ov.keeps(p) for p in EPS_POLICIES):
             claims.append(Claim.missing(text, "DP-SE or Anytime-Lazy-UCB not run (--policies)"))
         else:
-            oks, evs = [], []
-            for mu in budgets:
-                ok, ev = compare_less(reports[f"anytime-lazy-ucb-{matching}-mu{mu:g}"],
-                                      reports[f"dp-se-{matching}-mu{mu:g}"],
-                                      f"μ={mu:g}: Anytime-Lazy-UCB", "DP-SE")
-                oks.append(ok)
-                evs.append(ev)
-            claims.append(Claim.judged(text, all(oks), f"{sum(oks)}/{len(oks)}; "
-                                       + "; ".join(evs),
+            ok, ev = compare_all((reports[f"anytime-lazy-ucb-{matching}-mu{mu:g}"],
+                                  reports[f"dp-se-{matching}-mu{mu:g}"],
+                                  f"μ={mu:g}: Anytime-Lazy-UCB", "DP-SE") for mu in budgets)
+            claims.append(Claim.judged(text, ok, ev,
                                        first_reason(why, outside_levels(budgets, BUDGETS, "μ"))))
         text = (f"({matching}) as μ grows M-TS-Gaussian substantially outperforms the others: at "
                 f"the largest μ ({hi:g}) it is lowest, bands separate")

@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from dpledger.experiments.common import (Claim, Summary, band, calibrate_gdp, final_regret,
-                                         privacy_row, thin)
+                                         finish_figure, new_figure, privacy_row, thin)
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, n_arms, outside_instance
 from dpledger.sweep import RunConfig, make_env
 
@@ -36,8 +36,10 @@ CHOICES = ["the Bernoulli instance of their Section 5.1, listed from the highest
            f"{BUDGETS} as ou-2024 (the paper's values were lost); {R_FULL} runs (stated)",
            f"b ∈ {B_GRID} (ou-2024's grid without b = 0, where the order does not exist); c the "
            "smallest meeting μ by theorem (the paper's way)",
-           "the same master seed for both orders (2024): pre-pull rewards fall on other rounds, "
-           "so the two orders' runs are independent draws of the same law after round bK",
+           "the same master seed for both orders (2024): common random numbers — the same "
+           "uniforms are spent in the same rounds, during the pre-pulls on other arms, and the "
+           "same noise after them — so the two orders' final regrets differ by less than two "
+           "independent runs' would",
            "'convex': the measured mean curve equals the deterministic pre-pull regret at every "
            "stored round ≤ bK and its per-block slopes increase; 'no effect after the pre-pulls': "
            "final regrets within the sum of their 95 % bands"]
@@ -112,13 +114,9 @@ def _at(rep, t):
 def _plot(reports, budgets, grid, K, path):
     """One panel per μ, linear rounds up to 2·bK of the largest b: arm blocks solid,
     round-robin dashed (their Figure 2 on a linear axis)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from dpledger.experiments.common import _save
-    fig, axes = plt.subplots(1, len(budgets), figsize=(5 * len(budgets), 4), squeeze=False)
+    fig, axes = new_figure(len(budgets), 5, 4)
     t_max = 2 * max(grid) * K
-    for ax, mu in zip(axes[0], budgets):
+    for ax, mu in zip(axes, budgets):
         for b in grid:
             color = None
             for order, style in zip(ORDERS, ("-", "--")):
@@ -131,14 +129,8 @@ def _plot(reports, budgets, grid, K, path):
                 color = line.get_color()
             ax.axvline(b * K, color=color, alpha=0.2, lw=0.8)
         ax.set(xlabel="round t", ylabel="pseudo-regret", title=f"μ = {mu:g} (c by theorem)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
-    fig.suptitle("M-TS-Gaussian's pre-pull phase: best arm first (solid) or round-robin "
-                 "(dashed); vertical lines at bK", fontsize=10)
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return finish_figure(fig, axes, path, "M-TS-Gaussian's pre-pull phase: best arm first "
+                         "(solid) or round-robin (dashed); vertical lines at bK", legend=6)
 
 
 def _claims(reports, budgets, grid, gaps, ov) -> list[Claim]:

@@ -18,7 +18,8 @@ import os
 
 from dpledger.accounting import ou_statements as S
 from dpledger.accounting.gdp import gdp_epsilon
-from dpledger.experiments.common import Claim, Summary, final_regret, gdp_mu_of, privacy_row
+from dpledger.experiments.common import (Claim, Summary, final_regret, finish_figure, gdp_mu_of,
+                                         new_figure, privacy_row)
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, n_arms
 from dpledger.sweep import RunConfig
 
@@ -140,32 +141,20 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
 
 
 def _plot_fig1(fig1, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from dpledger.experiments.common import _save
-    fig, ax = plt.subplots(figsize=(6.0, 4.2))
+    fig, (ax,) = new_figure(1, 6.0, 4.2)
     for (b, c), eps in fig1.items():
         ax.plot(DELTAS, eps, "o-", ms=3, label=f"b = {b}, c = {c:g}" + (" (TS-Gaussian)"
                                                                       if (b, c) == (0, 1.0) else ""))
     ax.set(xscale="log", yscale="log", xlabel="δ", ylabel="ε (Theorem 4)",
            title=f"Fig. 1: ε against δ of M-TS-Gaussian, T = {FIG1_T:g}")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return finish_figure(fig, (ax,), path)
 
 
 def _plot_methods(curves, cert, reports, budgets, Ts, path):
     """Fig. 6: per μ, the GDP and RDP statements (one curve: they ignore T), standard DP per T
     by Corollary 1 (solid) and by the approx accountant (dotted), and the certificate."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from dpledger.experiments.common import _save
-    fig, axes = plt.subplots(1, len(budgets), figsize=(5.2 * len(budgets), 4.2), squeeze=False)
-    for ax, mu in zip(axes[0], budgets):
+    fig, axes = new_figure(len(budgets), 5.2, 4.2)
+    for ax, mu in zip(axes, budgets):
         T0 = Ts[0]
         ax.plot(DELTAS, [curves[(mu, T0)][d]["gdp"] for d in DELTAS], "k-", lw=2,
                 label="GDP (Thm 4)")
@@ -184,23 +173,13 @@ def _plot_methods(curves, cert, reports, budgets, Ts, path):
                              for d in DELTAS], "c-.", label=f"realized, {rep['runs']} runs")
         ax.set(xscale="log", yscale="log", xlabel="δ", ylabel="ε",
                title=f"μ = {mu:g} (b = 0, c = T/μ²)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
-    fig.suptitle("Fig. 6: three statements of the same algorithm (standard DP reconstructed, a "
-                 "lower envelope of the paper's)", fontsize=10)
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return finish_figure(fig, axes, path, "Fig. 6: three statements of the same algorithm "
+                         "(standard DP reconstructed, a lower envelope of the paper's)", legend=6)
 
 
 def _plot_gdp_rdp(curves, cert, budgets, Ts, path):
     """Fig. 7: GDP and RDP alone, and the RDP/GDP ratio."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from dpledger.experiments.common import _save
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (a1, a2) = new_figure(2, 5.5, 4)
     T0 = Ts[0]
     for mu in budgets:
         g = [curves[(mu, T0)][d]["gdp"] for d in DELTAS]
@@ -211,13 +190,7 @@ def _plot_gdp_rdp(curves, cert, budgets, Ts, path):
                 label=f"μ = {mu:g}")
     a1.set(xscale="log", xlabel="δ", ylabel="ε", title="Fig. 7: GDP (solid) and RDP (dashed)")
     a2.set(xscale="log", xlabel="δ", ylabel="ε RDP / ε GDP", title="RDP over GDP")
-    for ax in (a1, a2):
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
-    return path
+    return finish_figure(fig, (a1, a2), path)
 
 
 def _claims(curves, cert, reports, fig1, budgets, Ts) -> list[Claim]:
