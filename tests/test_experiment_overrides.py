@@ -211,6 +211,14 @@ BAD = [
     (["hu-hegde-2022", "--horizon", "3"], "--horizon 3 is shorter than the number of arms 5"),
     (["hu-hegde-2022", "--horizon", "1e30"], "--horizon must be <= 1e9"),
     (["hu-2025", "--horizon", "12"], "--horizon 12 is too short for hu-2025"),
+    (["hu-2025-equal-regret", "--horizon", "12"],
+     "--horizon 12 is too short for hu-2025-equal-regret"),
+    (["ou-2024-privacy", "--epsilons", "1"], "ou-2024-privacy sweeps μ: give its privacy levels "
+                                             "with --mus"),
+    (["ou-2024-prepull", "--horizon", "20"], "ou-2024-prepull: these overrides leave nothing to "
+                                             "run"),
+    (["mishra-thakurta-2015-tuned", "--policies", "dp-ucb-printed"],
+     "--policies dp-ucb-printed is not a policy of mishra-thakurta-2015-tuned"),
     (["hu-hegde-2022", "--runs", "0"], "--runs must be >= 1, got '0'"),
     (["hu-hegde-2022", "--runs", "2.5"], "--runs must be an integer, got '2.5'"),
     (["hu-hegde-2022", "--seed", "-1"], "--seed must be >= 0, got '-1'"),
