@@ -272,6 +272,13 @@ class Policy(ABC):
         return {k: v for k, v in self.params.items()
                 if not (spec[k].hidden or spec[k].omit_at_default) or v != spec[k].default}
 
+    def recorded_params(self) -> dict:
+        """Every parameter, hidden switches included, except an ``omit_at_default`` one at its
+        default: what audit.json records (so that earlier audits keep their bytes)."""
+        spec = {p.name: p for p in self.params_spec}
+        return {k: v for k, v in self.params.items()
+                if not spec[k].omit_at_default or v != spec[k].default}
+
     @abstractmethod
     def releases(self, T: int, K: int) -> list[Release]: ...
 

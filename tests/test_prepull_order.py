@@ -81,3 +81,16 @@ def test_bad_order_is_one_line(capsys, tmp_path):
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "prepull must be one of ['round-robin', 'arm-blocks']" in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_audit_json_records_the_order_only_when_set(tmp_path):
+    """audit.json lists every parameter (hidden switches too) but an added one only when set,
+    so that earlier audits keep their bytes."""
+    base = ["audit", "mts-gaussian", "--trials", "200", "--horizon", "60", "--seed", "1",
+            "--set", "b=2", "--set", "c=0.5"]
+    assert main(base + ["--out", str(tmp_path / "rr.json")]) == 0
+    assert main(base + ["--set", "prepull=arm-blocks", "--out", str(tmp_path / "bl.json")]) == 0
+    rr = json.load(open(tmp_path / "rr.json"))
+    bl = json.load(open(tmp_path / "bl.json"))
+    assert "prepull" not in rr["policy"]["params"] and rr["policy"]["params"]["b"] == 2
+    assert bl["policy"]["params"]["prepull"] == "arm-blocks"
