@@ -40,11 +40,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from dpledger.accounting.accountants import ApproxAccountant
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.gdp import gdp_epsilon
-from dpledger.accounting.numerics import float_up, sqrt_up
+from dpledger.accounting.numerics import float_down, float_up, sqrt_up
 from dpledger.accounting.releases import ApproxDpRelease
 from dpledger.accounting.theorems import ou_2024_round_mu2, ou_2024_ts_gaussian
 from dpledger.errors import DpledgerError, check_count, check_delta, check_positive
@@ -127,9 +128,14 @@ class StandardDpStatement:
 COMPOSERS = ("corollary1", "approx")
 
 
+def _slack(T: int, delta0: float, delta: float) -> float:
+    """δ′ = δ − T·δ0, rounded down, so that T·δ0 + δ′ ≤ δ exactly."""
+    return float_down(Fraction(delta) - T * Fraction(delta0))
+
+
 def _compose(T: int, epsilon0: float, delta0: float, delta: float, composer: str) -> float:
     if composer == "corollary1":
-        return corollary1_epsilon(T, epsilon0, delta - T * delta0)
+        return corollary1_epsilon(T, epsilon0, _slack(T, delta0, delta))
     comp = Composition.of([(ApproxDpRelease(epsilon0, delta0), T)])
     return ApproxAccountant().epsilon(comp, delta)
 
@@ -151,7 +157,7 @@ def standard_dp_statement(T: int, b: int, c: float, delta: float,
         delta0 = f * delta / T
         eps0 = rnm_round_epsilon(mu_r, delta0)
         eps = _compose(T, eps0, delta0, delta, composer)
-        return StandardDpStatement(eps, eps0, delta0, delta - T * delta0, composer)
+        return StandardDpStatement(eps, eps0, delta0, _slack(T, delta0, delta), composer)
 
     best = min((at(x) for x in _SPLIT_LOGITS), key=lambda s: s.epsilon)
     f = T * best.delta0 / delta

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -146,6 +147,7 @@ def test_standard_dp_statement_properties(T, b, c):
         cor = S.standard_dp_statement(T, b, c, delta, "corollary1")
         app = S.standard_dp_statement(T, b, c, delta, "approx")
         assert cor.epsilon >= gdp and app.epsilon >= gdp
+        assert T * Fraction(cor.delta0) + Fraction(cor.delta_prime) <= Fraction(delta)
         assert T * cor.delta0 + cor.delta_prime == pytest.approx(delta, rel=1e-12)
         assert cor.epsilon0 == S.rnm_round_epsilon(S.round_mu(b, c), cor.delta0)
         same_split = S._compose(T, cor.epsilon0, cor.delta0, delta, "approx")
