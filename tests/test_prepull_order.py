@@ -79,7 +79,7 @@ def test_bad_order_is_one_line(capsys, tmp_path):
                  "--out", str(tmp_path / "x.json")])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "prepull must be one of ['round-robin', 'arm-blocks']" in err
+    assert "prepull must be one of round-robin, arm-blocks, got 'best'" in err
     assert not (tmp_path / "x.json").exists()
 
 
