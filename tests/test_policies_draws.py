@@ -348,7 +348,7 @@ def check_draws(policy, res, recorders, captures, T, K):
             else:
                 assert got == count, f"run {run}: row {(arm, start, stop)} counts {count} " \
                                      f"releases of {rel}, {got} drawn"
-        for (arm, offset), (lid, n_items) in tree_at.items():
+        for (arm, offset), (_lid, n_items) in tree_at.items():
             assert hits[("tree", arm, offset)] == n_items, (run, arm, offset, n_items)
         # loose draws: only Gaussian samples counted per model, matched as a multiset of σ
         assert all(d["kind"] in ("normal", "dgauss") for d in loose), \

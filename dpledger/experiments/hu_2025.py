@@ -102,7 +102,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     K = n_arms(env)
     T = ov.horizon_or(T_FULL, quick)
     table = []
-    for label, rep in reports.items():
+    for rep in reports.values():
         tg = rep["tags"]
         m, s = final_regret(rep)
         params = rep["policy"]["params"]

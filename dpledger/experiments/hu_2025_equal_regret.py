@@ -70,7 +70,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     mu = {(p, b, a): gdp_mu_of(p, params(p, a, T), T, K, b)
           for p in POLICY_NAMES for b in MATCHINGS for a in alphas}
     table = []
-    for lab, rep in reports.items():
+    for rep in reports.values():
         tg = rep["tags"]
         m, s = final_regret(rep)
         table.append({"policy": tg["policy"], "alpha": tg["alpha"],

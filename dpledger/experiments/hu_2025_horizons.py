@@ -69,7 +69,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     mu = {(basis, a, T): gdp_mu_of("dp-ts-ucb", {"alpha": a, "c0": C0}, T, K, basis)
           for basis in MATCHINGS for a in alphas for T in Ts}
     table = []
-    for lab, rep in reports.items():
+    for rep in reports.values():
         tg = rep["tags"]
         m, s = final_regret(rep)
         table.append({"alpha": tg["alpha"], "T": tg["T"], "runs": rep["runs"],

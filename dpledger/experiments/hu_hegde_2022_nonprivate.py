@@ -60,7 +60,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     grid = ov.levels_or(EPS, quick)
     table, panels, trade = [], {}, {}
     base = reports.get(NONPRIVATE)
-    for label, rep in reports.items():
+    for rep in reports.values():
         tg = rep["tags"]
         m, s = final_regret(rep)
         row = {"policy": tg["policy"], "epsilon": tg["epsilon"], "T": rep["horizon"],

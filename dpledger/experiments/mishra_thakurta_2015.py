@@ -82,7 +82,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     env = next(iter(ov.instances_or(INSTANCES).values()))
     T = ov.horizon_or(T_FULL, quick)
     table, panels, trade = [], {}, {}
-    for label, rep in reports.items():
+    for rep in reports.values():
         tg = rep["tags"]
         m, s = final_regret(rep)
         table.append({"variant": tg["variant"], "policy": tg["policy"], "epsilon": tg["epsilon"],

@@ -90,7 +90,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     gaps = means.max() - means
     grid = b_grid(T, K, quick)
     table = []
-    for lab, rep in reports.items():
+    for rep in reports.values():
         tg = rep["tags"]
         m, s = final_regret(rep)
         t_pre = tg["b"] * K
