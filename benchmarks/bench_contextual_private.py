@@ -17,7 +17,16 @@ S3  microseconds per round against d (K = 10; shared and disjoint) and against T
     refactored every round: O(M·d³) for the factorisations plus O(M·d²) noise draws per
     round; the reward-private policy refactors nothing (its Gram matrix is exact: rank-1
     updates) and solves one model per delivery, O(K·d²) a round.  Flat in T.
-Times are medians of repeats on a shared machine; not a test.
+S4  the floor of a record-private round at d = 64, K = 10 (digits), thread CPU time of one core,
+    each piece in an otherwise empty compiled loop: the node noise a delivery must draw (K
+    blocks: the symmetric Gaussian's (d+1)(d+2)/2 = 2145 entries, the per-entry Laplace's
+    d(d+1)/2 + d = 2144, the latter both as sign·exponential — the policies' draw — and as
+    ``laplace_bits``' one logarithm a draw), one LAPACK Cholesky (``np.linalg.cholesky`` in
+    numba: dpotrf) of a 64×64 matrix, then a whole ``tree_push`` and K whole model refreshes
+    (:func:`~dpledger.policies.contextual.private_loop.refresh_joint`).  The floor is noise + K
+    factorisations: no sound implementation of these policies' law draws less or factors
+    fewer (every delivery closes a node whose fresh noise moves every model's block).
+Times are medians of repeats on a shared machine (S4: minima of thread CPU time); not a test.
 """
 from __future__ import annotations
 
@@ -25,6 +34,7 @@ import argparse
 import math
 import os
 import sys
+import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -134,15 +144,117 @@ def speed(quick: bool) -> None:
         print(f"    T={T4:<9d} jdp {us[0]:.3g}  reward {us[1]:.3g}")
 
 
+def floor() -> None:
+    from numba import njit
+
+    from dpledger.mechanisms import matrix as mx
+    from dpledger.mechanisms.noise import laplace_bits
+    from dpledger.policies.contextual import private_loop as pl
+
+    d, K = 64, 10
+    p = d + 1
+    E_joint, E_entries = p * (p + 1) // 2, d * (d + 1) // 2 + d
+
+    @njit
+    def sym_gauss(rng, reps):
+        out = np.zeros(E_joint)
+        for _ in range(reps):
+            for _b in range(K):
+                mx.sym_gaussian_draw(rng, 1.0, p, out, 0)
+        return out[0]
+
+    @njit
+    def laplace_sign_exp(rng, scales, reps):
+        out = np.zeros(scales.size)
+        for _ in range(reps):
+            for _b in range(K):
+                mx.laplace_entries_draw(rng, scales, out, 0)
+        return out[0]
+
+    @njit
+    def laplace_log(rng, scales, reps):
+        out = np.zeros(scales.size)
+        bg = rng.bit_generator
+        for _ in range(reps):
+            for _b in range(K):
+                for e in range(scales.size):
+                    out[e] = laplace_bits(bg, scales[e])
+        return out[0]
+
+    @njit
+    def cholesky(W, reps):
+        s = 0.0
+        for _ in range(reps):
+            s += np.linalg.cholesky(W)[0, 0]
+        return s
+
+    @njit
+    def pushes(tr, rng, spec, A, cap, item, reps):
+        for _ in range(reps):
+            mx.tree_push(tr, 0, item, rng, spec, True, A, cap)
+
+    @njit
+    def refreshes(pre, consts, chol, theta, widths, jstate, b, W, work, reps):
+        s = 0
+        for _ in range(reps):
+            for m in range(K):
+                s += pl.refresh_joint(pre, m, E_joint, d, 1.0, consts, chol, theta, widths,
+                                      jstate, b, W, work)
+        return s
+
+    def per_call_us(fn, *args, reps):
+        fn(*args, 2)                                     # compile, warm
+        best = math.inf
+        for _ in range(3):
+            c0 = time.thread_time()
+            fn(*args, reps)
+            best = min(best, time.thread_time() - c0)
+        return 1e6 * best / reps
+
+    rng = np.random.default_rng(0)
+    g = rng.standard_normal((d, d))
+    W = g @ g.T + d * np.eye(d)
+    ones = np.ones(E_entries)
+    noise_g = per_call_us(sym_gauss, rng, reps=300)
+    noise_l = per_call_us(laplace_sign_exp, rng, ones, reps=300)
+    noise_log = per_call_us(laplace_log, rng, ones, reps=300)
+    chol = per_call_us(cholesky, W, reps=3000)
+    spec = mx.noise_spec(mx.GAUSS_SYM, entries=E_joint, sigma=1.0, p=p)
+    tr = mx.tree_new(1, 17, K, E_joint, [0])
+    push = per_call_us(pushes, tr, rng, spec, np.zeros((p, p)), np.zeros((0, K * E_joint + 1)),
+                       np.zeros(K * E_joint), reps=1000)
+    pre = np.zeros(K * E_joint)
+    for m in range(K):
+        for i in range(d):
+            pre[m * E_joint + mx.packed_index(i, i, p)] = 50.0
+    consts = np.ones(pl.N_CONSTS)
+    refresh = per_call_us(refreshes, pre, consts, np.zeros((K, d, d)), np.zeros((K, d)),
+                          np.zeros(K), np.zeros((K, 2), np.int64), np.zeros(d), np.zeros((d, d)),
+                          np.zeros(d), reps=300)
+    print(f"S4  floor of a record-private round, d = {d}, K = {K}: µs (thread CPU time)")
+    print(f"    node noise, symmetric Gaussian ({K}×{E_joint} draws)   {noise_g:8.1f}")
+    print(f"    node noise, Laplace sign·exponential ({K}×{E_entries})  {noise_l:8.1f}")
+    print(f"    node noise, Laplace by one log a draw ({K}×{E_entries}) {noise_log:8.1f}")
+    print(f"    one LAPACK Cholesky, 64×64                          {chol:8.1f}")
+    print(f"    tree_push (padded, Gaussian)                        {push:8.1f}")
+    print(f"    {K} model refreshes (factor, ln det, solve)          {refresh:8.1f}")
+    fl = noise_g + K * chol
+    print(f"    floor = noise + {K} factorisations = {fl:.1f} µs: at most {1e6 / fl:.0f} "
+          f"rounds/s; tree_push + refreshes = {push + refresh:.1f} µs: "
+          f"{1e6 / (push + refresh):.0f} rounds/s before selection")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller sizes, one repeat")
-    ap.add_argument("--only", choices=("calibration", "speed"), default=None)
+    ap.add_argument("--only", choices=("calibration", "speed", "floor"), default=None)
     args = ap.parse_args()
     if args.only in (None, "calibration"):
         calibration(args.quick)
     if args.only in (None, "speed"):
         speed(args.quick)
+    if args.only in (None, "floor"):
+        floor()
 
 
 if __name__ == "__main__":

@@ -175,9 +175,9 @@ def laplace_entries_draw(rng, scales, out, off):
     """out[off + e] = Lap(scales[e]), in entry order, drawn as s·E·b: E a standard exponential
     (numpy's ziggurat, one 64-bit word in the common case) and s = ±1 one bit of a 64-bit word
     drawn once per 64 entries.  This is the Laplace law exactly — |Lap(b)|/b is Exp(1) and its
-    sign an independent fair coin — at about 3 ns a draw where one logarithm per draw
+    sign an independent fair coin — at about 4 ns a draw where one logarithm per draw
     (``Generator.laplace``'s inverse CDF, :func:`~dpledger.mechanisms.noise.laplace_bits`)
-    costs 7 (benchmarks/bench_contextual_private.py S4); the sign is applied arithmetically,
+    costs 8.5 (benchmarks/bench_contextual_private.py S4); the sign is applied arithmetically,
     since a coin-flip branch is mispredicted half the time."""
     bg = rng.bit_generator
     bits = np.uint64(0)
