@@ -29,6 +29,8 @@ EXPERIMENTS = {
     "mishra-thakurta-2015-tuned": "mishra_thakurta_2015_tuned",
     "ou-2024-prepull": "ou_2024_prepull",
     "ou-2024-privacy": "ou_2024_privacy",
+    # issue 22 §7: the paper's contextual experiment
+    "mishra-thakurta-2015-contextual": "mishra_thakurta_2015_contextual",
 }
 
 

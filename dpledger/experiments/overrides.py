@@ -134,7 +134,11 @@ def instance_text(spec: dict) -> str:
 
 
 def n_arms(spec: dict) -> int:
-    """K of an env spec (:class:`dpledger.sweep.RunConfig`'s form)."""
+    """K of an env spec (:class:`dpledger.sweep.RunConfig`'s form); a contextual spec's from its
+    "arms" or from the environment it names."""
+    from dpledger.sweep import CONTEXTUAL_KINDS, make_env
+    if spec.get("kind") in CONTEXTUAL_KINDS:
+        return int(spec["arms"]) if spec.get("arms") else int(make_env(spec).n_arms)
     for key in ("means", "rates", "ab"):
         if key in spec:
             return len(spec[key])
