@@ -36,12 +36,14 @@ OVERRIDES = {
     "mishra-thakurta-2015-tuned": ("--epsilons", "0.5,1", "dp-ucb-tuned,ucb1", "main"),
     "ou-2024-prepull": ("--mus", "1,2", "mts-gaussian", "bernoulli"),
     "ou-2024-privacy": ("--mus", "1,5", "mts-gaussian", "bernoulli"),
+    "mishra-thakurta-2015-contextual": ("--epsilons", "1,2.7", "dp-linucb-mt,linucb", "digits"),
 }
 # the tag that holds a run's privacy level (default "epsilon")
 LEVEL_TAG = {"ou-2024": "budget_mu", "hu-2025": "alpha", "hu-2025-horizons": "alpha",
              "hu-2025-equal-regret": "alpha", "hu-2025-equal-privacy": "alpha",
              "ou-2024-matched": "budget_mu", "ou-2024-prepull": "budget_mu",
-             "ou-2024-privacy": "budget_mu"}
+             "ou-2024-privacy": "budget_mu",
+             "mishra-thakurta-2015-contextual": "epsilon_total"}
 T, R, SEED = 300, 2, 11
 
 

@@ -54,7 +54,7 @@ TITLE = ("Mishra & Thakurta 2015: private vs non-private contextual UCB and TS u
          "(digits, Open Bandit sample)")
 T_FULL = 100_000
 R_FULL = 20
-T_QUICK = 2_000          # CI: the record-private loops run ~3·10³ rounds/s at d = 64, K = 10
+T_QUICK = 1_000          # CI: the record-private loops run ~3·10³ rounds/s at d = 64, K = 10
 R_QUICK = 2
 EPS = [2.7]              # total ε per record (the paper's)
 EPS0_PER_PARAMETER = 0.1
