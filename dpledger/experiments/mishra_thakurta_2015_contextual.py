@@ -312,7 +312,8 @@ def _claims(by_key, inst, eps, ov, why) -> list[Claim]:
             loss_p, loss_b = n_a0 - _reward(a)[0], n_b0 - _reward(b)[0]
             cells.append(loss_b > loss_p)
             evs.append(f"{base} loses {loss_b:.3g} ({_fmt(b0)} → {_fmt(b)}), {priv} "
-                       f"{loss_p:.3g} ({_fmt(a0)} → {_fmt(a)}) at D={delay}")
+                       f"{loss_p:.3g} ({_fmt(a0)} → {_fmt(a)}) at D={delay}"
+                       + _loss_beside(by_key, priv, eps, inst, delay))
     if not cells:
         out.append(Claim.missing(text, "a private policy or its counterpart not run"))
     elif vacuous and not why:
@@ -323,6 +324,16 @@ def _claims(by_key, inst, eps, ov, why) -> list[Claim]:
         out.append(Claim.judged(text, all(cells), f"{sum(cells)}/{len(cells)} cells; "
                                 + "; ".join(evs), why))
     return out
+
+
+def _loss_beside(by_key, priv, eps, inst, delay) -> str:
+    """The per-parameter reading's loss from delay 0 to ``delay`` (reported, not judged)."""
+    var = BESIDE[priv][0]
+    r0, r = _get(by_key, var, eps, inst, 0), _get(by_key, var, eps, inst, delay)
+    if r0 is None or r is None:
+        return ""
+    return (f" [beside: {var} loses {_reward(r0)[0] - _reward(r)[0]:.3g} ({_fmt(r0)} → "
+            f"{_fmt(r)})]")
 
 
 def _plot(by_key, inst, eps_grid, ov, path) -> str:
