@@ -310,3 +310,51 @@ def test_delay_at_least_horizon_delivers_nothing_and_certifies_nothing():
     assert rep["contextual"]["observations"] == [0]
     assert rep["privacy"]["certificate"]["gdp_mu"] == 0.0
     assert rep["privacy"]["checks"]["realized_le_certificate"]
+
+
+# -- the positive-definiteness repair (LAPACK's factorisation) -----------------------------------
+
+def _packed(V: np.ndarray) -> np.ndarray:
+    """The upper triangle of symmetric V, row by row (the trees' block layout)."""
+    p = V.shape[0]
+    out = np.zeros(p * (p + 1) // 2)
+    for i in range(p):
+        for j in range(i, p):
+            out[mx.packed_index(i, j, p)] = V[i, j]
+    return out
+
+
+@pytest.mark.parametrize("joint", [False, True])
+def test_factor_psd_repairs_and_factors_the_shifted_matrix(joint):
+    """factor_psd against numpy: a positive definite block is factored as V + base·I with no
+    repair; an indefinite one gets the smallest extra = scale·2^(j−1) that makes it positive
+    definite (checked against its smallest eigenvalue), the factor's L Lᵀ is that matrix, its
+    ln det is numpy's, and L is lower triangular (zero above the diagonal, whatever it held).  ``joint``: the
+    d×d block is the leading block of a (d+1)×(d+1) packed matrix (Shariff & Sheffet's layout)."""
+    from dpledger.policies.contextual.private_loop import factor_psd
+    rng = np.random.default_rng(5)
+    d, base, scale, unit = 6, 0.5, 0.25, 2.0
+    p = d + 1 if joint else d
+    for shift in (3.0, -2.0):               # V's smallest eigenvalue: +3 (PD), −2 (not PD)
+        G = rng.standard_normal((p, p))
+        S = G @ G.T
+        w, Q = np.linalg.eigh(S[:d, :d])
+        S[:d, :d] = (Q * (w - w.min() + shift)) @ Q.T      # smallest eigenvalue = shift
+        pre = _packed(S / unit)
+        L = np.full((d, d), 7.0)            # stale values everywhere
+        jstate = np.zeros((1, 2), np.int64)
+        logdet, repairs = factor_psd(pre, 0, p, d, unit, L, base, scale, jstate, 0,
+                                     np.zeros((d, d)))
+        j = int(jstate[0, 0])
+        extra = 0.0 if j == 0 else scale * 2.0 ** (j - 1)
+        M = S[:d, :d] + (base + extra) * np.eye(d)
+        assert np.all(np.triu(L, 1) == 0.0)
+        assert np.allclose(L @ L.T, M, atol=1e-9)
+        assert logdet == pytest.approx(np.linalg.slogdet(M)[1], abs=1e-9)
+        assert repairs == j
+        if shift > 0:
+            assert j == 0
+        else:                               # the smallest j: one step less is not PD
+            assert shift + base + extra > 0
+            prev = 0.0 if j == 1 else scale * 2.0 ** (j - 2)
+            assert shift + base + prev <= 0
