@@ -1,13 +1,13 @@
-"""Neighbouring reward streams for audits (SPEC §2, §6; notes §7.3).
+"""Neighbouring reward streams for audits (docs/design.md#privacy-model, docs/design.md#audits).
 
 Two streams are neighbours when their reward tables differ in exactly one row.  An audit runs
 the policy on a fixed table D and on D′ (the auditor controls the environment, so the only
-randomness is the policy's; notes §7.3.4).
+randomness is the policy's).
 
 **Default pair.**  Row t* — the witness round of the certificate's worst candidate, where the
 per-reward composition is attained — goes from the range's low end in D to its high end in D′
 *for every arm* (legal: neighbours differ in one row, and only the reward of the arm played at
-t* is ever observed; notes §7.3.2).  The other rows come from the policy's **adversarial
+t* is ever observed).  The other rows come from the policy's **adversarial
 table**, chosen to make the changed reward matter:
 
 ``lazy-dp-ts``, ``adap-klucb`` (black-box): all rewards at the low end, witness at round ⌈0.3·T⌉ in a late,
@@ -28,7 +28,7 @@ White-box designs (:data:`WHITEBOX_DESIGNS`): DP-TS at round K + 1, DP-UCB with 
     whose clean sum sits ``offset`` (default 0.95) below n₁·(2h₁ + 2c₁) in D, the other arms 0,
     so the changed reward carries arm 0's clean lead across the elimination threshold: without
     noise D never eliminates and D′ always does, and with noise the elimination event is a
-    one-shot decision on L₀ − L_a (notes §4.4).  Needs K·n₁ ≤ T for the epoch to complete
+    one-shot decision on L₀ − L_a.  Needs K·n₁ ≤ T for the epoch to complete
     (T = 3000 at ε = 1, β = 1/T, K = 2); the black-box score needs the rounds up to K·n₁ + 2K.
 ``dp-ts-mt`` (black-box): the same straddle on the exit of private TS's first gap-estimation
     test (:func:`private_ts_gap_design`; T = 1e4 and an integer ``random_pulls``).
@@ -618,7 +618,8 @@ def dp_klucb_phase_design(policy, T: int, K: int, t_star: int, arm: int, fractio
     """DP-KLUCB, black-box: every reward lies in exactly one phase sum released once with
     Lap(1/ε) (each attains the certificate), so the one to change is the one whose release
     steers the most later decisions.  The first releases are saturated away (the index is 1
-    while ln t / N ≥ ε(1 − x̃), notes §6), so the witness is placed at round t* = ⌈0.3·T⌉, inside
+    while ln t / N ≥ ε(1 − x̃), docs/algorithms.md#dp-klucb), so the witness is placed at round t*
+    = ⌈0.3·T⌉, inside
     a late phase of whichever arm is played there (features relabelled so that arm comes first,
     as in :func:`lazy_epoch_design`).  Every reward is at the low end on every arm: the arms
     stay symmetric, their private means x̃ = clip01(S̃/N) sit near 0, where the KL-UCB index
@@ -757,7 +758,8 @@ def design_name(policy) -> str:
 
 def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
                  whitebox: bool = False, **design_options) -> NeighbourPair:
-    """The default pair of SPEC §6 for ``policy`` at horizon T with K arms: row t* (the
+    """The default pair of docs/design.md#audits for ``policy`` at horizon T with K arms: row t*
+    (the
     certificate's witness round) from ``lo`` in D to ``hi`` in D′ for every arm, the other rows
     from the policy's adversarial table (module docstring)."""
     from dpledger.policies.base import validate_horizon

@@ -1,4 +1,5 @@
-"""Draw noise and write its ledger row in the same call (SPEC §5: no noise without a row).
+"""Draw noise and write its ledger row in the same call (docs/design.md#policies-and-simulation: no
+noise without a row).
 
 Two forms, one rule:
 
@@ -94,7 +95,8 @@ def write_kernel_row(rows, n, arm, start, stop, release_id, count):
 
 
 # -- exact (lattice) Laplace for the kernels ----------------------------------------------------
-# ``--sampler exact`` (SPEC §4): the environment rounds every rescaled reward to the lattice
+# ``--sampler exact`` (docs/design.md#mechanisms-and-samplers): the environment rounds every
+# rescaled reward to the lattice
 # 2^-b (b = the environment's ``bits``), so a sum of rewards is an integer number of steps 2^-b
 # and a mean of n rewards (n a power of two, AdaP) one of 2^-b/n: the step of a statistic is
 # ``sensitivity · 2^-b``, its sensitivity Δ = 2^b steps.  The noise is Z · step with Z discrete

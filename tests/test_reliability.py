@@ -75,7 +75,7 @@ def test_unbounded_inputs_refused_under_a_memory_limit(tmp_path):
                        capture_output=True, text=True, env=ENV, cwd=work, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     results = json.loads(p.stdout.strip().splitlines()[-1])
-    for (argv, fragment), r in zip(MEMORY_CASES, results):
+    for (argv, fragment), r in zip(MEMORY_CASES, results, strict=True):
         lines = r["err"].strip().splitlines()
         assert r["code"] == 2, (argv, r)
         assert len(lines) == 1 and "Traceback" not in r["err"], (argv, r["err"])
