@@ -61,9 +61,9 @@ class Candidate:
 class Certificate:
     """Candidate compositions; ``unbounded`` for policies that read rewards without noise.
 
-    ``adaptive`` says whether the release parameters at a given position may depend on the
-    history; when it is False, every reward's i-th release has parameters fixed by its position,
-    so PLD values are valid (docs/design.md#privacy-model).
+    ``adaptive`` says whether the release parameters at a given position may depend on the history;
+    when it is False, every reward's i-th release has parameters fixed by its position, so PLD
+    values are valid (docs/design.md#privacy-model).
     """
 
     candidates: tuple[Candidate, ...] = ()

@@ -175,11 +175,10 @@ def _dense(pmf, h: float) -> _Pmf:
 
 
 def _laplace_connect_dots(eps0: float, h: float) -> _Pmf:
-    """Connect-the-Dots PMF of the Laplace PLD of ε₀ = Δ/b from its exact curve
-    δ(e) = 1 − e^{(e−ε₀)/2} on [−ε₀, ε₀], 1 − e^{e} below, 0 above (the exact PLD of the Laplace
-    mechanism), evaluated with
-    expm1 so every grid value is accurate to a few ulps *relative* (dp-accounting's own Laplace
-    curve is 1 − exp(·), whose absolute error ~u/2 near ε₀ becomes mass at +∞ and, over
+    """Connect-the-Dots PMF of the Laplace PLD of ε₀ = Δ/b from its exact curve δ(e) = 1 −
+    e^{(e−ε₀)/2} on [−ε₀, ε₀], 1 − e^{e} below, 0 above (the exact PLD of the Laplace mechanism),
+    evaluated with expm1 so every grid value is accurate to a few ulps *relative* (dp-accounting's
+    own Laplace curve is 1 − exp(·), whose absolute error ~u/2 near ε₀ becomes mass at +∞ and, over
     ``count`` copies, count·5.6e-17 of δ)."""
     from dp_accounting.pld import pld_pmf
 

@@ -1,5 +1,5 @@
-"""The realized privacy block of a ledger (docs/design.md#realized): every value the
-maximum over every reward of every run, computed over the ledger's maximal compositions
+"""The realized privacy block of a ledger (docs/design.md#realized): every value the maximum over
+every reward of every run, computed over the ledger's maximal compositions
 (:func:`dpledger.accounting.reward_queries.maximal_compositions`), and a check of it against the
 ledger by a separate route.
 

@@ -1,10 +1,9 @@
 """The release vocabulary: immutable descriptions of one draw of fresh noise.
 
-A *release* (docs/design.md#accounting) is one draw of fresh noise added to a statistic that
-depends on some
-rewards.  Its description here says only what an accountant needs: the noise family, its scale
-and the statistic's sensitivity to any single reward.  Which rewards it touches is the ledger's
-business (``dpledger.accounting.ledger``); how releases compose is the accountants'
+A *release* (docs/design.md#accounting) is one draw of fresh noise added to a statistic that depends
+on some rewards.  Its description here says only what an accountant needs: the noise family, its
+scale and the statistic's sensitivity to any single reward.  Which rewards it touches is the
+ledger's business (``dpledger.accounting.ledger``); how releases compose is the accountants'
 (``dpledger.accounting.accountants``).
 
 Every class states, in its docstring, the exact mathematics of its privacy cost in each currency

@@ -11,8 +11,8 @@
   samplers) and the floating-point attack of Mironov (2012);
 * :mod:`.result` — the result record and ``audit.json``.
 
-An audit can only refute a certificate, never certify one: a lower bound above the
-certificate is a bug, in the code or the theorem.
+An audit can only refute a certificate, never certify one: a lower bound above the certificate is a
+bug, in the code or the theorem.
 """
 from dpledger.audits.mechanisms import audit_gaussian, audit_laplace
 from dpledger.audits.pairs import NeighbourPair, default_pair

@@ -630,10 +630,9 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     """Audit ``policy`` on a neighbouring pair with ``trials`` runs per stream.
 
     Defaults (docs/design.md#audits): the default pair
-    (:func:`~dpledger.audits.pairs.default_pair`), K = 2,
-    T = 1000, seed 0, selection fraction 0.1, confidence 0.95.  ``sampler="exact"`` audits the
-    exact-sampler form (lattice rewards and noise, see :func:`dpledger.policies.simulator.simulate`)
-    against its own certificate.
+    (:func:`~dpledger.audits.pairs.default_pair`), K = 2, T = 1000, seed 0, selection fraction 0.1,
+    confidence 0.95.  ``sampler="exact"`` audits the exact-sampler form (lattice rewards and noise,
+    see :func:`dpledger.policies.simulator.simulate`) against its own certificate.
 
     ``until_ratio`` / ``max_trials`` make the audit sequential
     (:func:`~dpledger.audits.stats.sequential_audit`): ``trials`` per side first, doubling up to

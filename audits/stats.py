@@ -1,5 +1,5 @@
-"""Statistics of an audit: Clopper–Pearson bounds, the ε and μ lower bounds, and the selection
-split (docs/design.md#audits; docs/audits.md).
+"""Statistics of an audit: Clopper–Pearson bounds, the ε and μ lower bounds, and the selection split
+(docs/design.md#audits; docs/audits.md).
 
 Setting.  D and D′ are neighbours; each trial of the audited mechanism on D (side 0) or D′
 (side 1) is reduced to a real **score**.  An event S = {score > t} or {score < t} is a test that
@@ -18,9 +18,8 @@ p1 = P[S | D′] (so FNR = 1 − p1):
 
       μ_lower = max(Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub), 0)
 
-  which is symmetric in (FPR, FNR), hence covers both rules at once (Dong, Roth & Su 2022).  It is
-  a valid
-  lower bound on μ for *any* output distribution.
+  which is symmetric in (FPR, FNR), hence covers both rules at once (Dong, Roth & Su 2022).  It is a
+  valid lower bound on μ for *any* output distribution.
 
 Confidence.  FPR_ub and FNR_ub are one-sided Clopper–Pearson bounds at level α/2 each (α = 1 −
 confidence), so by the union bound both hold with probability ≥ 1 − α, and then *both* terms of
@@ -31,14 +30,14 @@ confidence), so by the union bound both hold with probability ≥ 1 − α, and 
       p_ucb = Beta.ppf(1 − a, k + 1, n − k)   (1 if k = n)
 
 Selection (docs/design.md#audits; StatDP's and Delta-Siege's design).  The first
-``selection_fraction`` (default 0.1) of each side's trials choose the event — the direction
-(> or <) and the threshold, from a grid of 200 quantiles of the pooled selection scores (and,
-for black-box audits, which score) — by the bound the same formula would give on the count
-trials at the rates the selection trials vouch for (:func:`candidate_bounds`).  The
-remaining trials, disjoint from the selection trials, give the counts n0, k0, n1, k1 of the one
-chosen event, and only those counts enter the reported bound.  No α is spent on selection, and
-none is lost to the maximum over candidates: the reported bound is one pre-specified test on
-fresh data.  Trials are i.i.d., so taking the first part of each side is a valid random split.
+``selection_fraction`` (default 0.1) of each side's trials choose the event — the direction (> or <)
+and the threshold, from a grid of 200 quantiles of the pooled selection scores (and, for black-box
+audits, which score) — by the bound the same formula would give on the count trials at the rates the
+selection trials vouch for (:func:`candidate_bounds`).  The remaining trials, disjoint from the
+selection trials, give the counts n0, k0, n1, k1 of the one chosen event, and only those counts
+enter the reported bound.  No α is spent on selection, and none is lost to the maximum over
+candidates: the reported bound is one pre-specified test on fresh data.  Trials are i.i.d., so
+taking the first part of each side is a valid random split.
 """
 from __future__ import annotations
 
@@ -88,9 +87,9 @@ def cp_lower(k, n, a):
 # ---- bounds from rates -----------------------------------------------------------------------
 
 def epsilon_from_rates(fpr_ub, fnr_ub, delta: float = 0.0):
-    """ε lower bound from upper bounds on FPR and FNR (Kairouz, Oh & Viswanath 2015):
-    max(log((1 − δ − FNR_ub)/FPR_ub), log((1 − δ − FPR_ub)/FNR_ub), 0); a term counts only when
-    its numerator is positive.  Vectorised."""
+    """ε lower bound from upper bounds on FPR and FNR (Kairouz, Oh & Viswanath 2015): max(log((1 − δ
+    − FNR_ub)/FPR_ub), log((1 − δ − FPR_ub)/FNR_ub), 0); a term counts only when its numerator is
+    positive.  Vectorised."""
     fpr = np.asarray(fpr_ub, dtype=np.float64)
     fnr = np.asarray(fnr_ub, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -105,8 +104,8 @@ def epsilon_from_rates(fpr_ub, fnr_ub, delta: float = 0.0):
 
 
 def mu_from_rates(fpr_ub, fnr_ub):
-    """μ lower bound from upper bounds on FPR and FNR (Dong, Roth & Su 2022):
-    max(Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub), 0), computed as −Φ⁻¹(FPR_ub) − Φ⁻¹(FNR_ub)."""
+    """μ lower bound from upper bounds on FPR and FNR (Dong, Roth & Su 2022): max(Φ⁻¹(1 − FPR_ub) −
+    Φ⁻¹(FNR_ub), 0), computed as −Φ⁻¹(FPR_ub) − Φ⁻¹(FNR_ub)."""
     fpr = np.asarray(fpr_ub, dtype=np.float64)
     fnr = np.asarray(fnr_ub, dtype=np.float64)
     with np.errstate(invalid="ignore"):
@@ -116,8 +115,8 @@ def mu_from_rates(fpr_ub, fnr_ub):
 
 
 def rates_upper(n0, k0, n1, k1, alpha: float):
-    """(FPR_ub, FNR_ub) for event counts k0 of n0 on D and k1 of n1 on D′, each one-sided CP at
-    α/2 (the union bound over the two rates)."""
+    """(FPR_ub, FNR_ub) for event counts k0 of n0 on D and k1 of n1 on D′, each one-sided CP at α/2
+    (the union bound over the two rates)."""
     a = alpha / 2.0
     fpr_ub = cp_upper(k0, n0, a)
     fnr_ub = cp_upper(np.asarray(n1) - np.asarray(k1), n1, a)

@@ -10,11 +10,10 @@ Also reported: run-rounds per CPU-second of the child (user + sys from ``getrusa
 second busy thread could not flatter and which wanders less with the VM's wall-clock noise.
 
 Goals (printed beside each policy, judged on the best wall time and on CPU time):
-docs/design.md#performance-targets P1
-(UCB1, TS-Gaussian, DP-UCB ≥ 1e7; Beta-TS ≥ 2e6) and issue 17 §6 (DP-KLUCB, DP-IMED ≥ 1e7 at
-K = 5, T = 1e7; KL-UCB raised from the design target's 2e6 to 1e7).  The default environment of
-`dpledger
-run` is the K = 5 Bernoulli instance, so the defaults measure issue 17's setting.
+docs/design.md#performance-targets P1 (UCB1, TS-Gaussian, DP-UCB ≥ 1e7; Beta-TS ≥ 2e6) and issue 17
+§6 (DP-KLUCB, DP-IMED ≥ 1e7 at K = 5, T = 1e7; KL-UCB raised from the design target's 2e6 to 1e7).
+The default environment of `dpledger run` is the K = 5 Bernoulli instance, so the defaults measure
+issue 17's setting.
 """
 from __future__ import annotations
 

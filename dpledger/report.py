@@ -1,5 +1,5 @@
-"""``run.json``: a simulation's regret and its certified privacy ledger
-(docs/design.md#certificate, docs/design.md#interfaces-and-json).
+"""``run.json``: a simulation's regret and its certified privacy ledger (docs/design.md#certificate,
+docs/design.md#interfaces-and-json).
 
 The privacy section holds four blocks kept apart:
 
@@ -241,10 +241,10 @@ LEDGER_NOT_WRITTEN = {"file": None, "sha256": None, "bytes": None,
 
 def realized_from_ledger(ledger, deltas: Sequence[float], adaptive: bool,
                          run_indices: Sequence[int], fixed_table: bool = False) -> dict:
-    """The realized block of run.json from a ledger (docs/design.md#realized): the
-    maximal per-reward compositions, the worst reward, each run's worst, and on a fixed table
-    the across-runs bound.  ``build_run_report`` and ``verify`` (re-deriving from the ledger
-    file) both call this, so the two cannot drift apart."""
+    """The realized block of run.json from a ledger (docs/design.md#realized): the maximal
+    per-reward compositions, the worst reward, each run's worst, and on a fixed table the
+    across-runs bound.  ``build_run_report`` and ``verify`` (re-deriving from the ledger file) both
+    call this, so the two cannot drift apart."""
     comps = ledger.maximal_compositions() or [Composition()]
     worst = ledger.worst_reward(deltas)
     worst_json = None

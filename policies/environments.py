@@ -1,5 +1,5 @@
-"""Reward environments (docs/design.md#policies-and-simulation): Bernoulli, truncated exponential
-on [0, 1], Beta, fixed table.
+"""Reward environments (docs/design.md#policies-and-simulation): Bernoulli, truncated exponential on
+[0, 1], Beta, fixed table.
 
 Every environment declares its reward range ``[lo, hi]`` (default [0, 1]); a reward outside it
 is an error, never a silent clip (docs/algorithms.md#reward-range): the privacy proofs assume the

@@ -581,10 +581,9 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
     """Run ``policy`` on ``env`` for ``horizon`` rounds, once per run index.
 
     ``sampler="exact"`` (docs/design.md#mechanisms-and-samplers) runs the policy on
-    ``env.with_lattice(LATTICE_BITS)``: rewards
-    on the lattice 2^-16 of the range, exact discrete-Laplace noise, discrete releases in the
-    ledger (see :mod:`dpledger.mechanisms.noise`); policies that support it say
-    ``exact_sampler = True``.
+    ``env.with_lattice(LATTICE_BITS)``: rewards on the lattice 2^-16 of the range, exact
+    discrete-Laplace noise, discrete releases in the ledger (see :mod:`dpledger.mechanisms.noise`);
+    policies that support it say ``exact_sampler = True``.
 
     ``rng="os"`` (deployment) draws each run's bits from a generator seeded with the operating
     system's entropy (:func:`_os_entropy`) instead of ``seed``; it is only accepted with the

@@ -1,5 +1,5 @@
-"""R1 and R6 of docs/design.md#reliability-targets: conversions at the extremes are finite,
-monotone and safe-side.
+"""R1 and R6 of docs/design.md#reliability-targets: conversions at the extremes are finite, monotone
+and safe-side.
 
 Inputs: δ down to 1e-300, μ from 1e-4 to 1e4, ε up to 1e4, k up to 1e6.  GDP is compared with
 an mpmath evaluation of δ_μ(ε) at 60 digits: the returned ε must satisfy exact δ(ε) ≤ δ.

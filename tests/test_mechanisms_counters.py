@@ -1,7 +1,6 @@
 """Continual counters (Chan–Shi–Song 2011; docs/algorithms.md#binary-tree-counter): ledger shape,
-per-reward
-privacy through the accounting layer, error against CSS11 Cor. 2.9, one source for compiled and
-per-round reference code.
+per-reward privacy through the accounting layer, error against CSS11 Cor. 2.9, one source for
+compiled and per-round reference code.
 
 Per-reward ε is always read from the ledger (``RewardLedger.worst_reward``, the accountants),
 never recomputed from the mechanism's parameters inside the mechanism.
@@ -221,8 +220,8 @@ def test_push_and_extend_agree(cls, kw):
                                     (C.HybridCounter, {"max_items": 300})])
 def test_every_draw_has_a_row(cls, kw):
     """docs/design.md#policies-and-simulation: draws = ledger rows.  Float: the Generator advanced
-    by exactly as many Laplace
-    draws as rows.  Exact: a counting sampler sees one ``noise`` call per row."""
+    by exactly as many Laplace draws as rows.  Exact: a counting sampler sees one ``noise`` call per
+    row."""
     rng = np.random.default_rng(11)
     led = RewardLedger()
     cls(FloatSampler(rng), led, epsilon=1.0, **kw).extend(np.full(300, 0.5))

@@ -1,8 +1,7 @@
-"""TS-Gaussian / M-TS-Gaussian (Ou et al. 2024, A8) and DP-TS-UCB (Hu et al. 2025, A7):
-invariants of docs/design.md#invariants on every run, theorem and certificate values recomputed
-from the formulas,
-the posterior sample = the Gaussian mechanism the ledger records, noise draws against ledger
-rows, and hand-computed steps (φ, epochs)."""
+"""TS-Gaussian / M-TS-Gaussian (Ou et al. 2024, A8) and DP-TS-UCB (Hu et al. 2025, A7): invariants
+of docs/design.md#invariants on every run, theorem and certificate values recomputed from the
+formulas, the posterior sample = the Gaussian mechanism the ledger records, noise draws against
+ledger rows, and hand-computed steps (φ, epochs)."""
 from __future__ import annotations
 
 import contextlib
@@ -69,8 +68,7 @@ def reference(pol, rng, env, T, capture=None):
 
 def checks_hold(report):
     """docs/design.md#invariants from run.json's checks.  A certificate pure ε that is unbounded
-    while
-    the theorem states no pure ε (a GDP theorem) is not a comparison: report.checks currently
+    while the theorem states no pure ε (a GDP theorem) is not a comparison: report.checks currently
     used to count it as a failure; it is skipped here as well."""
     p = report["privacy"]
     th = p["theorem"]

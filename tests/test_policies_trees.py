@@ -1,7 +1,6 @@
 """DP-UCB and private Thompson sampling (Mishra & Thakurta 2015, A10/A11): invariants of
-docs/design.md#invariants
-on every run, certificate/theorem values recomputed by hand, tree records against the Laplace
-draws, hand-computed Γ, indices, gap-estimation schedule and Beta clipping."""
+docs/design.md#invariants on every run, certificate/theorem values recomputed by hand, tree records
+against the Laplace draws, hand-computed Γ, indices, gap-estimation schedule and Beta clipping."""
 from __future__ import annotations
 
 import math

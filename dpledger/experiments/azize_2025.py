@@ -1,11 +1,11 @@
 """Azize, Wu, Honda, Orabona, Ito & Basu 2025 (NeurIPS): DP-KLUCB and DP-IMED against DP-SE,
-AdaP-KLUCB, Lazy-DP-TS and non-private IMED on the four K = 5 instances, ε ∈ {0.01, 0.1, 0.5, 1};
-an ablation over α; regret against ε beside the d_ε lower bound (Azize et al. 2025,
-Theorem 1; docs/bounds.md).  DP-KLUCB and DP-IMED are reconstructed (docs/algorithms.md#dp-klucb,
-#dp-imed); so is the experiment's α.
+AdaP-KLUCB, Lazy-DP-TS and non-private IMED on the four K = 5 instances, ε ∈ {0.01, 0.1, 0.5, 1}; an
+ablation over α; regret against ε beside the d_ε lower bound (Azize et al. 2025, Theorem 1;
+docs/bounds.md).  DP-KLUCB and DP-IMED are reconstructed (docs/algorithms.md#dp-klucb, #dp-imed); so
+is the experiment's α.
 
-Beside means, the table reports medians and the fraction of *stuck* runs (final regret above
-5 × the median of that configuration; docs/reproductions.md), read from the sweep's per-run cells.
+Beside means, the table reports medians and the fraction of *stuck* runs (final regret above 5 × the
+median of that configuration; docs/reproductions.md), read from the sweep's per-run cells.
 """
 from __future__ import annotations
 
