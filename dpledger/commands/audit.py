@@ -315,6 +315,7 @@ def _run_spec(args, trials, until, max_trials) -> int:
                          + (f", ratio {res.ratio:.3f}" if res.ratio is not None else "")
                          + f"; ceiling {res.extra['ceiling']:.4g} ({res.trials} trials per side)\n")
         _sequential_line(res.to_json(), until)
+        _limit_line(res.to_json())
         sys.stdout.write(f"wrote {args.out}\n")
     return _finish(res, args)
 
