@@ -348,6 +348,10 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
     else:
         s0, s1 = f0, f1
         extra["score"] = "pulls of arm 0 in rounds 2..T"
+        lim = blackbox_limit(plan, stat, dim, nodes, r_certified(cert))
+        if lim is not None and lim[0] < 1.0:
+            extra["ratio_limit"] = lim[0]
+            pair["limit_reason"] = lim[1]
     sa = audit_scores(s0, s1, confidence=confidence, selection_fraction=selection_fraction,
                       delta=audit_delta, currency=currency)
     extra["ceiling"] = ceiling(trials, confidence=confidence,
@@ -355,6 +359,48 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
                                delta=audit_delta)
     return AuditResult(score_audit=sa, certificate=cert, pair=pair, trials=trials, mode=mode,
                        extra=extra)
+
+
+def r_certified(cert: dict) -> float | None:
+    """The certificate in the audit's currency (μ, pure ε, or ε at δ)."""
+    if cert.get("approx") is not None:
+        return cert["approx"]["epsilon"]
+    return cert.get("gdp_mu") if currency_of(cert) == "mu" else cert.get("pure_epsilon")
+
+
+def blackbox_limit(plan, stat: int, d: int, nodes: int, certified: float | None):
+    """(ratio bound, reason) of the black-box pair, or None (Wishart, unbounded).  Given round
+    1's action a₁ (the same law on both sides) the first record changes by a fixed δ — (L e₀, 1)
+    to (L e₀, 0), or (L e₁, 0) to (L e₁, 1) — and enters ``nodes`` node releases whatever the
+    later (adaptive) records are, so the actions, post-processing of those releases and of a₁,
+    are at most √nodes·‖δ‖ (Gaussian, μ, adaptive GDP composition: Dong, Roth & Su 2022,
+    Thm 3.2) or nodes·Σ_e |δ_e|/b_e (Laplace, pure ε) away; hiding a₁ only makes the test
+    harder."""
+    from dpledger.mechanisms import matrix as mx
+    kind, sigma, fscales, _, _, p = plan.spec
+    if certified is None or kind not in (mx.GAUSS_SYM, mx.GAUSS_VEC, mx.LAPLACE):
+        return None
+    worst = 0.0
+    for arm, (r0, r1) in ((0, (1.0, 0.0)), (1, (0.0, 1.0))):
+        x = np.zeros(d)
+        x[arm] = NORM_BOUND
+        delta = item_of(stat, x, r1) - item_of(stat, x, r0)
+        if kind == mx.LAPLACE:
+            val = nodes * float(np.sum(np.abs(delta) / fscales))
+        else:
+            var = np.full(delta.size, sigma * sigma)
+            if kind == mx.GAUSS_SYM:
+                var[mx.diagonal_mask(int(p))] *= 2.0
+            val = math.sqrt(nodes * float(np.sum(delta * delta / var)))
+        worst = max(worst, val)
+    cur = "mu" if kind != mx.LAPLACE else "epsilon"
+    return worst / certified, (
+        f"the black-box pair is at most {cur} {worst:.4g}, {worst / certified:.3f} of the "
+        f"certificate {certified:.4g}. Given round 1's action (the same law on D and D'), the "
+        f"first record's change is fixed (one reward of a one-hot context) and enters "
+        f"{nodes} node releases; the actions are post-processing of those releases, so "
+        "composition of the nodes at this change bounds them (the certificate's change moves "
+        "every entry's sensitivity at once)")
 
 
 def _entry_sensitivities(d: int) -> np.ndarray:
