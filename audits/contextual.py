@@ -343,8 +343,8 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
             extra["pair_exact_ratio"] = best / full
             extra["ratio_limit"] = lim / full
         if wishart:
-            pair["limit_reason"] = _wishart_policy_limit(plan, nodes, delta_cert,
-                                                         cert["approx"]["epsilon"])
+            extra["ratio_limit"], pair["limit_reason"] = _wishart_policy_limit(
+                plan, nodes, delta_cert, cert["approx"]["epsilon"])
     else:
         s0, s1 = f0, f1
         extra["score"] = "pulls of arm 0 in rounds 2..T"
@@ -408,7 +408,8 @@ def _entry_sensitivities(d: int) -> np.ndarray:
     return np.r_[np.full(d * (d + 1) // 2, L * L), np.full(d, 2.0 * L)]
 
 
-def _wishart_policy_limit(plan, nodes: int, delta: float, cert_eps: float) -> str:
+def _wishart_policy_limit(plan, nodes: int, delta: float, cert_eps: float
+                          ) -> tuple[float, str]:
     """Basic composition of the exact per-node profile of the Wishart pair
     (:func:`~dpledger.audits.vector_releases.wishart_pair_epsilon` at δ/nodes): an upper bound
     on the ε at δ of the captured nodes, hence on what this audit can show."""
@@ -418,7 +419,7 @@ def _wishart_policy_limit(plan, nodes: int, delta: float, cert_eps: float) -> st
     node = WishartRelease(dim=rel.dim, k=rel.k, bound=rel.bound, delta=rel.delta)
     eps_node = wishart_pair_epsilon(node, delta / nodes)
     bound = nodes * eps_node
-    return (f"the pair's epsilon at delta = {delta:g} is at most {bound:.4g}, "
+    return bound / cert_eps, (f"the pair's epsilon at delta = {delta:g} is at most {bound:.4g}, "
             f"{bound / cert_eps:.3f} of the certificate's {cert_eps:.4g}. Each of the {nodes} "
             f"captured nodes is the Wishart pair of a record's Gram against the zero record "
             f"(k = {rel.k}, p = {rel.dim}), whose exact epsilon at delta/{nodes} is "
