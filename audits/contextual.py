@@ -298,7 +298,7 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
     cert_obj = policy.certificate(problem)
     wishart = stat == 0 and policy.params.get("mode") == "wishart"
     cert = certificate_summary(cert_obj)
-    extra: dict = {"policy": policy.name, "params": dict(policy.params), "horizon": T,
+    extra: dict = {"policy": {"name": policy.name, "params": dict(policy.params)}, "horizon": T,
                    "dim": dim, "arms": 2, "seed": int(seed), "contextual": True}
     delta_cert = GDP_DELTA
     if wishart:
@@ -349,7 +349,7 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
         s0, s1 = f0, f1
         extra["score"] = "pulls of arm 0 in rounds 2..T"
         lim = blackbox_limit(plan, stat, dim, nodes, r_certified(cert))
-        if lim is not None and lim[0] < 1.0:
+        if lim is not None and lim[0] < 1.0 - 1e-9:     # the certificate is rounded up
             extra["ratio_limit"] = lim[0]
             pair["limit_reason"] = lim[1]
     sa = audit_scores(s0, s1, confidence=confidence, selection_fraction=selection_fraction,
