@@ -286,7 +286,7 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
                             "a private policy")
     stat = _stat(policy)
     T = (DEFAULT_T if mode == "whitebox" else DEFAULT_BLACKBOX_T) if T is None else int(T)
-    T = check_count("horizon", T, minimum=2)
+    T = check_count("horizon", T, minimum=1)
     dim = check_count("dim", dim, minimum=1)
     if T > 1 << 16:
         raise DpledgerError("a contextual audit replays its pair per trial: use --horizon <= "

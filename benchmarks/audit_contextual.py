@@ -34,6 +34,7 @@ POLICIES = {
     "jdp-linucb (wishart, accounted)": ("jdp-linucb", {"mode": "wishart",
                                                         "calibration": "accounted"}),
     "dp-linucb-mt": ("dp-linucb-mt", {}),
+    "dp-linucb-mt (WB: T = 1)": ("dp-linucb-mt", {}, 1),
     "dp-lints-mt": ("dp-lints-mt", {}),
     "reward-dp-linucb": ("reward-dp-linucb", {}),
 }
@@ -46,8 +47,9 @@ def _audit(row: str, mode: str, n: int) -> dict:
         return audit_spec([RELEASES[row]], n).to_json()
     from dpledger.audits.contextual import audit_contextual
     from dpledger.policies.registry import make_policy
-    name, params = POLICIES[row]
-    return audit_contextual(make_policy(name, **params), trials=n, mode=mode).to_json()
+    name, params, *T = POLICIES[row]
+    return audit_contextual(make_policy(name, **params), trials=n, mode=mode,
+                            T=T[0] if T else None).to_json()
 
 
 def _cert_text(j: dict) -> str:
@@ -81,7 +83,8 @@ def table(results: dict, sizes: list[int]) -> str:
         ents = r["entries"]
         any_j = next(iter(ents.values()))["audit"]
         T = "–" if any_j.get("mode") == "mechanism" else (
-            "8 (BB 64)" if any(k.startswith("blackbox") for k in ents) else "8")
+            f"{any_j['horizon']} (BB 64)" if any(k.startswith("blackbox") for k in ents)
+            else f"{any_j['horizon']}")
         note = []
         for key in ("whitebox", "blackbox"):
             e = next((v for k, v in ents.items() if k.startswith(key)), None)

@@ -310,7 +310,7 @@ def _run_contextual(args, trials, until, max_trials) -> int:
     fraction = parse_float("--selection-fraction", args.selection_fraction, minimum=0.0,
                            maximum=1.0, open_interval=True)
     seed = parse_int("--seed", args.seed, minimum=0)
-    T = None if args.horizon is None else parse_int("--horizon", args.horizon, 2, 1 << 16)
+    T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, 1 << 16)
     dim = 2 if args.dim is None else parse_int("--dim", args.dim, 1, 64)
     t0 = time.monotonic()
     progress = _Progress(args.quiet, f"auditing {policy!r} ({args.mode}, contextual pair), "
