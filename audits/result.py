@@ -10,7 +10,10 @@ audited in μ: the selection maximises μ_lower, ``ratio`` = μ_lower / μ, and 
 ε(δ = 1e-5) of μ_lower-GDP (Dong–Roth–Su Cor. 2.13), labelled "assumes GDP shape": it is a lower
 bound on ε only if the trade-off curve is Gaussian-shaped (notes §1.2);
 ``epsilon_lower_direct`` is the KOV bound at the same δ, valid without that assumption.
-Otherwise δ = 0: ``epsilon_lower`` is a pure-ε lower bound and ``ratio`` = ε_lower / ε.
+Otherwise δ = 0: ``epsilon_lower`` is a pure-ε lower bound and ``ratio`` = ε_lower / ε —
+except for a certificate that is only an (ε, δ) statement (a Wishart release; its summary
+carries ``approx`` = {epsilon, delta}): there ``epsilon_lower`` is the KOV bound at that δ and
+``ratio`` = ε_lower / ε, ``delta`` in audit.json says which δ.
 ``mu_lower`` is reported in both cases — a valid lower bound on μ for any mechanism.
 Every number is finite or null with a sibling ``*_status`` (SPEC §7); no wall times are stored,
 so an audit with the same inputs writes the same bytes.

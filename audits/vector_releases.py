@@ -229,21 +229,17 @@ def _delta_of(eps: float, nu: int) -> float:
 def wishart_pair_epsilon(release, delta: float | None = None) -> float:
     """The exact ε at ``delta`` (default: the release's δ) of the Wishart pair of the module
     docstring — 0 vs v vᵀ, ‖v‖ = L — from χ² tails with ν = k − p + 1 (:func:`_delta_of`),
-    rounded up to 1e-9 relative by bisection."""
+    by bisection, then 1e-9 relative above the bracket."""
+    from dpledger.accounting.numerics import solve_increasing
     d = float(release.delta if delta is None else delta)
     nu = int(release.k) - int(release.dim) + 1
-    lo, hi = 0.0, 1.0
-    while _delta_of(hi, nu) > d:
-        hi *= 2.0
     if _delta_of(0.0, nu) <= d:
         return 0.0
-    while hi - lo > 1e-9 * hi:
-        mid = 0.5 * (lo + hi)
-        if _delta_of(mid, nu) > d:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    hi = 1.0
+    while _delta_of(hi, nu) > d:
+        hi *= 2.0
+    # the largest ε with δ(ε) ≥ d (δ decreasing), then a step above it
+    return solve_increasing(lambda e: -_delta_of(e, nu), -d, 0.0, hi) * (1.0 + 1e-9)
 
 
 def wishart_limit_reason(release) -> str:

@@ -131,8 +131,6 @@ def run(args: argparse.Namespace) -> int:
     from dpledger.accounting.schema import write_json_atomic
     from dpledger.audits.pairs import NeighbourPair
     from dpledger.audits.policy import audit_policy
-    from dpledger.commands.run import parse_params
-    from dpledger.policies.registry import make_policy_from_text
 
     check_output_file(args.out, "--out")
     if args.plot:
@@ -157,14 +155,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dim is not None:
         raise DpledgerError("--dim applies to contextual policies (their pair's context "
                             "dimension)")
-    if args.releases:
-        raise DpledgerError(f"unexpected arguments after the policy name: {' '.join(args.releases)}")
-    policy = make_policy_from_text(args.policy, parse_params(args.set))
-    confidence = parse_float("--confidence", args.confidence, minimum=0.0, maximum=1.0,
-                             open_interval=True)
-    fraction = parse_float("--selection-fraction", args.selection_fraction, minimum=0.0,
-                           maximum=1.0, open_interval=True)
-    seed = parse_int("--seed", args.seed, minimum=0)
+    policy, confidence, fraction, seed = _policy_options(args)
     K = parse_int("--arms", args.arms, minimum=2)
     T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
     stop = None if args.stop_at is None else parse_int("--stop-at", args.stop_at, minimum=1)
@@ -285,13 +276,25 @@ def parse_workers(text) -> int:
     return parse_int("--workers", text, minimum=1, maximum=MAX_WORKERS)
 
 
+def _policy_options(args):
+    """(policy, confidence, selection fraction, seed) of a policy audit's command line."""
+    from dpledger.commands.run import parse_params
+    from dpledger.policies.registry import make_policy_from_text
+    if args.releases:
+        raise DpledgerError(f"unexpected arguments after the policy name: {' '.join(args.releases)}")
+    policy = make_policy_from_text(args.policy, parse_params(args.set))
+    confidence = parse_float("--confidence", args.confidence, minimum=0.0, maximum=1.0,
+                             open_interval=True)
+    fraction = parse_float("--selection-fraction", args.selection_fraction, minimum=0.0,
+                           maximum=1.0, open_interval=True)
+    return policy, confidence, fraction, parse_int("--seed", args.seed, minimum=0)
+
+
 def _run_contextual(args, trials, until, max_trials) -> int:
     """``dpledger audit jdp-linucb ...``: the contextual pair of
     :mod:`dpledger.audits.contextual` (two tables differing in their first record)."""
     from dpledger.accounting.schema import write_json_atomic
     from dpledger.audits.contextual import audit_contextual
-    from dpledger.commands.run import parse_params
-    from dpledger.policies.registry import make_policy_from_text
     ignored = [flag for flag, val, default in (
         ("--arms", args.arms, "2"), ("--score", args.score, "auto"),
         ("--stop-at", args.stop_at, None), ("--range", args.range, "0,1"),
@@ -302,14 +305,7 @@ def _run_contextual(args, trials, until, max_trials) -> int:
         raise DpledgerError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not "
                             "apply to a contextual audit (its pair "
                             "is built in: K = 2, rewards in [0, 1], float sampler, fixed n)")
-    if args.releases:
-        raise DpledgerError(f"unexpected arguments after the policy name: {' '.join(args.releases)}")
-    policy = make_policy_from_text(args.policy, parse_params(args.set))
-    confidence = parse_float("--confidence", args.confidence, minimum=0.0, maximum=1.0,
-                             open_interval=True)
-    fraction = parse_float("--selection-fraction", args.selection_fraction, minimum=0.0,
-                           maximum=1.0, open_interval=True)
-    seed = parse_int("--seed", args.seed, minimum=0)
+    policy, confidence, fraction, seed = _policy_options(args)
     T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, 1 << 16)
     dim = 2 if args.dim is None else parse_int("--dim", args.dim, 1, 64)
     t0 = time.monotonic()
