@@ -240,33 +240,42 @@ def node_llr(spec, z: np.ndarray, delta: np.ndarray, wishart_v: np.ndarray | Non
 
 
 def _run_side(policy, env, problem, trials: int, seed: int, side: int, mode: str, nodes: int,
-              progress=None, done: int = 0, total: int = 0):
-    """Per trial: the captured nodes (white-box: (trials, nodes, 2E) noise and clean sums) or
-    the pulls of arm 0 after round 1 (black-box)."""
+              score=None, progress=None, done: int = 0, total: int = 0) -> np.ndarray:
+    """One score per trial: white-box, ``score`` of each chunk's captured nodes ((n, nodes,
+    2E): noise, then clean sums), reduced as soon as the chunk is played, so only the scores
+    are held; black-box, the pulls of arm 0 after round 1."""
     from dpledger.audits.policy import chunk_generator
     plan = policy.plan(problem)
     E = plan.blocks * plan.entries
     rows = [(1 << j) - 1 for j in range(nodes)]
-    if mode == "whitebox":
-        policy._capture_rows = rows[-1] + 1
-        policy._capture_clean = True
-        out = np.empty((trials, nodes, 2 * E))
-    else:
-        policy._capture_rows = 0
-        out = np.empty(trials)
+    policy._capture_rows = rows[-1] + 1 if mode == "whitebox" else 0
+    policy._capture_clean = mode == "whitebox"
+    out = np.empty(trials)
+    cap = np.empty((min(trials, CHUNK), nodes, 2 * E)) if mode == "whitebox" else None
     for c in range(0, trials, CHUNK):
         rng = chunk_generator(seed, side, c // CHUNK)
-        for i in range(c, min(trials, c + CHUNK)):
+        m = min(trials, c + CHUNK) - c
+        for i in range(m):
             run = policy.run_one(rng, env, problem)
             if mode == "whitebox":
-                cap = run.extra["noise"]
-                out[i, :, :E] = cap[rows, :E]
-                out[i, :, E:] = cap[rows, E + 1:]
+                got = run.extra["noise"]
+                cap[i, :, :E] = got[rows, :E]
+                cap[i, :, E:] = got[rows, E + 1:]
             else:
-                out[i] = np.count_nonzero(run.actions[1:] == 0)
+                out[c + i] = np.count_nonzero(run.actions[1:] == 0)
+        if mode == "whitebox":
+            out[c:c + m] = score(cap[:m])
         if progress is not None:
-            progress(done + min(trials, c + CHUNK), total)
+            progress(done + c + m, total)
     return out
+
+
+def memory_estimate(trials: int, nodes: int, entries: int, p: int) -> int:
+    """Bytes an audit holds at its peak: both sides' scores and the selection's sorted copies
+    (5 floats a trial), one chunk's captured nodes and the score's temporaries (4 copies; a
+    Wishart node also its p×p matrices), and a fixed 256 MB for the interpreter and libraries."""
+    chunk = min(trials, CHUNK) * nodes * (4 * 2 * entries + 3 * p * p) * 8
+    return (256 << 20) + 5 * 8 * 2 * trials + chunk
 
 
 def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | None = None,
@@ -308,22 +317,34 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
                           "basis": "the certificate's epsilon at the policy's delta"}
     currency = currency_of(cert)
     audit_delta = GDP_DELTA if currency == "mu" else (delta_cert if wishart else 0.0)
+    from dpledger.resources import check_fits, fmt_bytes
+    E = plan.blocks * plan.entries
+    p = int(plan.spec[5]) if wishart else 0
+    need = memory_estimate(trials, nodes, E, p)
+    check_fits("this audit", need, f"use fewer --trials (each keeps 80 B) or a smaller --dim "
+               f"(one chunk of {CHUNK} trials' captured nodes: "
+               f"{fmt_bytes(need - (256 << 20) - 80 * trials)})")
     total = 2 * trials
-    f0 = _run_side(policy, env0, problem, trials, seed, 0, mode, nodes, progress, 0, total)
-    f1 = _run_side(policy, env1, problem, trials, seed, 1, mode, nodes, progress, trials, total)
     pair = {"round": 1, "from": "D", "to": "D'", "description": description}
     if mode == "whitebox":
-        E = plan.blocks * plan.entries
         cD = clean_node_sums(env0, stat, nodes)
         (x0, r0), (x1, r1), _ = whitebox_records(policy, dim)
         delta = item_of(stat, x1, r1) - item_of(stat, x0, r0)
         v = np.r_[x0, r0] if wishart else None
-        s0 = node_llr(plan.spec, f0[:, :, :E] + f0[:, :, E:] - cD, delta, v)
-        s1 = node_llr(plan.spec, f1[:, :, :E] + f1[:, :, E:] - cD, delta, v)
-        # the policy's own clean sums must be the auditor's (D) and the auditor's + δ (D′)
-        bad = max(float(np.max(np.abs(f0[:, :, E:] - cD))),
-                  float(np.max(np.abs(f1[:, :, E:] - cD - delta))))
-        extra["clean_sum_mismatch"] = bad
+        mismatch = [0.0]
+
+        def scorer(expected):
+            def score(cap):
+                # the policy's own clean sums must be the auditor's (D: cD; D′: cD + δ)
+                mismatch[0] = max(mismatch[0], float(np.max(np.abs(cap[:, :, E:] - expected))))
+                return node_llr(plan.spec, cap[:, :, :E] + cap[:, :, E:] - cD, delta, v)
+            return score
+
+        s0 = _run_side(policy, env0, problem, trials, seed, 0, mode, nodes, scorer(cD),
+                       progress, 0, total)
+        s1 = _run_side(policy, env1, problem, trials, seed, 1, mode, nodes,
+                       scorer(cD + delta), progress, trials, total)
+        extra["clean_sum_mismatch"] = mismatch[0]
         extra["whitebox_capture"] = (f"every node holding the first record ({nodes} nodes: "
                                      "pushes t = 1, 2, 4, ...), released p-sum minus D's clean "
                                      "sum, scored by the likelihood ratio of all of them")
@@ -346,7 +367,10 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
             extra["ratio_limit"], pair["limit_reason"] = _wishart_policy_limit(
                 plan, nodes, delta_cert, cert["approx"]["epsilon"])
     else:
-        s0, s1 = f0, f1
+        s0 = _run_side(policy, env0, problem, trials, seed, 0, mode, nodes, None, progress, 0,
+                       total)
+        s1 = _run_side(policy, env1, problem, trials, seed, 1, mode, nodes, None, progress,
+                       trials, total)
         extra["score"] = "pulls of arm 0 in rounds 2..T"
         lim = blackbox_limit(plan, stat, dim, nodes, r_certified(cert))
         if lim is not None and lim[0] < 1.0 - 1e-9:     # the certificate is rounded up

@@ -213,3 +213,12 @@ def test_cli_contextual_audit(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert match in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "b.json").exists()
+
+
+def test_memory_is_estimated_before_any_trial(monkeypatch):
+    """One chunk's captured nodes and the scores, estimated and refused with one line."""
+    import dpledger.resources as res
+    assert ca.memory_estimate(10 ** 6, 4, 2145, 0) > ca.memory_estimate(10 ** 6, 4, 5, 0)
+    monkeypatch.setattr(res, "available_memory", lambda: 300 << 20)
+    with pytest.raises(Exception, match="this audit needs about .* use fewer --trials"):
+        ca.audit_contextual(make_policy("jdp-linucb"), trials=10 ** 6, mode="whitebox", dim=64)
