@@ -644,6 +644,9 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     from dpledger.policies.base import Policy, validate_horizon
     if not isinstance(policy, Policy):
         raise DpledgerError(f"not a policy: {policy!r}")
+    if getattr(policy, "contextual", False):
+        raise DpledgerError(f"{policy.name} is contextual: its neighbours are contextual "
+                            "records, audited by dpledger.audits.contextual.audit_contextual")
     if mode not in ("whitebox", "blackbox"):
         raise DpledgerError(f"mode must be 'whitebox' or 'blackbox', got {mode!r}")
     trials = check_count("trials", trials, minimum=2)
