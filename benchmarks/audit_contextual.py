@@ -117,17 +117,21 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="ctx_audits.json")
     ap.add_argument("--markdown", default=None)
     ap.add_argument("--merge", action="store_true")
-    ap.add_argument("--rows", default=None, help="comma-separated row labels (default: all)")
+    ap.add_argument("--rows", default=None, help="row labels separated by ; (default: all)")
     ap.add_argument("--modes", default="whitebox,blackbox")
     ap.add_argument("--table-only", action="store_true")
     a = ap.parse_args(argv)
+    unknown = [r for r in (a.rows.split(";") if a.rows else []) if r not in RELEASES
+               and r not in POLICIES]
+    if unknown:
+        ap.error(f"unknown rows: {unknown}; known: {list(RELEASES) + list(POLICIES)}")
     sizes = [int(float(s)) for s in a.sizes.split(",")]
     results = {}
     if (a.merge or a.table_only) and os.path.exists(a.out):
         with open(a.out) as f:
             results = json.load(f)
     if not a.table_only:
-        rows = list(RELEASES) + list(POLICIES) if a.rows is None else a.rows.split(",")
+        rows = list(RELEASES) + list(POLICIES) if a.rows is None else a.rows.split(";")
         for n in sizes:
             for row in rows:
                 for mode in a.modes.split(","):
