@@ -12,7 +12,7 @@ shared θ), K = 2 arms, contexts of norm ≤ L = 1 and rewards in [0, 1].
   contextual.private_loop`):
 
   - Shariff & Sheffet's joint statistic (``jdp-linucb``), Gaussian mode: [x; y] = (1, 0, …, 1) on
-    D and (−1, 0, …, 1) on D′ — orthogonal, both of norm L̃ = √2, so ‖v vᵀ − w wᵀ‖_F = √2·L̃²,
+    D and (−1, 0, …, 1) on D′ (L = 1) — orthogonal, both of norm L̃ = √2, so ‖v vᵀ − w wᵀ‖_F = √2·L̃²,
     the Frobenius sensitivity the certificate uses: the worst case, attained;
     Wishart mode: v = (L·(1, …, 1)/√d, 1) on D against the zero record on D′
     (:mod:`dpledger.audits.vector_releases` gives this pair's exact per-node profile);
@@ -20,7 +20,7 @@ shared θ), K = 2 arms, contexts of norm ≤ L = 1 and rewards in [0, 1].
     change maximising Σ_e |δ_e|/b_e over a grid (:func:`entries_pair`).  No change attains the
     certificate, which charges every entry its own worst case: Σ_i |x_i² − x′_i²| ≤ 2L²
     (d ≥ 2), Σ_{i<j} |x_i x_j − x′_i x′_j| ≤ (d − 1)·L² and Σ_i |r x_i − r′ x′_i| ≤ 2√d·L, so a
-    record's loss per node is at most ε₀·(2 + (d − 1) + √d) against the certificate's
+    record's loss over its nodes is at most ε₀·(2 + (d − 1) + √d) against the certificate's
     ε₀·(d(d+1)/2 + d) (:func:`entries_limit`, the ``limit_reason``);
   - the reward-private statistic (``reward-dp-linucb``): the same context x = L·(1, …, 1)/√d,
     reward 1 on D and 0 on D′ — ‖δ‖₂ = L, the worst case.
