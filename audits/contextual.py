@@ -346,8 +346,9 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
                        scorer(cD + delta), progress, trials, total)
         extra["clean_sum_mismatch"] = mismatch[0]
         if not wishart:
-            bp = _best_possible(cert_obj, cert, currency, trials, confidence,
-                                selection_fraction)
+            from dpledger.audits.policy import best_possible_for
+            bp = best_possible_for(cert_obj, trials, confidence, selection_fraction, currency,
+                                   r_certified(cert))
             if bp is not None:
                 extra["best_possible"] = bp
         extra["whitebox_capture"] = (f"every node holding the first record ({nodes} nodes: "
@@ -388,26 +389,6 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
                                delta=audit_delta)
     return AuditResult(score_audit=sa, certificate=cert, pair=pair, trials=trials, mode=mode,
                        extra=extra)
-
-
-def _best_possible(cert_obj, cert: dict, currency: str, trials: int, confidence: float,
-                   selection_fraction: float) -> dict | None:
-    """The typical bound of the best likelihood-ratio threshold test at this n for the
-    certificate's composition (:func:`dpledger.audits.optimal.best_possible`), with its ratio:
-    tells a ratio limited by n (a small μ) from one limited by the pair."""
-    from dpledger.audits.optimal import best_possible
-    from dpledger.audits.pairs import worst_candidate
-    cand = worst_candidate(cert_obj)
-    if cand is None:
-        return None
-    bp = best_possible(cand.composition, trials, confidence=confidence,
-                       selection_fraction=selection_fraction)
-    if bp is None or bp["currency"] != currency:
-        return None
-    certified = r_certified(cert)
-    if certified:
-        bp["ratio"] = bp["value"] / float(certified)
-    return bp
 
 
 def r_certified(cert: dict) -> float | None:
