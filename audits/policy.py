@@ -644,6 +644,9 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     from dpledger.policies.base import Policy, validate_horizon
     if not isinstance(policy, Policy):
         raise DpledgerError(f"not a policy: {policy!r}")
+    if getattr(policy, "contextual", False):
+        raise DpledgerError(f"{policy.name} is contextual: its neighbours are contextual "
+                            "records, audited by dpledger.audits.contextual.audit_contextual")
     if mode not in ("whitebox", "blackbox"):
         raise DpledgerError(f"mode must be 'whitebox' or 'blackbox', got {mode!r}")
     trials = check_count("trials", trials, minimum=2)
@@ -843,16 +846,24 @@ def _best_possible(policy, T, K, trials, confidence, selection_fraction, cert, c
     """The best bound a likelihood-ratio threshold test could reach on ``trials`` per side for
     the certificate's worst candidate (:func:`dpledger.audits.optimal.best_possible`), with its
     ratio to the certificate: tells a composition-limited ratio from a policy-limited one."""
+    certified = cert.get("pure_epsilon") if currency == "epsilon" else cert.get("gdp_mu")
+    return best_possible_for(policy.certificate(T, K), trials, confidence, selection_fraction,
+                             currency, certified)
+
+
+def best_possible_for(certificate, trials, confidence, selection_fraction, currency,
+                      certified) -> dict | None:
+    """:func:`dpledger.audits.optimal.best_possible` of a certificate's worst candidate, in the
+    audit's ``currency`` (None otherwise), with its ratio to ``certified``."""
     from dpledger.audits.optimal import best_possible
     from dpledger.audits.pairs import worst_candidate
-    cand = worst_candidate(policy.certificate(T, K))
+    cand = worst_candidate(certificate)
     if cand is None:
         return None
     bp = best_possible(cand.composition, trials, confidence=confidence,
                        selection_fraction=selection_fraction)
     if bp is None or bp["currency"] != currency:
         return None
-    certified = cert.get("pure_epsilon") if currency == "epsilon" else cert.get("gdp_mu")
     if certified:
         bp["ratio"] = bp["value"] / float(certified)
     return bp

@@ -11,10 +11,12 @@ Currency.  A certificate whose worst composition is all-Gaussian (``gdp_mu`` not
 μ_lower-GDP (Dong–Roth–Su Cor. 2.13), labelled "assumes GDP shape": it is a lower bound on ε only if
 the trade-off curve is Gaussian-shaped (Dong, Roth & Su 2022); ``epsilon_lower_direct`` is the KOV
 bound at the same δ, valid without that assumption. Otherwise δ = 0: ``epsilon_lower`` is a pure-ε
-lower bound and ``ratio`` = ε_lower / ε. ``mu_lower`` is reported in both cases — a valid lower
-bound on μ for any mechanism. Every number is finite or null with a sibling ``*_status``
-(docs/design.md#interfaces-and-json); no wall times are stored, so an audit with the same inputs
-writes the same bytes.
+lower bound and ``ratio`` = ε_lower / ε — except for a certificate that is only an (ε, δ) statement
+(a Wishart release; its summary carries ``approx`` = {epsilon, delta}): there ``epsilon_lower`` is
+the KOV bound at that δ and ``ratio`` = ε_lower / ε, ``delta`` in audit.json says which δ.
+``mu_lower`` is reported in both cases — a valid lower bound on μ for any mechanism. Every number is
+finite or null with a sibling ``*_status`` (docs/design.md#interfaces-and-json); no wall times are
+stored, so an audit with the same inputs writes the same bytes.
 """
 from __future__ import annotations
 
@@ -66,8 +68,14 @@ def _summary_of_block(block: dict) -> dict:
             "epsilon_at_delta": block["epsilon_at_delta"]}
 
 
+APPROX_LABEL = "epsilon at the certificate's delta (KOV bound)"
+
+
 def currency_of(cert: dict) -> str:
-    """"mu" for Gaussian (GDP) certificates — a finite μ and no finite pure ε — else "epsilon"."""
+    """"mu" for Gaussian (GDP) certificates — a finite μ and no finite pure ε — else "epsilon"
+    (pure ε, or ε at δ for a certificate that is an (ε, δ) statement: its ``approx`` entry)."""
+    if cert.get("approx") is not None:
+        return "epsilon"
     return "mu" if cert.get("gdp_mu") is not None and cert.get("pure_epsilon") is None else "epsilon"
 
 
@@ -111,6 +119,8 @@ class AuditResult:
     @property
     def certified(self) -> float | None:
         """The certificate's value in the audited currency (None when unbounded)."""
+        if self.certificate.get("approx") is not None:
+            return self.certificate["approx"]["epsilon"]
         key = "gdp_mu" if self.currency == "mu" else "pure_epsilon"
         return self.certificate.get(key)
 
@@ -138,7 +148,9 @@ class AuditResult:
         sa = self.score_audit
         out: dict[str, Any] = {}
         out["epsilon_lower"] = float(self.epsilon_lower)
-        out["epsilon_lower_label"] = GDP_LABEL if self.currency == "mu" else PURE_LABEL
+        approx = self.certificate.get("approx")
+        out["epsilon_lower_label"] = (GDP_LABEL if self.currency == "mu" else
+                                      APPROX_LABEL if approx is not None else PURE_LABEL)
         out["mu_lower"] = float(self.mu_lower)
         out["mu_lower_status"] = "ok"
         out["confidence"] = float(sa.confidence)
@@ -156,7 +168,8 @@ class AuditResult:
         out["ratio_currency"] = self.currency
         out["pair"] = self.pair
         out["violation"] = self.violation
-        out["delta"] = GDP_DELTA if self.currency == "mu" else 0.0
+        out["delta"] = (GDP_DELTA if self.currency == "mu" else
+                        float(approx["delta"]) if approx is not None else 0.0)
         if self.currency == "mu":
             out["epsilon_lower_direct"] = float(_direct(sa, GDP_DELTA))
         out["mode"] = self.mode
