@@ -1,4 +1,4 @@
-"""White-box audits of single mechanisms, and the floating-point attack (notes §4.2–§4.3, §7.4).
+"""White-box audits of single mechanisms, and the floating-point attack (Mironov 2012).
 
 The neighbouring pair of a mechanism is a statistic of sensitivity Δ whose clean value is 0 on D
 and Δ on D′; the auditor sees the noisy output.  All noise of a side is drawn at once from the
@@ -11,17 +11,17 @@ Generator ``PCG64(SeedSequence(seed, spawn_key=(side,)))``.
   match its claim.
 * :func:`audit_gaussian` — Gaussian noise; audited in μ.
 * **Floating-point attack** (Mironov 2012, "On significance of the least significant bits for
-  differential privacy", CCS 2012; notes §4.3).  numpy's ``Generator.laplace`` returns
-  ``loc + b·log(2U)`` (U < ½) or ``loc − b·log(2 − U − U)`` with U = j·2⁻⁵³, so the doubles it can
-  output depend on ``loc`` (``2 − U − U`` is itself rounded: 2 − U lands on the 2⁻⁵² grid).  :func:`unreachable` decides, by enumerating the few (w, U) that could
-  produce y, whether a double y can be output at location ``loc``.  The event
-  S = {y unreachable at loc = Δ} has probability 0 on D′ and about 0.8 on D, so the ε lower bound
-  grows like log n instead of levelling off at ε: an infinite privacy loss.  The score is the
-  indicator of S (:func:`float_attack_score`), audited with the same selection split and
-  Clopper–Pearson bounds as any other score.  The event is valid for any sampler (it is a fixed
-  function of the output); it only has power against samplers with input-dependent porosity.
-  Exact outputs (lattice values) are equally "unreachable" on both sides, so the exact sampler
-  is not flagged.
+  differential privacy", CCS 2012).  numpy's ``Generator.laplace`` returns ``loc + b·log(2U)`` (U <
+  ½) or ``loc − b·log(2 − U − U)`` with U = j·2⁻⁵³, so the doubles it can output depend on ``loc``
+  (``2 − U − U`` is itself rounded: 2 − U lands on the 2⁻⁵² grid).  :func:`unreachable` decides, by
+  enumerating the few (w, U) that could produce y, whether a double y can be output at location
+  ``loc``.  The event S = {y unreachable at loc = Δ} has probability 0 on D′ and about 0.8 on D, so
+  the ε lower bound grows like log n instead of levelling off at ε: an infinite privacy loss.  The
+  score is the indicator of S (:func:`float_attack_score`), audited with the same selection split
+  and Clopper–Pearson bounds as any other score.  The event is valid for any sampler (it is a fixed
+  function of the output); it only has power against samplers with input-dependent porosity. Exact
+  outputs (lattice values) are equally "unreachable" on both sides, so the exact sampler is not
+  flagged.
 
 The enumeration replays numpy's arithmetic with Python's ``math.log`` (libm, as numpy's C code
 uses); :func:`self_check` verifies on fresh draws that every output is reachable at its own
@@ -35,6 +35,7 @@ import numpy as np
 
 from dpledger.audits.result import AuditResult, GDP_DELTA, composition_summary, currency_of
 from dpledger.audits.stats import DEFAULT_CONFIDENCE, DEFAULT_SELECTION_FRACTION, audit_scores
+from dpledger.audits.vector_releases import VECTOR_KINDS, draw_bytes, vector_scores
 from dpledger.errors import DpledgerError, check_count, check_positive
 
 TWO52 = 2.0 ** 52
@@ -258,11 +259,26 @@ def spec_items(specs) -> tuple[object, list]:
     pairs = [parse_release_spec(s) for s in specs]
     comp = Composition.of(pairs)
     items = list(comp.items)
+    if any(r.kind in VECTOR_KINDS or r.kind == "wishart" for r, _ in pairs):
+        # drawn as released (every entry, from the policies' compiled samplers), not as the
+        # scalar normal form the composition keeps
+        items = _drawn_items(pairs)
     total = sum(c for _, c in items)
     if total > MAX_SPEC_RELEASES:
         raise DpledgerError(f"a mechanism audit draws every release: {total} releases exceed the "
                             f"limit {MAX_SPEC_RELEASES}")
     return comp, items
+
+
+def _drawn_items(pairs) -> list:
+    """(release, count) as drawn: vector, matrix and Wishart releases as parsed, the others as
+    the composition's representative of their normal form, equal ones merged in order."""
+    from dpledger.accounting.composition import canonical
+    merged: dict = {}
+    for rel, count in pairs:
+        key = rel if rel.kind in VECTOR_KINDS or rel.kind == "wishart" else canonical(rel)
+        merged[key] = merged.get(key, 0) + int(count)
+    return list(merged.items())
 
 
 def _release_llr(release, clean: float, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -277,8 +293,14 @@ def _release_llr(release, clean: float, rng: np.random.Generator, n: int) -> np.
       beyond is below e^{−800}); LLR = (yΔ − Δ²/2)/σ²;
     * pure (ε): binary randomized response, the worst case the accounting assumes: y = 1 with
       probability e^ε/(1 + e^ε) on D′ and 1/(1 + e^ε) on D; LLR = ε(2y − 1);
-    * non_private: y = clean; the score is y itself (D and D′ are told apart with certainty)."""
+    * non_private: y = clean; the score is y itself (D and D′ are told apart with certainty);
+    * laplace_vector, gaussian_vector, gaussian_sym_matrix: every entry drawn by the policies'
+      compiled sampler, the worst-case change of :mod:`dpledger.audits.vector_releases`, the
+      LLR of the whole vector (:func:`~dpledger.audits.vector_releases.vector_scores`);
+    * wishart: Y = clean·v vᵀ + W, scored by q = 1/(vᵀY⁻¹v) (audited alone, :func:`_audit_wishart`)."""
     kind = release.kind
+    if kind in VECTOR_KINDS or kind == "wishart":
+        return vector_scores(release, int(clean), rng, n)
     if kind == "laplace":
         d, b = float(release.sensitivity), float(release.scale)
         y = clean * d + rng.laplace(0.0, b, n)
@@ -367,6 +389,8 @@ def _release_draw_bytes(release) -> int:
     """Bytes per trial the draws of one release hold (the noise, the clean shift, its LLR),
     plus, for a discrete Gaussian, its support and weights (⌈40σ⌉ + 1 points each side)."""
     per = 4 * 8
+    if release.kind in VECTOR_KINDS or release.kind == "wishart":
+        return draw_bytes(release)
     if release.kind == "discrete_gaussian":
         m = int(math.ceil(40.0 * float(release.sigma))) + 1 if math.isfinite(
             float(release.sigma)) else 1 << 62
@@ -424,6 +448,10 @@ def audit_spec(specs, trials: int = 100_000, *, seed: int = 0,
     seed = check_count("seed", seed, minimum=0)
     comp, items = spec_items(specs)
     check_memory(items, trials, sequential=until_ratio is not None or max_trials is not None)
+    if any(r.kind == "wishart" for r, _ in items):
+        return _audit_wishart(items, trials, seed=seed, confidence=confidence,
+                              selection_fraction=selection_fraction,
+                              sequential=until_ratio is not None or max_trials is not None)
     cert = composition_summary(comp)
     currency = currency_of(cert)
     delta = GDP_DELTA if currency == "mu" else 0.0
@@ -456,6 +484,41 @@ def audit_spec(specs, trials: int = 100_000, *, seed: int = 0,
     from dpledger.audits.result import plot_data_sequential
     return AuditResult(score_audit=seq.final, certificate=cert, pair=pair, trials=seq.trials,
                        mode="mechanism", extra=extra, plot_data=plot_data_sequential(seq))
+
+
+def _audit_wishart(items, trials: int, *, seed: int, confidence: float,
+                   selection_fraction: float, sequential: bool) -> AuditResult:
+    """A Wishart release alone (its certificate is an (ε, δ) statement, which composes with
+    nothing here): the pair of :mod:`dpledger.audits.vector_releases`, score q = 1/(vᵀY⁻¹v), the
+    KOV bound at the release's δ against the theorem's ε; ``limit_reason`` gives the pair's
+    exact ε at that δ (:func:`~dpledger.audits.vector_releases.wishart_pair_epsilon`)."""
+    from dpledger.audits.stats import ceiling
+    from dpledger.audits.vector_releases import wishart_limit_reason, wishart_pair_epsilon
+    if len(items) != 1 or items[0][1] != 1:
+        raise DpledgerError("a wishart release is audited alone (count 1): its certificate is "
+                            "an (epsilon, delta) statement, audited at its own delta")
+    if sequential:
+        raise DpledgerError("a wishart audit is fixed-n: drop --until-ratio and --max-trials")
+    rel = items[0][0]
+    sample = spec_sampler(items, seed)
+    s0, s1 = sample(0, 0, trials), sample(1, 0, trials)
+    delta = float(rel.delta)
+    sa = audit_scores(s0, s1, confidence=confidence, selection_fraction=selection_fraction,
+                      delta=delta, currency="epsilon")
+    from dpledger.accounting.composition import Composition
+    cert = composition_summary(Composition.of([rel]))
+    cert["approx"] = {"epsilon": rel.epsilon, "delta": delta,
+                      "basis": "Sheffet 2015's Wishart theorem, epsilon at its delta"}
+    exact = wishart_pair_epsilon(rel)
+    extra = {"mechanism": {"kind": "wishart", "release": _release_json(rel), "seed": int(seed)},
+             "score": "q = 1/(v^T Y^-1 v) (a monotone function of the likelihood ratio)",
+             "ceiling": ceiling(trials, confidence=confidence,
+                                selection_fraction=selection_fraction, delta=delta),
+             "pair_exact_epsilon": exact, "limit_reason": wishart_limit_reason(rel)}
+    pair = {"round": None, "from": "0", "to": "v v^T, |v| = bound, v along (1, ..., 1)",
+            "limit_reason": extra["limit_reason"]}
+    return AuditResult(score_audit=sa, certificate=cert, pair=pair, trials=trials,
+                       mode="mechanism", extra=extra)
 
 
 __all__ += ["audit_spec", "spec_items", "spec_sampler", "MAX_SPEC_RELEASES"]

@@ -1,19 +1,22 @@
-"""The audit result record and ``audit.json`` (SPEC §6–§7; notes §7.1).
+"""The audit result record and ``audit.json`` (docs/design.md#audits,
+docs/design.md#interfaces-and-json).
 
 Keys, in this order: ``epsilon_lower``, ``mu_lower`` (or null), ``confidence``, ``trials``,
 ``counts`` {n0, k0, n1, k1, direction, threshold, selection_fraction, …}, ``certificate``
 {pure_epsilon, gdp_mu, epsilon_at_delta, …}, ``ratio``, ``pair`` {round, from, to, …}, then
 ``violation``, ``delta``, labels and provenance (mode, score, policy, horizon, stop, seed).
 
-Currency.  A certificate whose worst composition is all-Gaussian (``gdp_mu`` not null) is
-audited in μ: the selection maximises μ_lower, ``ratio`` = μ_lower / μ, and ``epsilon_lower`` is
-ε(δ = 1e-5) of μ_lower-GDP (Dong–Roth–Su Cor. 2.13), labelled "assumes GDP shape": it is a lower
-bound on ε only if the trade-off curve is Gaussian-shaped (notes §1.2);
-``epsilon_lower_direct`` is the KOV bound at the same δ, valid without that assumption.
-Otherwise δ = 0: ``epsilon_lower`` is a pure-ε lower bound and ``ratio`` = ε_lower / ε.
-``mu_lower`` is reported in both cases — a valid lower bound on μ for any mechanism.
-Every number is finite or null with a sibling ``*_status`` (SPEC §7); no wall times are stored,
-so an audit with the same inputs writes the same bytes.
+Currency.  A certificate whose worst composition is all-Gaussian (``gdp_mu`` not null) is audited in
+μ: the selection maximises μ_lower, ``ratio`` = μ_lower / μ, and ``epsilon_lower`` is ε(δ = 1e-5) of
+μ_lower-GDP (Dong–Roth–Su Cor. 2.13), labelled "assumes GDP shape": it is a lower bound on ε only if
+the trade-off curve is Gaussian-shaped (Dong, Roth & Su 2022); ``epsilon_lower_direct`` is the KOV
+bound at the same δ, valid without that assumption. Otherwise δ = 0: ``epsilon_lower`` is a pure-ε
+lower bound and ``ratio`` = ε_lower / ε — except for a certificate that is only an (ε, δ) statement
+(a Wishart release; its summary carries ``approx`` = {epsilon, delta}): there ``epsilon_lower`` is
+the KOV bound at that δ and ``ratio`` = ε_lower / ε, ``delta`` in audit.json says which δ.
+``mu_lower`` is reported in both cases — a valid lower bound on μ for any mechanism. Every number is
+finite or null with a sibling ``*_status`` (docs/design.md#interfaces-and-json); no wall times are
+stored, so an audit with the same inputs writes the same bytes.
 """
 from __future__ import annotations
 
@@ -65,8 +68,14 @@ def _summary_of_block(block: dict) -> dict:
             "epsilon_at_delta": block["epsilon_at_delta"]}
 
 
+APPROX_LABEL = "epsilon at the certificate's delta (KOV bound)"
+
+
 def currency_of(cert: dict) -> str:
-    """"mu" for Gaussian (GDP) certificates — a finite μ and no finite pure ε — else "epsilon"."""
+    """"mu" for Gaussian (GDP) certificates — a finite μ and no finite pure ε — else "epsilon"
+    (pure ε, or ε at δ for a certificate that is an (ε, δ) statement: its ``approx`` entry)."""
+    if cert.get("approx") is not None:
+        return "epsilon"
     return "mu" if cert.get("gdp_mu") is not None and cert.get("pure_epsilon") is None else "epsilon"
 
 
@@ -110,6 +119,8 @@ class AuditResult:
     @property
     def certified(self) -> float | None:
         """The certificate's value in the audited currency (None when unbounded)."""
+        if self.certificate.get("approx") is not None:
+            return self.certificate["approx"]["epsilon"]
         key = "gdp_mu" if self.currency == "mu" else "pure_epsilon"
         return self.certificate.get(key)
 
@@ -137,7 +148,9 @@ class AuditResult:
         sa = self.score_audit
         out: dict[str, Any] = {}
         out["epsilon_lower"] = float(self.epsilon_lower)
-        out["epsilon_lower_label"] = GDP_LABEL if self.currency == "mu" else PURE_LABEL
+        approx = self.certificate.get("approx")
+        out["epsilon_lower_label"] = (GDP_LABEL if self.currency == "mu" else
+                                      APPROX_LABEL if approx is not None else PURE_LABEL)
         out["mu_lower"] = float(self.mu_lower)
         out["mu_lower_status"] = "ok"
         out["confidence"] = float(sa.confidence)
@@ -155,7 +168,8 @@ class AuditResult:
         out["ratio_currency"] = self.currency
         out["pair"] = self.pair
         out["violation"] = self.violation
-        out["delta"] = GDP_DELTA if self.currency == "mu" else 0.0
+        out["delta"] = (GDP_DELTA if self.currency == "mu" else
+                        float(approx["delta"]) if approx is not None else 0.0)
         if self.currency == "mu":
             out["epsilon_lower_direct"] = float(_direct(sa, GDP_DELTA))
         out["mode"] = self.mode

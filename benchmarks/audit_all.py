@@ -7,8 +7,8 @@ with the statistical ceiling beside each entry (issue 14, "what must be shown").
 
 Every row of :data:`POLICY_CONFIGS` (the thirteen private policies, plus extra rows such as
 TS-Gaussian at T = 19) is audited in each mode at each size (trials per side) with
-``dpledger.audits.policy.audit_policy``: its default pair (SPEC §6) or the row's pair options,
-K = 2, seed 0, 95 % confidence, selection fraction 0.1.  Laplace-family certificates are
+``dpledger.audits.policy.audit_policy``: its default pair (docs/design.md#audits) or the row's pair
+options, K = 2, seed 0, 95 % confidence, selection fraction 0.1.  Laplace-family certificates are
 audited in ε (δ = 0), Gaussian ones in μ.  A private policy in the registry that has no row is
 audited with the defaults (and named on stderr), so no policy is left out silently.
 
@@ -96,7 +96,9 @@ def rows_to_run(selected: list[str] | None) -> dict[str, dict]:
     rows.update(whitebox_config_rows())
     covered = {r["policy"] for r in rows.values()}
     for name in available():
-        if policy_class(name).private and name not in covered:
+        # contextual policies pair contextual records: benchmarks/audit_contextual.py
+        if policy_class(name).private and name not in covered and not getattr(
+                policy_class(name), "contextual", False):
             sys.stderr.write(f"audit_all: {name} has no row in POLICY_CONFIGS; audited with "
                              "the defaults\n")
             rows[name] = {"policy": name}
@@ -131,14 +133,14 @@ def _run(row, mode, trials, seed, workers):
     return r, time.perf_counter() - t
 
 
-# pilot slopes measured so far, per (policy, mode): each pair is piloted once per invocation
-_PILOT_SLOPES: dict = {}
+_SLOPES: dict = {}      # pilot slopes per (row, mode, seed, workers), for the whole process
 
 
-def estimate_seconds(row, mode, trials, seed, workers, _slopes: dict = _PILOT_SLOPES) -> float:
+def estimate_seconds(row, mode, trials, seed, workers, _slopes: dict | None = None) -> float:
     """Seconds an audit of ``trials`` per side should take: the slope between two pilot audits
     (PILOT trials per side; the first also pays the kernel's compilation) times ``trials``.
     The pilots run once per (row, mode, seed, workers); every size reuses their slope."""
+    _slopes = _SLOPES if _slopes is None else _slopes
     key = (json.dumps(row, sort_keys=True, default=str), mode, seed, workers)
     if key not in _slopes:
         _run(row, mode, PILOT[0], seed, workers)

@@ -318,8 +318,9 @@ def tree_push(tr, g, item, rng, spec, pad, A, capture):
     """Add ``item`` (D numbers) to tree g: close the p-sum at level i = lowest set bit of the new
     count t, write the tree's ledger records (n_items = t), then draw that node's noise (one
     block draw per block); with ``pad``, the levels below i (now unset) carry their padding.  ``capture`` ((rows, D + 1), tests): if it has rows, the noise of the n-th push
-    over all trees (n from 0) is stored in row n, with g in its last column.  Returns the level
-    closed."""
+    over all trees (n from 0) is stored in row n, with g in column D; a capture of 2D + 1
+    columns also holds the node's clean p-sum in columns D + 1 … 2D (white-box audits: the
+    released node is clean + noise).  Returns the level closed."""
     clean, h, padn, ist, rec, scratch, n_rec = tr
     levels = clean.shape[1]
     D = clean.shape[2]
@@ -345,6 +346,9 @@ def tree_push(tr, g, item, rng, spec, pad, A, capture):
         for e in range(D):
             capture[n, e] = scratch[e]
         capture[n, D] = g
+        if capture.shape[1] > D + 1:    # (rows, 2D + 1): also the node's clean p-sum
+            for e in range(D):
+                capture[n, D + 1 + e] = node[e]
     hi = h[g, i]
     above = h[g, i + 1]
     for e in range(D):

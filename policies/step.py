@@ -308,7 +308,7 @@ class OnlinePolicy:
         self.arrived[:] = z["arrived"]
         self.frozen[:] = z["frozen"]
         self.outstanding = {int(r): (int(a), int(g)) for r, a, g in
-                            zip(z["out_round"], z["out_arm"], z["out_gen"])}
+                            zip(z["out_round"], z["out_arm"], z["out_gen"], strict=True)}
         self.t = int(head["t"])
         # the releases recorded with this checkpoint, finished with the generator state saved
         # just before their noise: the values drawn before the crash, if they were drawn

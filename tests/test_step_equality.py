@@ -53,7 +53,8 @@ def _sim_records(ledger) -> list[tuple]:
     rels = ledger.releases
     rows = ledger.expanded_rows()
     return [(int(a), int(s), int(e), _key(rels[int(r)]), int(c)) for a, s, e, r, c in
-            zip(rows["arm"], rows["start"], rows["stop"], rows["release_id"], rows["count"])]
+            zip(rows["arm"], rows["start"], rows["stop"], rows["release_id"], rows["count"],
+                strict=True)]
 
 
 def _store_records(store: LedgerStore) -> list[tuple]:

@@ -1,4 +1,5 @@
-"""``dpledger audit POLICY ...``: a neighbouring-stream audit, written to audit.json (SPEC §6–§7).
+"""``dpledger audit POLICY ...``: a neighbouring-stream audit, written to audit.json
+(docs/design.md#audits, docs/design.md#interfaces-and-json).
 
     dpledger audit POLICY [--set k=v ...] --trials N [--confidence 0.95]
                    [--mode whitebox|blackbox] [--horizon 1000] [--arms 2] [--seed 0]
@@ -7,6 +8,12 @@
                    [--until-ratio R] [--max-trials N]
                    [--workers auto] [--quiet] [--plot audit.png] --out audit.json
     dpledger audit RELEASE [RELEASE ...] --trials N [--until-ratio R] [--max-trials N]
+    dpledger audit CONTEXTUAL_POLICY [--set k=v ...] --trials N [--mode whitebox|blackbox]
+                   [--horizon T] [--dim d] [--seed 0]
+
+A contextual policy (``jdp-linucb``, ``dp-linucb-mt``, ``dp-lints-mt``, ``reward-dp-linucb``)
+is audited on the built-in pair of :mod:`dpledger.audits.contextual`: two contextual tables
+(K = 2, one context per arm) that differ in their first record.
 
 A first argument containing ``:`` (or naming a release kind) is a release spec, as ``compose``
 accepts them (``laplace:eps=1``, ``gaussian:mu=0.5``, ``laplace:scale=2,count=3``): the
@@ -85,6 +92,9 @@ def register(sub) -> None:
                         "compiled kernel; a release-spec audit uses one): an integer >= 1, or "
                         "auto = the CPUs this process may use (default auto); the result does "
                         "not depend on it")
+    p.add_argument("--dim", default=None,
+                   help="contextual policies: the context dimension d of the built-in pair "
+                        "(an integer >= 1; default 2)")
     p.add_argument("--out", default="audit.json",
                    help="audit result to write (default audit.json); checked before the trials")
     p.add_argument("--quiet", action="store_true",
@@ -122,8 +132,6 @@ def run(args: argparse.Namespace) -> int:
     from dpledger.accounting.schema import write_json_atomic
     from dpledger.audits.pairs import NeighbourPair
     from dpledger.audits.policy import audit_policy
-    from dpledger.commands.run import parse_params
-    from dpledger.policies.registry import make_policy_from_text
 
     check_output_file(args.out, "--out")
     if args.plot:
@@ -144,19 +152,11 @@ def run(args: argparse.Namespace) -> int:
         return _run_spec(args, trials, until, max_trials)
     from dpledger.policies.registry import is_contextual
     if is_contextual(args.policy):
-        # the audits pair neighbouring K-armed reward streams; contextual neighbours (one
-        # record's context and reward) have no audit yet
-        raise DpledgerError(f"policy {args.policy!r} is contextual: the audits compare "
-                            "neighbouring K-armed reward streams, not contextual records (no "
-                            "contextual audit yet)")
-    if args.releases:
-        raise DpledgerError(f"unexpected arguments after the policy name: {' '.join(args.releases)}")
-    policy = make_policy_from_text(args.policy, parse_params(args.set))
-    confidence = parse_float("--confidence", args.confidence, minimum=0.0, maximum=1.0,
-                             open_interval=True)
-    fraction = parse_float("--selection-fraction", args.selection_fraction, minimum=0.0,
-                           maximum=1.0, open_interval=True)
-    seed = parse_int("--seed", args.seed, minimum=0)
+        return _run_contextual(args, trials, until, max_trials)
+    if args.dim is not None:
+        raise DpledgerError("--dim applies to contextual policies (their pair's context "
+                            "dimension)")
+    policy, confidence, fraction, seed = _policy_options(args)
     K = parse_int("--arms", args.arms, minimum=2)
     T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
     stop = None if args.stop_at is None else parse_int("--stop-at", args.stop_at, minimum=1)
@@ -277,6 +277,68 @@ def parse_workers(text) -> int:
     return parse_int("--workers", text, minimum=1, maximum=MAX_WORKERS)
 
 
+def _policy_options(args):
+    """(policy, confidence, selection fraction, seed) of a policy audit's command line."""
+    from dpledger.commands.run import parse_params
+    from dpledger.policies.registry import make_policy_from_text
+    if args.releases:
+        raise DpledgerError(f"unexpected arguments after the policy name: {' '.join(args.releases)}")
+    policy = make_policy_from_text(args.policy, parse_params(args.set))
+    confidence = parse_float("--confidence", args.confidence, minimum=0.0, maximum=1.0,
+                             open_interval=True)
+    fraction = parse_float("--selection-fraction", args.selection_fraction, minimum=0.0,
+                           maximum=1.0, open_interval=True)
+    return policy, confidence, fraction, parse_int("--seed", args.seed, minimum=0)
+
+
+def _run_contextual(args, trials, until, max_trials) -> int:
+    """``dpledger audit jdp-linucb ...``: the contextual pair of
+    :mod:`dpledger.audits.contextual` (two tables differing in their first record)."""
+    from dpledger.accounting.schema import write_json_atomic
+    from dpledger.audits.contextual import audit_contextual
+    ignored = [flag for flag, val, default in (
+        ("--arms", args.arms, "2"), ("--score", args.score, "auto"),
+        ("--stop-at", args.stop_at, None), ("--range", args.range, "0,1"),
+        ("--pair", args.pair, None), ("--sampler", args.sampler, "float"),
+        ("--until-ratio", until, None), ("--max-trials", max_trials, None),
+        ("--plot", args.plot, None)) if val != default]
+    if ignored:
+        raise DpledgerError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not "
+                            "apply to a contextual audit (its pair "
+                            "is built in: K = 2, rewards in [0, 1], float sampler, fixed n)")
+    policy, confidence, fraction, seed = _policy_options(args)
+    T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, 1 << 16)
+    dim = 2 if args.dim is None else parse_int("--dim", args.dim, 1, 64)
+    t0 = time.monotonic()
+    progress = _Progress(args.quiet, f"auditing {policy!r} ({args.mode}, contextual pair), "
+                                      f"{trials} trials per stream")
+    try:
+        res = audit_contextual(policy, trials=trials, mode=args.mode, T=T, dim=dim, seed=seed,
+                               confidence=confidence, selection_fraction=fraction,
+                               progress=progress)
+    except DpledgerError as exc:
+        raise in_flag_terms(exc) from None
+    finally:
+        progress.close()
+    out = res.to_json()
+    write_json_atomic(args.out, out)
+    if not args.quiet:
+        cert = res.certified
+        cur = "mu" if res.currency == "mu" else "epsilon"
+        at = "" if out["delta"] in (0.0, 1e-5) or cur == "mu" else f" at delta={out['delta']:g}"
+        sys.stdout.write(f"{cur}_lower{at} {res.lower:.4g} at {res.confidence:g} confidence; "
+                         f"certificate {'unbounded' if cert is None else f'{cert:.4g}'}"
+                         + (f", ratio {res.ratio:.3f}" if res.ratio is not None else "")
+                         + f"; ceiling {out['ceiling']:.4g}  [{time.monotonic() - t0:.1f}s]\n")
+        reason = out["pair"].get("limit_reason")
+        if reason:
+            sys.stdout.write(f"note: this pair cannot reach the certificate: "
+                             f"{reason.split('. ')[0].rstrip('.')} (limit_reason in the audit "
+                             "file has the computed bound)\n")
+        sys.stdout.write(f"wrote {args.out}\n")
+    return _finish(res, args)
+
+
 def _audit_spec(args, trials, until, max_trials):
     from dpledger.audits.mechanisms import audit_spec
     return audit_spec([args.policy] + list(args.releases), trials,
@@ -315,6 +377,7 @@ def _run_spec(args, trials, until, max_trials) -> int:
                          + (f", ratio {res.ratio:.3f}" if res.ratio is not None else "")
                          + f"; ceiling {res.extra['ceiling']:.4g} ({res.trials} trials per side)\n")
         _sequential_line(res.to_json(), until)
+        _limit_line(res.to_json())
         sys.stdout.write(f"wrote {args.out}\n")
     return _finish(res, args)
 

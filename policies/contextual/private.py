@@ -116,6 +116,7 @@ class PrivateLinearPolicy(ContextualPolicy):
         super().__init__(**params)
         self._plans: dict = {}
         self._capture_rows = 0          # tests: capture the first n node draws
+        self._capture_clean = False     # white-box audits: with each node's clean p-sum
 
     def plan(self, problem: ContextualProblem) -> TreePlan:
         if problem not in self._plans:
@@ -177,7 +178,7 @@ class PrivateLinearPolicy(ContextualPolicy):
         p = int(plan.spec[5])
         A = np.zeros((max(p, 1), max(p, 1)))
         D = plan.blocks * plan.entries
-        capture = np.zeros((self._capture_rows, D + 1))
+        capture = np.zeros((self._capture_rows, 2 * D + 1 if self._capture_clean else D + 1))
         if plan.pad:
             for g in range(plan.n_trees):
                 mx.tree_pad_init(tr, g, rng, plan.spec, A)
@@ -417,7 +418,7 @@ class _MishraThakurtaContextual(PrivateLinearPolicy):
         else:
             scales = tuple(div_up(mul_up(levels, s), eps0) for s in sens)
             rels = tuple(LaplaceVectorRelease(scale=b, sensitivity=s, dim=M)
-                         for b, s in zip(scales, sens))
+                         for b, s in zip(scales, sens, strict=True))
             spec = mx.noise_spec(mx.LAPLACE, entries=E, scales=np.array(scales)[kind_of])
             units = _float_units()
         counts = np.bincount(kind_of, minlength=3)
