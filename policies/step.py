@@ -58,7 +58,7 @@ from dpledger.accounting.filters import BudgetExceeded
 from dpledger.accounting.ledger import RewardLedger
 from dpledger.accounting.store import LedgerStore
 from dpledger.errors import DpledgerError
-from dpledger.mechanisms.noise import LATTICE_BITS, laplace_draw, lattice_release
+from dpledger.mechanisms.noise import LATTICE_BITS, laplace_draw
 from dpledger.policies.environments import TABLE, Environment, to_lattice
 
 
@@ -136,13 +136,14 @@ class OnlinePolicy:
         self.pulls = np.zeros(K, np.int64)
         self.arrived = np.zeros(K, np.int64)         # rewards observed per arm
         self.frozen = np.zeros(K, np.bool_)
+        self.live = np.ones(K, np.bool_)             # ~frozen, as the compiled rules read it
+        self.refusals = 0                            # releases the budget refused
         self.outstanding: dict[int, tuple[int, int]] = {}     # round → (arm, generation)
         self.generation = 0
         self.n_recorded = 0                          # releases recorded by this process
         self._releases: dict[int, Any] = {}
         self._set_rng(run_seed_sequence(seed, run, 0))
-        rule.pulls = self.pulls
-        rule.engine = self
+        rule.bind(self)
 
     # -- the generator -------------------------------------------------------------------
     def _set_rng(self, seq: np.random.SeedSequence) -> None:
@@ -155,11 +156,12 @@ class OnlinePolicy:
         sampler, as the simulator records it)."""
         rel = self._releases.get(rid)
         if rel is None:
-            rel = self.rule.release(rid)
-            if self.bits:
-                rel = lattice_release(rel, self.bits)
-            self._releases[rid] = rel
+            rel = self._releases[rid] = self.rule.recorded_release(rid, self.bits)
         return rel
+
+    def _freeze(self, arm: int) -> None:
+        self.frozen[arm] = True
+        self.live[arm] = False
 
     # -- select ----------------------------------------------------------------------------
     def select(self, context=None) -> Ticket:
@@ -189,7 +191,30 @@ class OnlinePolicy:
                     waiting = [j for j in range(K) if rule.ready(j)] or list(range(K))
                 # a first release still missing (late rewards): play such arms first
                 return min(waiting, key=lambda j: (self.pulls[j], j))
+        if rule.select_releases:
+            self._record_select(t)
         return int(rule.select(self.box, t))
+
+    def _record_select(self, t: int) -> None:
+        """The releases round t's selection draws (a posterior read of every arm, a fresh
+        sample of a model), recorded before the draw with a checkpoint that finishes this
+        selection on restart.  A refused one freezes its arm — it draws nothing and is scored
+        on what it released before — and the others are recorded without it."""
+        due = self.rule.select_due(t)
+        while due:
+            rows = [(self.run, arm, start, stop, self.release(rid), 1)
+                    for arm, rid, start, stop in due]
+            try:
+                self._sink.record(rows, lambda: self._pack(select=t))
+            except BudgetExceeded as exc:
+                if self.frozen[exc.arm] or exc.arm not in {row[0] for row in due}:
+                    raise
+                self._freeze(exc.arm)
+                self.refusals += 1
+                due = self.rule.select_due(t)
+                continue
+            self.n_recorded += len(rows)
+            return
 
     # -- observe ---------------------------------------------------------------------------
     def observe(self, ticket, reward) -> None:
@@ -212,7 +237,8 @@ class OnlinePolicy:
             self._sink.record(rows, lambda: self._pack(pending=due))
         except BudgetExceeded:
             for arm, _, _, _ in due:
-                self.frozen[arm] = True
+                self._freeze(arm)
+            self.refusals += 1
             raise
         self.n_recorded += len(rows)
         self._draw(due)
@@ -266,9 +292,10 @@ class OnlinePolicy:
         return float(to_lattice(x, self.bits)) if self.bits else x
 
     # -- checkpoints -----------------------------------------------------------------------
-    def _pack(self, pending=()) -> bytes:
-        """The checkpoint: a JSON head (counters, generator state, pending releases, and the
-        name, dtype and shape of every array), a newline, then the arrays' bytes in order."""
+    def _pack(self, pending=(), select: int | None = None) -> bytes:
+        """The checkpoint: a JSON head (counters, generator state, pending releases — or the
+        round whose selection draws the releases just recorded — and the name, dtype and
+        shape of every array), a newline, then the arrays' bytes in order."""
         rounds = np.array(sorted(self.outstanding), dtype=np.int64)
         arrays = {f"rule.{k}": v for k, v in self.rule.state.items()}
         arrays.update(pulls=self.pulls, arrived=self.arrived, frozen=self.frozen,
@@ -277,6 +304,7 @@ class OnlinePolicy:
                       out_gen=np.array([self.outstanding[r][1] for r in rounds], np.int64))
         head = {"t": self.t, "generation": self.generation,
                 "rng": self.rng.bit_generator.state, "pending": [list(p) for p in pending],
+                "select": select,
                 "arrays": [[k, v.dtype.str, list(v.shape)] for k, v in arrays.items()]}
         return b"".join([json.dumps(head).encode(), b"\n"]
                         + [np.ascontiguousarray(v).tobytes() for v in arrays.values()])
@@ -307,6 +335,7 @@ class OnlinePolicy:
         self.pulls[:] = z["pulls"]
         self.arrived[:] = z["arrived"]
         self.frozen[:] = z["frozen"]
+        self.live[:] = ~self.frozen
         self.outstanding = {int(r): (int(a), int(g)) for r, a, g in
                             zip(z["out_round"], z["out_arm"], z["out_gen"])}
         self.t = int(head["t"])
@@ -314,6 +343,15 @@ class OnlinePolicy:
         # just before their noise: the values drawn before the crash, if they were drawn
         self.rng.bit_generator.state = head["rng"]
         self._draw([tuple(p) for p in head["pending"]])
+        t = head.get("select")
+        if t is not None:
+            # the selection of round t, whose releases were recorded: drawn again from the
+            # saved state, it takes the same samples and the same arm — its ticket (issued or
+            # not before the crash) stays valid
+            a = int(self.rule.select(self.box, t))
+            self.t = t
+            self.pulls[a] += 1
+            self.outstanding[t] = (a, int(head["generation"]))
         self.generation = generation
         self._set_rng(run_seed_sequence(self.seed, self.run, generation))
 
@@ -368,8 +406,9 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
     rule_cls = rule_for(policy)
     if horizon is not None:
         horizon = _check_int("horizon", horizon, K)
-    elif not rule_cls.anytime:
-        raise DpledgerError(f"policy {name!r} needs a horizon ({rule_cls.horizon_reason})")
+    elif rule_cls.needs_horizon(policy):
+        raise DpledgerError(f"policy {name!r} needs a horizon "
+                            f"({rule_cls.needs_horizon(policy)})")
     if sampler not in ("float", "exact"):
         raise DpledgerError(f"sampler must be 'float' or 'exact', got {sampler!r}")
     if sampler == "exact" and not policy.exact_sampler:
