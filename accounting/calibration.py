@@ -133,7 +133,7 @@ def accounted_wishart(epsilon: float, delta: float, nodes: int, dim: int,
         # ε_k < 1 (the theorem's range) from k − p − 1 > 28·ln(4/δ′) on
         lo = dim + 2 + math.floor(WISHART_CONSTANT * math.log(4.0 / d_node))
 
-        def meets(k: int) -> bool:
+        def meets(k: int, d_node: float = d_node) -> bool:
             rel = WishartRelease(dim=dim, k=int(k), bound=bound, delta=d_node)
             return acc.epsilon(Composition.of([(rel, int(nodes))]), delta) <= epsilon
         hi = lo

@@ -84,3 +84,18 @@ def mu_of_pure_epsilon(epsilon: float) -> float:
         return 2.0 * math.sqrt(2.0) * float(erfinv(math.tanh(epsilon / 2.0))) * (1.0 + 1e-12)
     log_q = -(epsilon + math.log1p(math.exp(-epsilon)))
     return -2.0 * float(ndtri_exp(log_q)) * (1.0 + 1e-12)
+
+
+def pure_epsilon_for_mu(mu: float) -> float:
+    """Largest ε (rounded down) whose ε-DP guarantee implies μ-GDP: the inverse of
+    :func:`mu_of_pure_epsilon`, ε = ln(Φ(μ/2)/Φ(−μ/2)) (randomized response with this ε has
+    trade-off curve above G_μ, and every ε-DP mechanism is dominated by it: Kairouz, Oh &
+    Viswanath 2015; Dong, Roth & Su 2022, Prop. 2.5 / Cor. 2.13).  An ε-DP policy run at this ε
+    is at least as private as a μ-GDP one at every (ε′, δ) — the currency matching that favours
+    neither side's conversion.  Checked against the forward map: mu_of_pure_epsilon(ε) ≤ μ."""
+    mu = check_positive("mu", mu)
+    from scipy.special import log_ndtr
+    eps = float(log_ndtr(mu / 2.0) - log_ndtr(-mu / 2.0)) * (1.0 - 1e-11)
+    while eps > 0.0 and mu_of_pure_epsilon(eps) > mu:   # the forward map rounds up by 1e-12
+        eps *= 1.0 - 1e-10
+    return eps

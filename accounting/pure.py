@@ -530,7 +530,7 @@ class HugeGroup:
         target = log_target(delta)
         if self.log_delta(0.0) <= target:
             return 0.0
-        k, e0 = self.k, self.eps0
+        e0 = self.eps0
         mean = self._kf * e0 * math.tanh(e0 / 2.0)
         sd = 2.0 * e0 * math.sqrt(self._kf * 0.25)
         hi = mean + sd * 8.0

@@ -74,6 +74,17 @@ def hu_huang_mehta_2021_anytime_lazy_ucb(epsilon: float) -> Theorem:
 
 # ---- issue 5: Gaussian and tree-based policies ------------------------------------------------
 
+def ou_2024_round_mu2(b: int = 0, c: float = 1.0) -> Fraction:
+    """μ_r² = 1/(c·(b+1)), exactly: the per-round GDP bound of (M-)TS-Gaussian that Ou, Avella
+    Medina & Cummings 2024 compose over T rounds (Lemma 3 / Lemma 5 and their proofs,
+    Appendix A: the changed arm's mean S/(k+1) moves by 1/(k+1), σ² = c/(k+1), k ≥ b).
+    RECONSTRUCTED constant (docs/algorithms.md#m-ts-gaussian): the stored text lost the
+    lemmas' formulas; this is the bound whose T-fold composition is the theorem below.  Their
+    Appendix C statements (RDP, standard DP) start from the same per-round bound
+    (:mod:`dpledger.accounting.ou_statements`)."""
+    return 1 / (Fraction(c) * (b + 1))
+
+
 def ou_2024_ts_gaussian(T: int, b: int = 0, c: float = 1.0) -> Theorem:
     """Ou, Avella Medina & Cummings 2024: TS-Gaussian (b = 0, c = 1) and M-TS-Gaussian are
     ``√(T / (c·(b+1)))``-GDP.
@@ -81,7 +92,7 @@ def ou_2024_ts_gaussian(T: int, b: int = 0, c: float = 1.0) -> Theorem:
     RECONSTRUCTED constant (docs/algorithms.md#m-ts-gaussian): the paper's lemma statements were not
     recovered; this is the per-round bound μ_t ≤ 1/√(c(b+1)) composed over T rounds (T counting
     the b·K pre-pull rounds).  This function is the one place the formula lives."""
-    mu = sqrt_up(Fraction(T) / (Fraction(c) * (b + 1)))       # rounded up (R6)
+    mu = sqrt_up(T * ou_2024_round_mu2(b, c))                 # rounded up (R6)
     label = "TS-Gaussian" if (b == 0 and c == 1.0) else f"M-TS-Gaussian (b={b}, c={c!r})"
     return Theorem(paper=f"Ou, Avella Medina & Cummings 2024 (arXiv 2407.14879), {label}",
                    theorem="GDP composition over T rounds (reconstructed)",

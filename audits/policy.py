@@ -823,7 +823,9 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
         if lr in ("laplace-releases", "gaussian-releases") and not sequential:
             info["witness_releases_mean"] = [float(np.mean(f0["clean"])), float(np.mean(f1["clean"]))]
     extra = {"policy": {"name": getattr(policy, "name", type(policy).__name__),
-                        "params": _jsonable(policy.params)},
+                        "params": _jsonable(policy.recorded_params()
+                                            if hasattr(policy, "recorded_params")
+                                            else policy.params)},
              "horizon": int(T), "arms": int(K), "stop_at": int(stop), "seed": int(seed),
              "score": score_used, "notes": notes}
     if sampler == "exact":

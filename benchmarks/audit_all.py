@@ -131,7 +131,11 @@ def _run(row, mode, trials, seed, workers):
     return r, time.perf_counter() - t
 
 
-def estimate_seconds(row, mode, trials, seed, workers, _slopes: dict = {}) -> float:
+# pilot slopes measured so far, per (policy, mode): each pair is piloted once per invocation
+_PILOT_SLOPES: dict = {}
+
+
+def estimate_seconds(row, mode, trials, seed, workers, _slopes: dict = _PILOT_SLOPES) -> float:
     """Seconds an audit of ``trials`` per side should take: the slope between two pilot audits
     (PILOT trials per side; the first also pays the kernel's compilation) times ``trials``.
     The pilots run once per (row, mode, seed, workers); every size reuses their slope."""

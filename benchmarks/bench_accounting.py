@@ -21,6 +21,7 @@ Timings are wall clock on this machine (CPU time where said); nothing here is a 
 """
 from __future__ import annotations
 
+import functools
 import argparse
 import math
 import statistics
@@ -124,7 +125,7 @@ def huge_counts():
         for spec in ("laplace:eps=1", "pure:eps=0.1", "gaussian:sigma=2"):
             comp = Composition.of([parse_release_spec(f"{spec},count={n}")])
 
-            def accountants():
+            def accountants(comp=comp):
                 A._VALUES.clear()
                 A._PURE_CACHE.clear()
                 return [A.ACCOUNTANTS[a].epsilon(comp, d) for a in ("pure", "gdp", "rdp")
@@ -139,7 +140,7 @@ def huge_counts():
             tracemalloc.stop()
             A._VALUES.clear()
             A._PURE_CACHE.clear()
-            _, t_block = _timed(lambda: privacy_block([comp]))
+            _, t_block = _timed(functools.partial(privacy_block, [comp]))
             rows.append((f"{spec},count={n}", wall, cpu, peak, t_block))
     return rows
 

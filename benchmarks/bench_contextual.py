@@ -80,14 +80,14 @@ def main() -> None:
             pol = make_policy("linucb")
             prob = problem_of(env, 20_000, 0)
             pol.run_one(run_generator(0, 0), env, problem_of(env, 100, 0))
-            us.append(1e6 * _median(lambda: pol.run_one(run_generator(0, 0), env, prob),
-                                    reps) / 20_000)
+            us.append(1e6 * _median(lambda pol=pol, env=env, prob=prob:
+                                    pol.run_one(run_generator(0, 0), env, prob), reps) / 20_000)
         print(f"    {d:<4d} {us[0]:9.3g} {us[1]:10.3g}")
     print("    linucb d=10 shared, microseconds per round against T")
     for T2 in ((10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)):
         pol = make_policy("linucb")
         prob = problem_of(lin, T2, 0)
-        t = _median(lambda: pol.run_one(run_generator(0, 0), lin, prob), reps)
+        t = _median(lambda pol=pol, prob=prob: pol.run_one(run_generator(0, 0), lin, prob), reps)
         print(f"    T={T2:<9d} {1e6 * t / T2:.3g}")
 
 

@@ -114,12 +114,12 @@ def main(argv=None):
         pol = make_policy(name, **params)
         pol.run_one(run_generator(0, 0), et, min(T, 1000))          # warm the compile cache
 
-        def kernels():
+        def kernels(pol=pol):
             for i in range(R):
                 pol.run_one(run_generator(0, i), et, T)
 
         tk = _best(kernels, args.reps)
-        ts = _best(lambda: simulate(pol, env, T, seed=0, runs=R), args.reps)
+        ts = _best(lambda pol=pol: simulate(pol, env, T, seed=0, runs=R), args.reps)
         label = name + (" " + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
         kernel_time[(name, tuple(sorted(params.items())))] = tk
         print(f"{label:44s} {R * T / tk:14.3e} {R * T / ts:15.3e} {(ts - tk) / ts:14.1%}")

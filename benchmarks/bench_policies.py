@@ -12,6 +12,7 @@ Times are medians of repeats; not a test (SPEC §8).
 """
 from __future__ import annotations
 
+import functools
 import argparse
 
 import dpledger.policies.simulator as simmod
@@ -57,7 +58,7 @@ def _numpy_beta_ts(R, T, means, rng):
     K = len(means)
     s, f = np.zeros((R, K)), np.zeros((R, K))
     rows = np.arange(R)
-    for t in range(T):
+    for _t in range(T):
         a = np.argmax(rng.beta(s + 1, f + 1), axis=1)
         x = rng.random(R) < means[a]
         s[rows, a] += x
@@ -98,12 +99,12 @@ def p1(quick):
                               ("klucb", _numpy_klucb, 2e6)):
         pol = make_policy(name)
         pol.run_one(run_generator(0, 0), env, 1000)                # warm compile
-        dt = _median_time(lambda: [pol.run_one(run_generator(1, i), env, T)
-                                   for i in range(runs)], 3)
+        dt = _median_time(lambda pol=pol: [pol.run_one(run_generator(1, i), env, T)
+                                           for i in range(runs)], 3)
         rate = runs * T / dt
         R, Tn = 100, (2000 if quick else 10000)
         rng = np.random.default_rng(0)
-        dtn = _median_time(lambda: ref(R, Tn, means, rng), 1)
+        dtn = _median_time(functools.partial(ref, R, Tn, means, rng), 1)
         rows.append((name, rate, R * Tn / dtn, target))
     print(f"\nP1  run-rounds/s per core (K = 5, T = {T:.0e}, in process, warm)")
     print(f"{'policy':<10}{'numba kernel':>16}{'batched numpy':>16}{'target':>10}  ok")
@@ -129,13 +130,21 @@ def p2(quick):
         cap = np.zeros((2, 0))
         seeds = iter(range(10 ** 6))
         reps = 5 if quick else 20
-        t_run = _median_time(lambda: pol.run_one(run_generator(2, next(seeds)), env, T), reps)
         acts = np.zeros(T, np.int64)
-        t_acts = _median_time(lambda: kern(run_generator(3, next(seeds)), env, T, K, T, params,
-                                           acts, rows, cap), 2 if quick else 5)
-        t_slow = _median_time(lambda: slow.run_one(run_generator(4, next(seeds)), env, T), 1)
+
+        def run(pol=pol, seeds=seeds):
+            return pol.run_one(run_generator(2, next(seeds)), env, T)
+
+        def with_actions(kern=kern, seeds=seeds, params=params, acts=acts, rows=rows, cap=cap):
+            return kern(run_generator(3, next(seeds)), env, T, K, T, params, acts, rows, cap)
+
+        def unsegmented(slow=slow, seeds=seeds):
+            return slow.run_one(run_generator(4, next(seeds)), env, T)
+        t_run = _median_time(run, reps)
+        t_acts = _median_time(with_actions, 2 if quick else 5)
+        t_slow = _median_time(unsegmented, 1)
         out.append((name, t_run, t_acts, t_slow))
-    print(f"\nP2  one run at T = 1e7 (K = 5, warm; target ≤ 10 ms)")
+    print("\nP2  one run at T = 1e7 (K = 5, warm; target ≤ 10 ms)")
     print(f"{'policy':<18}{'run_one':>12}{'+actions':>12}{'per-round':>12}  ok")
     for name, a, b, c in out:
         print(f"{name:<18}{a * 1e3:>10.3f}ms{b * 1e3:>10.1f}ms{c * 1e3:>10.0f}ms  "
@@ -173,7 +182,7 @@ def p4(quick):
             spent = [0.0]
             original = simmod._record
 
-            def timed(*a, **k):     # time spent writing the ledger (rows, segments, streams)
+            def timed(*a, original=original, spent=spent, **k):  # time spent writing the ledger
                 t = time.perf_counter()
                 try:
                     return original(*a, **k)

@@ -303,7 +303,6 @@ def load_ledger(path: str | os.PathLike, option: str | None = None):
 
 def load_table(path: str | os.PathLike, option: str | None = None):
     """A reward table (rows = rounds, columns = arms) from .npy, .json or comma-separated text."""
-    import numpy as np
     path = os.fspath(path)
     _no_nul(path, "the table file name")
     if path and not os.path.lexists(path):

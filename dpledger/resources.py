@@ -17,7 +17,6 @@ with one line, ``cli.main``'s MemoryError handler).
 """
 from __future__ import annotations
 
-import os
 
 from dpledger.errors import DpledgerError
 

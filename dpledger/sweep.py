@@ -15,6 +15,7 @@ cluster, resumable.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -154,7 +155,7 @@ class LocalExecutor:
         main thread; in a pool, the workers are told to stop and joined."""
         if self.workers == 1:
             for t in tasks:
-                yield t, in_worker_thread(lambda: fn(*t))
+                yield t, in_worker_thread(functools.partial(fn, *t))
             return
         with interruptible_pool("process", self.workers) as pool:
             pending = {pool.submit(fn, *t): t for t in tasks}
@@ -241,7 +242,7 @@ def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: 
     # closing it there stops and joins its pool now, not at interpreter exit
     with Bar(total, "round", quiet=quiet, desc="sweep") as progress, \
             contextlib.closing(executor.map_unordered(compute_cell, todo)) as cells:
-        for n, ((cfg_json, idx), cell) in enumerate(cells):
+        for n, ((_cfg_json, idx), cell) in enumerate(cells):
             cfg = by_key[cell["config_key"]]
             write_json_atomic(cell_path(out, cfg, idx), cell, compact=True)
             progress.add(len(idx) * cfg.horizon,

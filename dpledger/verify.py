@@ -23,7 +23,6 @@ file (R4 makes them identical).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os

@@ -38,6 +38,10 @@ class Param:
     doc: str
     choices: tuple = ()
     hidden: bool = False    # a test or speed switch: not listed, not in run.json at its default
+    # a public parameter added after run.json files were published: listed, but omitted from
+    # run.json at its default, so that earlier runs keep their bytes (a parameter missing from
+    # run.json is rebuilt at its default, which is the rule it then played)
+    omit_at_default: bool = False
 
     def parse(self, value: Any) -> Any:
         """``value`` checked against the declared kind: a number where a number is declared (a
@@ -281,13 +285,21 @@ class Policy(ABC):
 
     def resolved_params(self, T: int, K: int) -> dict:
         """Parameters with horizon-dependent defaults filled in (e.g. DP-SE's β = 1/T); hidden
-        switches only when they differ from their default (so ``verify`` can rebuild the run)."""
+        switches and ``omit_at_default`` parameters only when they differ from their default
+        (so ``verify`` can rebuild the run)."""
         return self.public_params()
 
     def public_params(self) -> dict:
         spec = {p.name: p for p in self.params_spec}
         return {k: v for k, v in self.params.items()
-                if not spec[k].hidden or v != spec[k].default}
+                if not (spec[k].hidden or spec[k].omit_at_default) or v != spec[k].default}
+
+    def recorded_params(self) -> dict:
+        """Every parameter, hidden switches included, except an ``omit_at_default`` one at its
+        default: what audit.json records (so that earlier audits keep their bytes)."""
+        spec = {p.name: p for p in self.params_spec}
+        return {k: v for k, v in self.params.items()
+                if not spec[k].omit_at_default or v != spec[k].default}
 
     @abstractmethod
     def releases(self, T: int, K: int) -> list[Release]: ...

@@ -301,24 +301,31 @@ def to_lattice(y, bits):
     return np.rint(y * 2.0 ** bits) * 2.0 ** -bits
 
 
+def _rescaled(draw):
+    """The compiled reward of one environment kind, rescaled to [0, 1] (a factory, so that each
+    kind's implementation closes over its own draw function)."""
+    def impl(rng, env, arm, t):
+        return (draw(rng, env.params, env.table, arm, t) - env.lo) / (env.hi - env.lo)
+    return impl
+
+
+def _rescaled_lattice(draw):
+    """As ``_rescaled``, then rounded to the environment's lattice."""
+    def impl(rng, env, arm, t):
+        return to_lattice((draw(rng, env.params, env.table, arm, t) - env.lo)
+                          / (env.hi - env.lo), env.bits)
+    return impl
+
+
 @overload(draw_reward, inline="always")
 def _draw_reward_compiled(rng, env, arm, t):
     cls = getattr(env, "instance_class", None)
     for kind, env_cls in KERNEL_ENVS.items():
         if cls is env_cls:
-            draw = _DRAWS[kind]
-
-            def impl(rng, env, arm, t):
-                return (draw(rng, env.params, env.table, arm, t) - env.lo) / (env.hi - env.lo)
-            return impl
+            return _rescaled(_DRAWS[kind])
     for kind, env_cls in LATTICE_ENVS.items():
         if cls is env_cls:
-            draw = _DRAWS[kind]
-
-            def impl(rng, env, arm, t):
-                return to_lattice((draw(rng, env.params, env.table, arm, t) - env.lo)
-                                  / (env.hi - env.lo), env.bits)
-            return impl
+            return _rescaled_lattice(_DRAWS[kind])
     return None
 
 

@@ -47,6 +47,7 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
+from dpledger.errors import DpledgerError
 from dpledger.mechanisms.counters import (binary_commit, binary_new, binary_output, binary_push)
 from dpledger.policies.base import EPSILON, KernelPolicy, Param, RunOutput, kernel_table_size
 from dpledger.policies.environments import draw_reward
@@ -220,9 +221,19 @@ class DPUCB(KernelPolicy):
                    Param("width", "printed", "choice",
                          "confidence width: printed √(2 ln t/n) + Γ/n, or experimental "
                          "√(r ln t)/n + ln t/n (the paper's experiments)",
-                         choices=("printed", "experimental")))
+                         choices=("printed", "experimental")),
+                   Param("relaxation_scale", 1.0, "positive",
+                         "multiplies the printed width's confidence relaxation Γ (1: as "
+                         "printed; the paper's experiments tune this 'confidence parameter')",
+                         omit_at_default=True))
     adaptive = False
     kernel = _dp_ucb
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        if self.params["width"] == "experimental" and self.params["relaxation_scale"] != 1.0:
+            raise DpledgerError("relaxation_scale scales the printed width's Γ; "
+                                "width=experimental has no Γ to scale")
     action_sink = True
 
     def epsilon0(self, K: int) -> float:
@@ -230,9 +241,14 @@ class DPUCB(KernelPolicy):
         return eps / K if self.params["per_tree_budget"] == "split" else eps
 
     def confidence_relaxation(self, T: int, K: int) -> float:
-        """Γ = ln²T·ln(K·T·ln T/γ)/ε0 (= the printed K·ln²T·ln(…)/ε for ε0 = ε/K)."""
+        """κ·Γ with Γ = ln²T·ln(K·T·ln T/γ)/ε0 (= the printed K·ln²T·ln(…)/ε for ε0 = ε/K)
+        and κ = ``relaxation_scale`` (1 as printed; Mishra & Thakurta Section 5 tune this
+        "confidence parameter" of Algorithm 1's line 9, docs/algorithms.md#dp-ucb).  It enters
+        the index only: no draw depends on it."""
         lnT = math.log(T)
-        return lnT ** 2 * math.log(K * T * lnT / self.params["gamma"]) / self.epsilon0(K)
+        gamma_ = lnT ** 2 * math.log(K * T * lnT / self.params["gamma"]) / self.epsilon0(K)
+        scale = self.params["relaxation_scale"]
+        return gamma_ if scale == 1.0 else gamma_ * scale
 
     def kernel_params(self, T, K):
         """[ε0, Γ, width, p-sum scale, n, ln t for t < n, √(ln t) for t < n, √(2/m) for

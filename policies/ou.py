@@ -4,8 +4,14 @@ TS-Gaussian (Algorithm 1, Agrawal–Goyal Gaussian TS) and Modified TS, M-TS-Gau
 docs/algorithms.md#m-ts-gaussian).
 
 Model per arm: ``N(S/(k+1), c/(k+1))`` with S the sum and k the count of the arm's rewards.
-M-TS-Gaussian first pulls every arm ``b`` times round-robin (inside the horizon T); TS-Gaussian
-is b = 0, c = 1.
+M-TS-Gaussian first pulls every arm ``b`` times (inside the horizon T): round-robin
+(``prepull="round-robin"``, the default) or arm by arm in index order, arm 0's b pulls first
+(``prepull="arm-blocks"``: Ou et al.'s experiments, whose instances list the arms from the
+highest mean down, so the best arm is pre-pulled first — their Figure 2's convex pre-pull
+regret; docs/algorithms.md#m-ts-gaussian).  The order draws no noise and reads no reward: after
+round bK every arm has k = b in either order, so releases, ledger records and certificate are
+the same; only the rounds at which each pre-pull reward is observed differ, and the ledger's
+index → round segments follow the actions.  TS-Gaussian is b = 0, c = 1.
 
 Privacy (docs/algorithms.md#m-ts-gaussian).  Every round after the pre-pulls, every arm's sample
 θ_j = S_j/(k_j+1) + N(0,
@@ -111,7 +117,8 @@ def mts_pull(a, x, c, bits, S, k, inv, sig, slat, tab_inv, tab_sig):
 
 @njit(cache=True, nogil=True)
 def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
-    """params: b (pre-pulls per arm), c (variance scale).
+    """params: b (pre-pulls per arm), c (variance scale), n and the two tables below, then the
+    pre-pull order (0 round-robin, 1 arm blocks; absent: round-robin).
 
     Writes no ledger rows: every round after the pre-pulls, each arm with k ≥ 1 rewards draws
     once from N(S/(k+1), c/(k+1)), a Gaussian release reading its first k rewards, so the whole
@@ -132,6 +139,7 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     n_tab = np.int64(params[2]) if params.size > 2 else 0
     tab_inv = params[3:3 + n_tab]
     tab_sig = params[3 + n_tab:3 + 2 * n_tab]
+    blocks = params.size > 3 + 2 * n_tab and params[3 + 2 * n_tab] != 0.0
     bits = lattice_bits(env)
     unit = 2.0 ** bits                   # lattice steps per unit of reward (exact)
     slat = np.ones(K, np.int64)          # s_k per arm (exact sampler)
@@ -149,7 +157,7 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     pre = b * K
     for t in range(1, stop + 1):
         if t <= pre:
-            a = (t - 1) % K
+            a = (t - 1) // b if blocks else (t - 1) % K
             if full_capture:
                 for j in range(K):
                     for row in range(capture.shape[0]):
@@ -168,8 +176,13 @@ class MTSGaussian(KernelPolicy):
     name = "mts-gaussian"
     title = "Modified Thompson sampling with Gaussian priors, M-TS-Gaussian (Ou et al. 2024, Alg. 2)"
     provenance = "reconstructed"
-    params_spec = (Param("b", 0, "int", "pre-pulls of every arm (round-robin, inside T)"),
-                   Param("c", 1.0, "positive", "variance scale c of N(S/(k+1), c/(k+1))"))
+    params_spec = (Param("b", 0, "int", "pre-pulls of every arm (inside T)"),
+                   Param("c", 1.0, "positive", "variance scale c of N(S/(k+1), c/(k+1))"),
+                   Param("prepull", "round-robin", "choice",
+                         "order of the b pre-pulls: round-robin, or arm-blocks (arm 0's b "
+                         "pulls, then arm 1's, …: Ou et al.'s experiments, best arm first on "
+                         "instances listed from the highest mean down)",
+                         choices=("round-robin", "arm-blocks"), omit_at_default=True))
     adaptive = True
     exact_sampler = True
     lattice_certificate = True      # certificate(T, K, lattice_bits) states the discrete reads
@@ -184,13 +197,20 @@ class MTSGaussian(KernelPolicy):
     def c(self) -> float:
         return float(self.params.get("c", 1.0))
 
+    @property
+    def prepull(self) -> str:
+        return str(self.params.get("prepull", "round-robin"))
+
     def kernel_params(self, T, K):
-        """[b, c, n, 1/(k+1) for k < n, √(c/(k+1)) for k < n], n = kernel_table_size(T): the
-        kernel's per-pull division and square root, computed once (the same IEEE operations,
-        so the same doubles as computing them in the kernel)."""
+        """[b, c, n, 1/(k+1) for k < n, √(c/(k+1)) for k < n, order], n =
+        kernel_table_size(T): the kernel's per-pull division and square root, computed once
+        (the same IEEE operations, so the same doubles as computing them in the kernel), and the
+        pre-pull order (1 for arm blocks)."""
         n = kernel_table_size(T)
         inv = 1.0 / (np.arange(n, dtype=np.float64) + 1.0)
-        return np.concatenate([[float(self.b), self.c, float(n)], inv, np.sqrt(self.c * inv)])
+        order = 1.0 if self.prepull == "arm-blocks" else 0.0
+        return np.concatenate([[float(self.b), self.c, float(n)], inv, np.sqrt(self.c * inv),
+                               [order]])
 
     def row_capacity(self, T, K):
         return 1                   # no kernel rows: the reads are one record per arm

@@ -466,12 +466,14 @@ def hu_2025_dp_ts_ucb_minimax(K: int, T: int, alpha: float) -> RegretBound:
 
 
 def mishra_thakurta_2015_dp_ucb(instance, T: int, epsilon0: float, gamma: float,
-                                printed: bool = True) -> RegretBound:
+                                printed: bool = True,
+                                relaxation_scale: float = 1.0) -> RegretBound:
     """Mishra & Thakurta 2015, Theorem 4 (private UCB, Algorithm 1): with probability ≥ 1 − γ
     over the algorithm, E[Regret(T)] = O(Σ_{μ_a < μ*} k·log²T·log(kT/γ)/(ε·Δ_a) + Δ_a).
     k/ε is 1/ε0 with ε0 = ε/k the printed per-tree budget (``epsilon0`` is the policy's; with
     ε0 = ε — Azize & Basu's reading — the same proof gives 1/ε0, reconstructed).  Order only.
-    ``printed=False`` (the experimental confidence width) is outside the theorem."""
+    ``printed=False`` (the experimental confidence width) and a tuned Γ (``relaxation_scale``
+    ≠ 1) are outside the theorem."""
     inst, T = _instance(instance), _horizon(T)
     epsilon0, gamma = _eps(epsilon0), check_positive("γ", gamma)
     K, lnT = inst.n_arms, math.log(T)
@@ -484,8 +486,12 @@ def mishra_thakurta_2015_dp_ucb(instance, T: int, epsilon0: float, gamma: float,
                     "per-tree budget ε0 = ε/k (k/ε = 1/ε0)"), order_term=sum(terms),
                    terms=terms, notes=("its proof (Lemma 6) gives E[n_a(T)] ≤ 8Γ/Δ_a² + ζ, "
                                        "ζ an unstated constant",), epsilon=epsilon0)
-    return _with(bound, [] if printed else ["the printed confidence width (this policy uses "
-                                            "width=experimental, outside the theorem)"])
+    unmet = [] if printed else ["the printed confidence width (this policy uses "
+                                "width=experimental, outside the theorem)"]
+    if relaxation_scale != 1.0:
+        unmet.append(f"the printed confidence relaxation Γ (this policy scales it by "
+                     f"relaxation_scale = {relaxation_scale:g}, outside the theorem)")
+    return _with(bound, unmet)
 
 
 def mishra_thakurta_2015_private_ts(instance, T: int, epsilon: float,
@@ -682,7 +688,8 @@ UPPER_BOUNDS: dict[str, UpperBounds] = {
     "dp-ts-ucb": lambda p, inst, T: [hu_2025_dp_ts_ucb(inst, T, p.params["alpha"]),
                                      hu_2025_dp_ts_ucb_minimax(inst.n_arms, T, p.params["alpha"])],
     "dp-ucb": lambda p, inst, T: [mishra_thakurta_2015_dp_ucb(
-        inst, T, p.epsilon0(inst.n_arms), p.params["gamma"], p.params["width"] == "printed")],
+        inst, T, p.epsilon0(inst.n_arms), p.params["gamma"], p.params["width"] == "printed",
+        p.params.get("relaxation_scale", 1.0))],
     "dp-ts-mt": lambda p, inst, T: [mishra_thakurta_2015_private_ts(
         inst, T, _eps_of(p), p.params["gap_estimation"] and p.params["random_pulls"] == "printed")],
     "dp-ts": lambda p, inst, T: [hu_hegde_2022_dp_ts(inst, T, _eps_of(p)),

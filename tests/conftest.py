@@ -8,9 +8,11 @@ below its certificate — audited bound, μ_lower against GDP μ, and the KOV bo
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import audit_guard
+from contextual_data import unit_rows
 
 audit_guard.install()
 
@@ -62,3 +64,24 @@ def store_url(request, tmp_path):
     if request.param == "sqlite":
         return str(tmp_path / "store.db")
     return request.getfixturevalue("pg_server").store_url()
+
+
+# the data files (disjoint and shared tables, a uniformly logged replay CSV) of the contextual
+# command-line tests
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ctx-data")
+    rng = np.random.default_rng(0)
+    T, K, dim = 200, 3, 4
+    np.savez(d / "dis.npz", contexts=unit_rows(rng, (T, dim)), rewards=(rng.random((T, K)) < 0.5) * 1.0)
+    np.savez(d / "sh.npz", contexts=unit_rows(rng, (T, K, dim)) * 0.9,
+             rewards=rng.random((T, K)))
+    L = 600
+    x = unit_rows(rng, (L, 2))
+    a = rng.integers(0, K, L)
+    with open(d / "log.csv", "w") as fh:
+        fh.write("x0,action,reward,x1,propensity\n")
+        for i in range(L):
+            fh.write(f"{float(x[i, 0])!r},{int(a[i])},{int(rng.random() < 0.3)},"
+                     f"{float(x[i, 1])!r},{1 / K!r}\n")
+    return d

@@ -36,7 +36,7 @@ from scipy.stats import binom, norm
 
 from dpledger.audits.mechanisms import audit_gaussian, audit_laplace, audit_spec
 from dpledger.audits.policy import audit_policy
-from dpledger.audits.stats import cp_upper, epsilon_from_rates, mu_from_rates, split_sizes
+from dpledger.audits.stats import cp_upper, epsilon_from_rates, mu_from_rates
 from dpledger.policies.registry import make_policy
 
 FULL = os.environ.get("DPLEDGER_FULL") == "1"

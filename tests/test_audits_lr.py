@@ -18,8 +18,7 @@ from scipy.stats import binom, laplace, norm
 
 from dpledger.audits.mechanisms import _release_llr, audit_spec, spec_items, spec_sampler
 from dpledger.audits.policy import audit_policy, gaussian_posterior_llr, laplace_release_llr
-from dpledger.audits.stats import (bounds_from_counts, ceiling, checkpoints, rates_upper,
-                                   select_event, sequential_audit, split_sizes)
+from dpledger.audits.stats import (bounds_from_counts, ceiling, checkpoints, sequential_audit, split_sizes)
 from dpledger.errors import DpledgerError
 from dpledger.policies.registry import make_policy
 

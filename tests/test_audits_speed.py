@@ -9,7 +9,6 @@ numpy from the action array, the likelihood-ratio scores recomputed with scipy's
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest

@@ -9,31 +9,8 @@ import os
 import numpy as np
 import pytest
 
+from contextual_data import unit_rows
 from dpledger.cli import main
-
-
-def _unit(rng, shape):
-    x = rng.random(shape)
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    d = tmp_path_factory.mktemp("ctx-data")
-    rng = np.random.default_rng(0)
-    T, K, dim = 200, 3, 4
-    np.savez(d / "dis.npz", contexts=_unit(rng, (T, dim)), rewards=(rng.random((T, K)) < 0.5) * 1.0)
-    np.savez(d / "sh.npz", contexts=_unit(rng, (T, K, dim)) * 0.9,
-             rewards=rng.random((T, K)))
-    L = 600
-    x = _unit(rng, (L, 2))
-    a = rng.integers(0, K, L)
-    with open(d / "log.csv", "w") as fh:
-        fh.write("x0,action,reward,x1,propensity\n")
-        for i in range(L):
-            fh.write(f"{float(x[i, 0])!r},{int(a[i])},{int(rng.random() < 0.3)},"
-                     f"{float(x[i, 1])!r},{1 / K!r}\n")
-    return d
 
 
 def _run(args, tmp_path, name="run.json"):
@@ -147,14 +124,14 @@ def _npz(path, **arrays):
 
 def test_bad_inputs_one_line_exit_2(data, tmp_path, capsys):
     rng = np.random.default_rng(1)
-    x, r = _unit(rng, (20, 3)), rng.random((20, 2))
+    x, r = unit_rows(rng, (20, 3)), rng.random((20, 2))
     nan_x = x.copy()
     nan_x[5, 1] = np.nan
     cases = [
         (["linucb", "--env", "contextual-table", "--table",
           _npz(tmp_path / "a.npz", contexts=x[:10], rewards=r)], "contexts have 10 rows"),
         (["linucb", "--env", "contextual-table", "--table",
-          _npz(tmp_path / "b.npz", contexts=_unit(rng, (20, 3, 3)), rewards=r)],
+          _npz(tmp_path / "b.npz", contexts=unit_rows(rng, (20, 3, 3)), rewards=r)],
          "do not match"),
         (["linucb", "--env", "contextual-table", "--table",
           _npz(tmp_path / "c.npz", contexts=nan_x, rewards=r)], "NaN or infinity"),

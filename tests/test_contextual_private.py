@@ -94,7 +94,7 @@ def _check_tree_records(out, plan, prob, n_pushes):
     obs = out.extra["obs_stream"]
     per_stream = np.bincount(obs, minlength=plan.n_trees)
     assert recs["n_items"].size == len(plan.record_rids) * np.count_nonzero(per_stream)
-    for arm, k, lev, rid in zip(recs["arm"], recs["n_items"], recs["levels"],
+    for arm, k, lev, _rid in zip(recs["arm"], recs["n_items"], recs["levels"],
                                 recs["release_id"]):
         assert k == per_stream[arm] and lev == plan.levels
     assert per_stream.sum() == n_pushes == out.noise_draws

@@ -12,11 +12,6 @@ from dpledger.cli import main
 pytest.importorskip("sklearn")          # the supervised environment reads scikit-learn's data
 
 
-# the data files (disjoint and shared tables, a uniformly logged replay CSV) of the non-private
-# contextual CLI tests
-from test_contextual_cli import data  # noqa: E402,F401  (a fixture)
-
-
 ENVS = {
     "linear": ["--env", "linear", "--dim", "3", "--arms", "4", "--horizon", "300", "--delay", "4"],
     "table-disjoint": ["--env", "contextual-table", "--table", "{d}/dis.npz"],

@@ -28,7 +28,20 @@ OVERRIDES = {
     "hu-2025": ("--alphas", "0.5,1", "dp-ts-ucb,mts-gaussian", "main"),
     "mishra-thakurta-2015": ("--epsilons", "0.5,1", "dp-ucb-experimental,ucb1", "main"),
     "azize-2025": ("--epsilons", "0.5,1", "dp-klucb,imed", "mu3"),
+    "hu-hegde-2022-nonprivate": ("--epsilons", "0.5,1", "dp-ts,ts-beta", "main"),
+    "hu-2025-horizons": ("--alphas", "0.5,1", "dp-ts-ucb", "main"),
+    "hu-2025-equal-regret": ("--alphas", "0,1", "dp-ts-ucb,mts-gaussian", "main"),
+    "hu-2025-equal-privacy": ("--alphas", "0,1", "dp-ts-ucb,mts-gaussian,lazy-dp-ts", "main"),
+    "ou-2024-matched": ("--mus", "1,5", "mts-gaussian,anytime-lazy-ucb", "main"),
+    "mishra-thakurta-2015-tuned": ("--epsilons", "0.5,1", "dp-ucb-tuned,ucb1", "main"),
+    "ou-2024-prepull": ("--mus", "1,2", "mts-gaussian", "bernoulli"),
+    "ou-2024-privacy": ("--mus", "1,5", "mts-gaussian", "bernoulli"),
 }
+# the tag that holds a run's privacy level (default "epsilon")
+LEVEL_TAG = {"ou-2024": "budget_mu", "hu-2025": "alpha", "hu-2025-horizons": "alpha",
+             "hu-2025-equal-regret": "alpha", "hu-2025-equal-privacy": "alpha",
+             "ou-2024-matched": "budget_mu", "ou-2024-prepull": "budget_mu",
+             "ou-2024-privacy": "budget_mu"}
 T, R, SEED = 300, 2, 11
 
 
@@ -64,17 +77,19 @@ def overridden(request, tmp_path_factory):
 
 
 def test_overrides_reach_every_run(overridden):
-    """T, R and the seed of every simulated setting are the overridden ones; only the chosen
-    policies ran; the level of every run that has one is among the given levels."""
+    """T, R and the seed of every simulated setting are the overridden ones (tuning runs: the
+    tuning seed derived from it); only the chosen policies ran; the level of every run that has
+    one is among the given levels."""
+    from dpledger.experiments.matched import tuning_seed
     runs = overridden["runs"]
     assert runs
     for label, rep in runs.items():
-        assert rep["horizon"] == T and rep["runs"] == R and rep["seed"] == SEED, label
+        seed = tuning_seed(SEED) if rep["tags"].get("part") == "tuning" else SEED
+        assert rep["horizon"] == T and rep["runs"] == R and rep["seed"] == seed, label
         tg = rep["tags"]
         pol = tg.get("variant") or tg.get("policy") or rep["policy"]["name"]
         assert pol in overridden["policies"], (label, pol)
-        level = tg[{"ou-2024": "budget_mu", "hu-2025": "alpha"}.get(overridden["name"],
-                                                                      "epsilon")]
+        level = tg[LEVEL_TAG.get(overridden["name"], "epsilon")]
         if level is not None and tg.get("part") != "ablation":
             assert level in overridden["levels"], (label, level)
 
@@ -196,6 +211,14 @@ BAD = [
     (["hu-hegde-2022", "--horizon", "3"], "--horizon 3 is shorter than the number of arms 5"),
     (["hu-hegde-2022", "--horizon", "1e30"], "--horizon must be <= 1e9"),
     (["hu-2025", "--horizon", "12"], "--horizon 12 is too short for hu-2025"),
+    (["hu-2025-equal-regret", "--horizon", "12"],
+     "--horizon 12 is too short for hu-2025-equal-regret"),
+    (["ou-2024-privacy", "--epsilons", "1"], "ou-2024-privacy sweeps μ: give its privacy levels "
+                                             "with --mus"),
+    (["ou-2024-prepull", "--horizon", "20"], "ou-2024-prepull: these overrides leave nothing to "
+                                             "run"),
+    (["mishra-thakurta-2015-tuned", "--policies", "dp-ucb-printed"],
+     "--policies dp-ucb-printed is not a policy of mishra-thakurta-2015-tuned"),
     (["hu-hegde-2022", "--runs", "0"], "--runs must be >= 1, got '0'"),
     (["hu-hegde-2022", "--runs", "2.5"], "--runs must be an integer, got '2.5'"),
     (["hu-hegde-2022", "--seed", "-1"], "--seed must be >= 0, got '-1'"),

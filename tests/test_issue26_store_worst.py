@@ -151,7 +151,7 @@ def test_store_numbers_are_the_maximum_over_every_reward(tmp_path_factory, ops, 
                 if name != "best":
                     assert got is None
                 continue
-            want = _max_over(lambda c: acc.epsilon(c, d, True), comps)
+            want = _max_over(lambda c, acc=acc, d=d: acc.epsilon(c, d, True), comps)
             assert got == (want if math.isfinite(want) else None), (name, d)
     data = curve_data(store_report(str(path), "realized"), "realized", DELTAS, EPSILONS)
     for name, acc in accs.items():
@@ -161,9 +161,9 @@ def test_store_numbers_are_the_maximum_over_every_reward(tmp_path_factory, ops, 
         eps_row, delta_row = data[f"realized/{name}"]
         for d, got in zip(DELTAS, eps_row):
             if got is not None:
-                assert got == _max_over(lambda c: acc.epsilon(c, d, True), comps)
+                assert got == _max_over(lambda c, acc=acc, d=d: acc.epsilon(c, d, True), comps)
         for e, got in zip(EPSILONS, delta_row):
-            assert got == _max_over(lambda c: acc.delta(c, e, True), comps), (name, e)
+            assert got == _max_over(lambda c, acc=acc, e=e: acc.delta(c, e, True), comps), (name, e)
     pure = _max_over(lambda c: c.pure_epsilon(), comps)
     assert block["pure_epsilon"] == (pure if math.isfinite(pure) else None)
     if block["zcdp_rho"] is not None:

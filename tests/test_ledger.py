@@ -411,13 +411,13 @@ def test_stream_key_range_refused_everywhere():
     assert store._MAX_ARM == ARM_LIMIT
     lap = LaplaceRelease(scale=1.0, sensitivity=1.0)
     for run, arm in ((0, ARM_LIMIT), (0, -1), (RUN_LIMIT, 0), (-1, 0)):
-        calls = [lambda led: led.add(run, arm, 0, 1, lap),
-                 lambda led: led.add_growing_prefix(run, arm, 2, 1, 0.5),
-                 lambda led: led.add_tree(run, arm, 0, 3, 2, lap),
-                 lambda led: led.add_posterior_reads(run, arm, 1, 5, 1.0),
-                 lambda led: led.add_segments(run, arm, 0, 1, 1, 3),
-                 lambda led: led.set_stream_length(run, arm, 3),
-                 lambda led: led.set_stream_lengths([run], [arm], [3])]
+        calls = [lambda led, run=run, arm=arm: led.add(run, arm, 0, 1, lap),
+                 lambda led, run=run, arm=arm: led.add_growing_prefix(run, arm, 2, 1, 0.5),
+                 lambda led, run=run, arm=arm: led.add_tree(run, arm, 0, 3, 2, lap),
+                 lambda led, run=run, arm=arm: led.add_posterior_reads(run, arm, 1, 5, 1.0),
+                 lambda led, run=run, arm=arm: led.add_segments(run, arm, 0, 1, 1, 3),
+                 lambda led, run=run, arm=arm: led.set_stream_length(run, arm, 3),
+                 lambda led, run=run, arm=arm: led.set_stream_lengths([run], [arm], [3])]
         for call in calls:
             with pytest.raises(DpledgerError, match="must lie in"):
                 call(RewardLedger())

@@ -209,7 +209,7 @@ def test_every_item_in_at_most_levels_nodes_against_the_ledger(n):
     led.intern(rel)
     recs = mx.tree_records(tr)
     assert recs["n_items"].tolist() == [n] and recs["levels"].tolist() == [levels]
-    for arm, off, k, lev, rid in zip(*(recs[c] for c in ("arm", "offset", "n_items", "levels",
+    for arm, off, k, lev, _rid in zip(*(recs[c] for c in ("arm", "offset", "n_items", "levels",
                                                          "release_id"))):
         led.add_tree(0, int(arm), int(off), int(k), int(lev), 0)
     rows = led.expanded_rows()

@@ -13,7 +13,7 @@ from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLapla
                                           GaussianRelease, LaplaceRelease)
 from dpledger.errors import DpledgerError
 from dpledger.mechanisms import noise as N
-from dpledger.mechanisms.basic import noisy_mean, noisy_sum, normalise, release_value
+from dpledger.mechanisms.basic import noisy_mean, noisy_sum, release_value
 from dpledger.mechanisms.samplers import ExactSampler, FloatSampler, Sampler, make_sampler
 
 

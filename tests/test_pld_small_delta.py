@@ -21,8 +21,8 @@ import pytest
 from dpledger.accounting import pld
 from dpledger.accounting.accountants import ACCOUNTANTS_WITH_BEST as ACC
 from dpledger.accounting.composition import Composition
-from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLaplaceRelease,
-                                          GaussianRelease, LaplaceRelease, PureEpsilonRelease,
+from dpledger.accounting.releases import (DiscreteLaplaceRelease,
+                                          LaplaceRelease, PureEpsilonRelease,
                                           parse_release_spec)
 from dpledger.errors import DpledgerError
 

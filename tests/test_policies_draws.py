@@ -62,7 +62,10 @@ from planted import PlantedHalfNoiseLazyDPTS, noiseless
 NAMES = available()
 
 # A configuration in which each policy makes releases within a short run (horizon, arms, params).
-BASE = {"dp-se": (3000, 2, {}), "dp-ts-mt": (2000, 3, {"epsilon": 60.0, "random_pulls": 5})}
+BASE = {"dp-se": (3000, 2, {}), "dp-ts-mt": (2000, 3, {"epsilon": 60.0, "random_pulls": 5}),
+        # b > 0, so that the pre-pull order (prepull=arm-blocks) changes which rewards the
+        # later draws read
+        "mts-gaussian": (400, 3, {"b": 3})}
 DEFAULT_BASE = (400, 3, {})
 
 
@@ -345,7 +348,7 @@ def check_draws(policy, res, recorders, captures, T, K):
             else:
                 assert got == count, f"run {run}: row {(arm, start, stop)} counts {count} " \
                                      f"releases of {rel}, {got} drawn"
-        for (arm, offset), (lid, n_items) in tree_at.items():
+        for (arm, offset), (_lid, n_items) in tree_at.items():
             assert hits[("tree", arm, offset)] == n_items, (run, arm, offset, n_items)
         # loose draws: only Gaussian samples counted per model, matched as a multiset of σ
         assert all(d["kind"] in ("normal", "dgauss") for d in loose), \

@@ -294,7 +294,7 @@ def test_posterior_is_the_recorded_gaussian_mechanism(b, c):
     got = {(int(a), int(s)): int(n) for a, s, n in zip(g["arm"], g["stop"], g["count"])}
     assert got == expected_counts
     assert np.all(g["start"] == 0)
-    for a, s, mu2 in zip(g["arm"], g["stop"], g["mu2"]):
+    for s, mu2 in zip(g["stop"], g["mu2"]):
         assert mu2 == pytest.approx(1.0 / (c * (s + 1)), rel=1e-14)
     # and the compiled kernel gives the same actions (one source)
     comp = pol.run_one(np.random.default_rng(5), env.as_tuple(), T)
@@ -349,7 +349,7 @@ def test_dp_ts_ucb_epochs_and_budget_on_a_table():
     out = reference(pol, np.random.default_rng(0), table(tab), T)
     rows = out.rows
     assert set(rows[3].tolist()) <= set(range(6))
-    for arm, s, e, rid, cnt in rows.T:
+    for _arm, s, e, rid, cnt in rows.T:
         assert (s, e) == (2 ** rid - 1, 2 ** (rid + 1) - 1)     # epoch boundaries
         assert 1 <= cnt <= phi
     # every model present at round K+1 onwards draws exactly φ samples if it lives ≥ φ rounds

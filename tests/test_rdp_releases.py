@@ -127,8 +127,9 @@ def test_zcdp_never_below_exact_gaussian_and_is_continuous_optimum(mu):
     for delta in (1e-3, 1e-6, 1e-9, 1e-12):
         e = RDP.epsilon(comp, delta)
         assert e >= gdp_epsilon(mu, delta)
-        f = lambda a: a * rho + mp.log1p(-1 / a) - (mp.log(delta) + mp.log(a)) / (a - 1)
-        x = mp.findroot(lambda s: mp.diff(lambda t: f(1 + mp.exp(t)), s), mp.log(
+        def f(a, delta=delta):
+            return a * rho + mp.log1p(-1 / a) - (mp.log(delta) + mp.log(a)) / (a - 1)
+        x = mp.findroot(lambda s, f=f: mp.diff(lambda t: f(1 + mp.exp(t)), s), mp.log(
             mp.sqrt(-math.log(delta) / rho) + 1e-9))
         opt = max(f(1 + mp.exp(x)), 0)           # ε is clipped at 0
         assert e >= opt and e <= opt * (1 + 1e-9) + 1e-12

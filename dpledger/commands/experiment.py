@@ -36,12 +36,12 @@ def register(sub) -> None:
                    help="privacy levels ε of an ε-DP experiment, comma-separated (each a "
                         "number > 0; default: the paper's grid)")
     p.add_argument("--mus", default=None,
-                   help="GDP budgets μ of a GDP experiment (ou-2024, a TOML with "
-                        "parameter = \"mu\"), comma-separated (each a number > 0; default: the "
-                        "paper's)")
+                   help="GDP budgets μ of a GDP experiment (ou-2024 and its comparisons, a "
+                        "TOML with parameter = \"mu\"), comma-separated (each a number > 0; "
+                        "default: the paper's)")
     p.add_argument("--alphas", default=None,
-                   help="hu-2025: DP-TS-UCB's trade-off α, which sets its GDP μ, comma-separated "
-                        "(each in [0, 1]; default: the paper's grid)")
+                   help="hu-2025 and its comparisons: DP-TS-UCB's trade-off α, which sets its "
+                        "GDP μ, comma-separated (each in [0, 1]; default: the paper's grid)")
     p.add_argument("--instance", default=None,
                    help="run only these of the experiment's named instances, comma-separated "
                         "(the error for an unknown name lists them; default: all)")

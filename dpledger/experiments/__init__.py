@@ -20,6 +20,15 @@ EXPERIMENTS = {
     "hu-2025": "hu_2025",
     "mishra-thakurta-2015": "mishra_thakurta_2015",
     "azize-2025": "azize_2025",
+    # the papers' comparisons the reproductions above left out (issue 23 §3)
+    "hu-hegde-2022-nonprivate": "hu_hegde_2022_nonprivate",
+    "hu-2025-horizons": "hu_2025_horizons",
+    "hu-2025-equal-regret": "hu_2025_equal_regret",
+    "hu-2025-equal-privacy": "hu_2025_equal_privacy",
+    "ou-2024-matched": "ou_2024_matched",
+    "mishra-thakurta-2015-tuned": "mishra_thakurta_2015_tuned",
+    "ou-2024-prepull": "ou_2024_prepull",
+    "ou-2024-privacy": "ou_2024_privacy",
 }
 
 

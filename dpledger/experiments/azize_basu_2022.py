@@ -101,7 +101,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     figs = figures(ov)
     m3 = _bernoulli_means(figs[3]) if 3 in figs else None
     table, fig3 = [], []
-    for label, rep in reports.items():
+    for rep in reports.values():
         tg = rep["tags"]
         m, s = final_regret(rep)
         row = {"figure": tg["figure"], "policy": tg["policy"],

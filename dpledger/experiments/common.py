@@ -290,6 +290,44 @@ def _save(fig, path: str) -> None:
             os.unlink(tmp)
 
 
+def new_figure(ncols: int = 1, width: float = 6.0, height: float = 4.0):
+    """A figure with ``ncols`` axes side by side (Agg backend): (figure, list of axes)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), squeeze=False)
+    return fig, list(axes[0])
+
+
+def finish_figure(fig, axes, path: str, title: str | None = None, legend: int = 7) -> str:
+    """A grid and a legend on every axis, an optional title, saved atomically and closed."""
+    import matplotlib.pyplot as plt
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=legend)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+def compare_all(pairs) -> tuple[bool, str]:
+    """:func:`compare_less` over (a, b, name_a, name_b) pairs: (every a below its b, "k/n; "
+    followed by each pair's evidence)."""
+    results = [compare_less(*p) for p in pairs]
+    oks = [ok for ok, _ in results]
+    return all(oks), f"{sum(oks)}/{len(oks)}; " + "; ".join(ev for _, ev in results)
+
+
+def non_increasing(points) -> bool:
+    """(level, mean, band) points sorted by level: each mean at most the previous one plus both
+    95 % bands, and the last below the first (a trend the bands do not contradict)."""
+    return (all(a[1] >= b[1] - a[2] - b[2] for a, b in zip(points, points[1:]))
+            and points[0][1] > points[-1][1])
+
+
 def band(rep: dict) -> float:
     R = rep["runs"]
     std = rep["regret"]["final_std"] or 0.0

@@ -250,7 +250,7 @@ class CustomExperiment:
                   ov: Overrides = NO_OVERRIDES) -> Summary:
         sym = "ε" if self.parameter == "epsilon" else "μ"
         table, panels, trades, fixed = [], {}, {}, {}
-        for label, rep in reports.items():
+        for rep in reports.values():
             tg = rep["tags"]
             m, s = final_regret(rep)
             row = {"instance": tg["instance"], "T": tg["horizon"], "policy": tg["policy"],

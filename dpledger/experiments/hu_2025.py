@@ -55,13 +55,14 @@ def mts_b(T: int) -> int:
     return math.ceil(math.log(T))
 
 
-def check_overrides(ov: Overrides) -> None:
-    """M-TS-Gaussian's b = ⌈ln T⌉ pre-pulls of every arm must fit the horizon."""
+def check_overrides(ov: Overrides, name: str = NAME) -> None:
+    """M-TS-Gaussian's b = ⌈ln T⌉ pre-pulls of every arm must fit the horizon (also
+    hu-2025-equal-regret's largest b, ⌈ln^α T⌉ at α = 1)."""
     T = ov.horizon
     if T is not None:
         arms = max(n_arms(s) for s in ov.instances_or(INSTANCES).values())
         if mts_b(T) * arms >= T:
-            raise DpledgerError(f"--horizon {T} is too short for hu-2025: M-TS-Gaussian's "
+            raise DpledgerError(f"--horizon {T} is too short for {name}: M-TS-Gaussian's "
                                 f"b = ⌈ln T⌉ = {mts_b(T)} pre-pulls of {arms} arms need "
                                 f"T > {mts_b(T) * arms}")
 
@@ -101,7 +102,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     K = n_arms(env)
     T = ov.horizon_or(T_FULL, quick)
     table = []
-    for label, rep in reports.items():
+    for rep in reports.values():
         tg = rep["tags"]
         m, s = final_regret(rep)
         params = rep["policy"]["params"]

@@ -57,7 +57,7 @@ def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
 def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES) -> Summary:
     table, groups, trade = [], {}, {}
     first = next(iter(grids(quick, ov)))        # the instance of the trade-off plot
-    for label, rep in reports.items():
+    for rep in reports.values():
         tg = rep["tags"]
         m, s = final_regret(rep)
         table.append({"instance": tg["instance"], "policy": tg["policy"], "epsilon": tg["epsilon"],

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 
 from dpledger.experiments.common import (Claim, Summary, band, compare_less, final_regret,
-                                         plot_regret_panels, plot_tradeoff, privacy_row)
+                                         non_increasing, plot_regret_panels, plot_tradeoff,
+                                         privacy_row)
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, outside_instance
 from dpledger.sweep import RunConfig, make_env
 
@@ -81,7 +82,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     env = next(iter(ov.instances_or(INSTANCES).values()))
     T = ov.horizon_or(T_FULL, quick)
     table, panels, trade = [], {}, {}
-    for label, rep in reports.items():
+    for rep in reports.values():
         tg = rep["tags"]
         m, s = final_regret(rep)
         table.append({"variant": tg["variant"], "policy": tg["policy"], "epsilon": tg["epsilon"],
@@ -123,9 +124,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
         oks, evs = [], []
         for var in variants:
             pts = [(e, reg(var, e), band(rep(var, e))) for e in eps_grid]
-            ok = all(a[1] >= b[1] - a[2] - b[2] for a, b in zip(pts, pts[1:]))
-            strict = pts[0][1] > pts[-1][1]
-            oks.append(ok and strict)
+            oks.append(non_increasing(pts))
             evs.append(f"{var}: " + ", ".join(f"ε={e:g} {m:.4g}" for e, m, _ in pts))
         claims.append(Claim.judged(text, all(oks), f"{sum(oks)}/{len(oks)} variants; "
                                    + "; ".join(evs), why))

@@ -91,7 +91,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     table, notes = [], []
     panels: dict[str, dict] = {env: {} for env in envs}
     trade: dict[str, dict] = {env: {} for env in envs}
-    for label, rep in reports.items():
+    for rep in reports.values():
         tg = rep["tags"]
         T = rep["horizon"]
         arms = n_arms(envs[tg["env"]])
