@@ -99,6 +99,13 @@ def mts_sweep(rng, bits, unit, S, k, inv, sig, slat, live, theta, capture, full_
 
 
 @njit(cache=True, inline="always")
+def prepull_arm(t, b, K, blocks):
+    """The arm of pre-pull round t ≤ bK: round robin (arm (t − 1) mod K), or with ``blocks``
+    arm by arm in index order (arm ⌊(t − 1)/b⌋: Ou et al.'s pre-pull order)."""
+    return (t - 1) // b if blocks else (t - 1) % K
+
+
+@njit(cache=True, inline="always")
 def mts_pull(a, x, c, bits, S, k, inv, sig, slat, tab_inv, tab_sig):
     """Arm a's reward x joins its posterior: S_a += x, k_a += 1, then 1/(k+1) and √(c/(k+1))
     (from the tables while k < their size: the same IEEE operations, so the same doubles) and,
@@ -157,7 +164,7 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     pre = b * K
     for t in range(1, stop + 1):
         if t <= pre:
-            a = (t - 1) // b if blocks else (t - 1) % K
+            a = prepull_arm(t, b, K, blocks)
             if full_capture:
                 for j in range(K):
                     for row in range(capture.shape[0]):

@@ -565,9 +565,10 @@ def _mts_pull(a, x, c, bits, S, k, inv, sig, slat, tab):
 
 
 class MTSGaussianStep(StepRule):
-    """M-TS-Gaussian (TS-Gaussian: b = 0): rounds 1 … bK play the pre-pulls round robin; every
-    later round draws one sample of every arm's posterior N(S/(k+1), c/(k+1)) — a read of the
-    arm's k observed rewards — so a selection records, before its draws, one row per arm with
+    """M-TS-Gaussian (TS-Gaussian: b = 0): rounds 1 … bK play the pre-pulls in the policy's
+    order (:func:`~dpledger.policies.ou.prepull_arm`); every later round draws one sample of
+    every arm's posterior N(S/(k+1), c/(k+1)) — a read of the arm's k observed rewards (in
+    arrival order) — so a selection records, before its draws, one row per arm with
     k ≥ 1 over observations [0, k), release id k (the posterior read of
     :func:`~dpledger.accounting.posterior_reads.posterior_read_release`; the simulator keeps the
     same reads as one posterior-read record per arm).  A read the budget refuses freezes its
@@ -581,6 +582,7 @@ class MTSGaussianStep(StepRule):
     def __init__(self, policy, K, horizon):
         super().__init__(policy, K, horizon)
         self.b, self.c = policy.b, policy.c
+        self.blocks = policy.prepull == "arm-blocks"
         self.state = dict(S=np.zeros(K), k=np.zeros(K, np.int64), inv=np.ones(K),
                           sig=np.full(K, np.sqrt(self.c)), slat=np.ones(K, np.int64),
                           theta=np.zeros(K))
@@ -604,7 +606,7 @@ class MTSGaussianStep(StepRule):
 
     def select(self, box, t):
         if t <= self.b * self.K:
-            return (t - 1) % self.K
+            return int(ou.prepull_arm(t, self.b, self.K, self.blocks))
         s, e = self.state, self.engine
         return _mts_select(box, e.bits, 2.0 ** e.bits, s["S"], s["k"], s["inv"], s["sig"],
                            s["slat"], e.live, s["theta"], _NO_CAPTURE, t)
