@@ -57,6 +57,8 @@ from dpledger.accounting import store_checkpoint as ckpt
 from dpledger.accounting.filters import BudgetExceeded
 from dpledger.accounting.ledger import RewardLedger
 from dpledger.accounting.store import LedgerStore
+from dpledger.accounting.store_backends import (StoreMissing, StoreUnreachable,
+                                                is_postgres_url, sqlite_path)
 from dpledger.errors import DpledgerError
 from dpledger.mechanisms.noise import LATTICE_BITS, laplace_draw
 from dpledger.policies.environments import TABLE, Environment, to_lattice
@@ -387,14 +389,38 @@ def _check_int(name: str, value, lo: int = 0) -> int:
     return int(value)
 
 
+def open_or_create_store(url: str, budget=None) -> LedgerStore:
+    """The store at ``url`` (an SQLite path or ``sqlite://`` URL, or a ``postgresql://`` URL),
+    created with ``budget`` if there is none yet.  Several servers starting at once on one
+    fresh PostgreSQL store: one creates it (one transaction), the others open it."""
+    if not is_postgres_url(url):
+        path = sqlite_path(url)
+        return LedgerStore.open(path) if os.path.exists(path) else \
+            LedgerStore.create(path, budget=budget)
+    try:
+        return LedgerStore.open(url)
+    except StoreMissing:
+        pass
+    try:
+        return LedgerStore.create(url, budget=budget)
+    except StoreUnreachable:
+        raise
+    except DpledgerError as exc:
+        try:
+            return LedgerStore.open(url)      # created meanwhile by another server
+        except StoreMissing:
+            raise exc from None               # the creation's own reason
+
+
 def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, seed=None,
            sampler: str = "float", reward_range=(0.0, 1.0), run: int = 0, budget=None,
            **params) -> OnlinePolicy:
     """Policy ``name`` in step form over ``n_arms`` arms (see the module docstring).
 
     ``horizon``: the number of rounds, or None for an anytime policy (a horizon-bound one says
-    so); ``store``: a :class:`LedgerStore`, a store path (created if missing, with ``budget``),
-    or None to keep the records in memory; ``seed``: the run's seed (the generator of run
+    so); ``store``: a :class:`LedgerStore`, a store path or URL (``sqlite:///path`` or
+    ``postgresql://…``; created if missing, with ``budget``: :func:`open_or_create_store`), or
+    None to keep the records in memory; ``seed``: the run's seed (the generator of run
     ``run`` in ``dpledger run --seed``), or None for the operating system's entropy;
     ``sampler``: "float" or "exact" (rewards on the lattice 2^-16 of the range, exact
     discrete noise); ``reward_range``: the declared (lo, hi); ``params``: the policy's
@@ -432,9 +458,7 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
         sink = _MemorySink()
     else:
         if isinstance(store, (str, os.PathLike)):
-            path = os.fspath(store)
-            store = (LedgerStore.open(path) if os.path.exists(path)
-                     else LedgerStore.create(path, budget=budget))
+            store = open_or_create_store(os.fspath(store), budget)
             owns = True
         elif not isinstance(store, LedgerStore):
             raise DpledgerError(f"store must be a ledger store or a path, got {store!r}")

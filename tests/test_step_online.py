@@ -89,19 +89,22 @@ def test_crash_between_record_and_draw_resumes_with_the_same_release(tmp_path, m
 
 
 @pytest.mark.slow
-def test_kill_9_at_random_points_never_double_spends(tmp_path):
-    """CI: 3 restarts (≈ 10 s); DPLEDGER_FULL=1: 12."""
-    _kill_test(tmp_path, restarts=12 if os.environ.get("DPLEDGER_FULL") else 3)
+def test_kill_9_at_random_points_never_double_spends(store_url):
+    """CI: 3 restarts (≈ 10 s) on each backend; DPLEDGER_FULL=1: 12."""
+    _kill_test(store_url, restarts=12 if os.environ.get("DPLEDGER_FULL") else 3)
 
 
-def _kill_test(tmp_path, restarts):
+def _server_env() -> dict:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+
+
+def _kill_test(path, restarts):
     """A server killed with SIGKILL at random moments and restarted: the ledger verifies, every
     reward is in at most one release (Lazy-DP-TS's uninterrupted spend: ε), every restart took
     a new generation."""
-    path = str(tmp_path / "live.db")
     rng = np.random.default_rng(17)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    env = _server_env()
     for k in range(restarts):
         proc = subprocess.Popen([sys.executable, os.path.join(HERE, "step_server.py"), path,
                                  str(k)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -118,6 +121,31 @@ def _kill_test(tmp_path, restarts):
         assert st["privacy"]["pure_epsilon"] <= 0.5            # one Lap(2) release per reward
         gen = store.checkpoint("online/run-0/generation")
         assert gen is not None and int(gen[1].decode()) == restarts - 1
+
+
+def test_racing_servers_never_pass_the_budget(store_url):
+    """Three servers started at once on one store (made by ``ledger init`` first, as a
+    deployment does), all serving run 0 (the same rewards, as a replica started beside a live
+    one would): they race for every reward's budget (eps=0.5, one Lap(2) release of ε = 0.5
+    each).  Whoever loses a race is refused (BudgetExceeded) and freezes the arm; no reward's
+    spend passes the budget, the ledger verifies, and the races were real (refusals
+    happened)."""
+    LedgerStore.create(store_url, budget="eps=0.5").close()
+    env = _server_env()
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "step_server.py"), store_url,
+                               str(k), "150"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=env, cwd=os.path.dirname(HERE)) for k in range(3)]
+    refused = 0
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()[-2000:]
+        refused += int(out.decode().split()[-1])
+    assert refused > 0
+    assert verify_store(store_url) == []
+    with LedgerStore.open(store_url, readonly=True) as store:
+        st = store.status()
+        assert st["records"] > 3
+        assert st["privacy"]["pure_epsilon"] <= 0.5 and st["budget_spent"] <= 0.5
 
 
 def test_late_and_out_of_order_rewards(tmp_path):
