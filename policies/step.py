@@ -141,11 +141,13 @@ class OnlinePolicy:
         self.live = np.ones(K, np.bool_)             # ~frozen, as the compiled rules read it
         self.refusals = 0                            # releases the budget refused
         self.outstanding: dict[int, tuple[int, int]] = {}     # round → (arm, generation)
+        self.contexts: dict[int, np.ndarray] = {}    # round → the played arm's context
         self.generation = 0
         self.n_recorded = 0                          # releases recorded by this process
         self._releases: dict[int, Any] = {}
         self._set_rng(run_seed_sequence(seed, run, 0))
         rule.bind(self)
+        rule.start(self.box)
 
     # -- the generator -------------------------------------------------------------------
     def _set_rng(self, seq: np.random.SeedSequence) -> None:
@@ -167,18 +169,25 @@ class OnlinePolicy:
 
     # -- select ----------------------------------------------------------------------------
     def select(self, context=None) -> Ticket:
-        """The next round's ticket: its round number and the arm to play."""
-        if context is not None:
+        """The next round's ticket: its round number and the arm to play.  A contextual
+        policy takes the round's ``context``: one vector of its dimension d (one context per
+        round), or K of them, one per arm (``shared=True``)."""
+        if not self.rule.contextual and context is not None:
             raise DpledgerError(f"policy {self.policy.name!r} is K-armed: select() takes no "
                                 "context")
+        ctx = self.rule.check_context(context) if self.rule.contextual else None
         if self.horizon is not None and self.t >= self.horizon:
             raise DpledgerError(f"the horizon {self.horizon} is reached: no round "
                                 f"{self.t + 1} can be selected")
         t = self.t + 1
+        if ctx is not None:
+            self.rule.ctx = ctx
         a = self._choose(t)
         self.t = t
         self.pulls[a] += 1
         self.outstanding[t] = (a, self.generation)
+        if ctx is not None:
+            self.contexts[t] = np.array(ctx[a] if len(ctx) > 1 else ctx[0])
         return Ticket(self.run, t, a, self.generation)
 
     def _choose(self, t: int) -> int:
@@ -225,10 +234,11 @@ class OnlinePolicy:
         t, a = self._take(ticket, reward)
         x = self._rescale(reward)
         del self.outstanding[t]
+        ctx = self.contexts.pop(t, None)
         self.arrived[a] += 1
-        if self.frozen[a]:
+        if self.frozen[self.rule.stream_of(a)]:
             return
-        due = self.rule.push(a, x)
+        due = self.rule.push(a, x) if ctx is None else self.rule.push_record(a, ctx, x)
         if due:
             self._release_due(due)
 
@@ -246,9 +256,7 @@ class OnlinePolicy:
         self._draw(due)
 
     def _draw(self, due: list) -> None:
-        for arm, rid, _, _ in due:
-            noise = self.rule.draw(self, rid)
-            self.rule.commit(arm, rid, noise)
+        self.rule.draw_due(self, due)
 
     def _take(self, ticket, reward) -> tuple[int, int]:
         if isinstance(ticket, Ticket):
@@ -291,7 +299,8 @@ class OnlinePolicy:
             raise DpledgerError(f"reward {r!r} lies outside the declared range "
                                 f"[{self.lo}, {self.hi}]")
         x = (r - self.lo) / (self.hi - self.lo)
-        return float(to_lattice(x, self.bits)) if self.bits else x
+        # the contextual rules round a record's statistic to the lattice themselves
+        return float(to_lattice(x, self.bits)) if self.bits and not self.rule.contextual else x
 
     # -- checkpoints -----------------------------------------------------------------------
     def _pack(self, pending=(), select: int | None = None) -> bytes:
@@ -304,6 +313,9 @@ class OnlinePolicy:
                       out_round=rounds,
                       out_arm=np.array([self.outstanding[r][0] for r in rounds], np.int64),
                       out_gen=np.array([self.outstanding[r][1] for r in rounds], np.int64))
+        if self.rule.contextual:
+            arrays["out_ctx"] = np.array([self.contexts[r] for r in rounds],
+                                         np.float64).reshape(len(rounds), self.rule.dim)
         head = {"t": self.t, "generation": self.generation,
                 "rng": self.rng.bit_generator.state, "pending": [list(p) for p in pending],
                 "select": select,
@@ -340,6 +352,8 @@ class OnlinePolicy:
         self.live[:] = ~self.frozen
         self.outstanding = {int(r): (int(a), int(g)) for r, a, g in
                             zip(z["out_round"], z["out_arm"], z["out_gen"])}
+        if "out_ctx" in z:
+            self.contexts = {int(r): np.array(x) for r, x in zip(z["out_round"], z["out_ctx"])}
         self.t = int(head["t"])
         # the releases recorded with this checkpoint, finished with the generator state saved
         # just before their noise: the values drawn before the crash, if they were drawn
@@ -414,6 +428,7 @@ def open_or_create_store(url: str, budget=None) -> LedgerStore:
 
 def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, seed=None,
            sampler: str = "float", reward_range=(0.0, 1.0), run: int = 0, budget=None,
+           dim: int | None = None, shared: bool = False, norm_bound: float = 1.0,
            **params) -> OnlinePolicy:
     """Policy ``name`` in step form over ``n_arms`` arms (see the module docstring).
 
@@ -424,7 +439,10 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
     ``run`` in ``dpledger run --seed``), or None for the operating system's entropy;
     ``sampler``: "float" or "exact" (rewards on the lattice 2^-16 of the range, exact
     discrete noise); ``reward_range``: the declared (lo, hi); ``params``: the policy's
-    parameters (``epsilon=…``)."""
+    parameters (``epsilon=…``).  Contextual policies (:mod:`~dpledger.policies.
+    step_rules_contextual`): ``dim`` the context dimension d, ``shared`` True for one context
+    per arm (one shared θ; else one context per round, a model per arm), ``norm_bound`` the
+    declared bound L on every context's Euclidean norm."""
     from dpledger.policies.registry import make_policy
     from dpledger.policies.step_rules import rule_for
     K = _check_int("n_arms", n_arms, 2)
@@ -448,9 +466,28 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
         raise DpledgerError(f"reward_range must be (lo, hi), got {reward_range!r}") from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise DpledgerError(f"reward_range must be finite with lo < hi, got {reward_range!r}")
-    rule = rule_cls(policy, K, horizon)
     identity = {"policy": name, "arms": K, "params": policy.public_params(),
                 "sampler": sampler, "range": [lo, hi], "horizon": horizon}
+    if rule_cls.contextual:
+        from dpledger.policies.step_rules_contextual import step_problem
+        dim = _check_int("dim", dim, 1)
+        if not isinstance(shared, (bool, np.bool_)):
+            raise DpledgerError(f"shared must be True or False, got {shared!r}")
+        try:
+            L = float(norm_bound)
+        except (TypeError, ValueError):
+            raise DpledgerError(f"norm_bound must be a number > 0, got {norm_bound!r}") \
+                from None
+        if not (math.isfinite(L) and L > 0):
+            raise DpledgerError(f"norm_bound must be a number > 0, got {norm_bound!r}")
+        problem = step_problem(K, horizon, dim, bool(shared), L, lo, hi,
+                               LATTICE_BITS if sampler == "exact" else 0)
+        rule = rule_cls(policy, K, horizon, problem)
+        identity.update(dim=dim, shared=bool(shared), norm_bound=L)
+    else:
+        if dim is not None or shared:
+            raise DpledgerError(f"policy {name!r} is K-armed: it takes no dim or shared")
+        rule = rule_cls(policy, K, horizon)
     owns = False
     if store is None:
         if budget is not None:

@@ -51,6 +51,7 @@ class StepRule:
     horizon_reason: ClassVar[str] = ""
     initial_pulls: ClassVar[bool] = True      # rounds 1 … K play arm t − 1
     select_releases: ClassVar[bool] = False   # select draws noise (select_due)
+    contextual: ClassVar[bool] = False        # select(context=…), push_record
 
     def __init__(self, policy, K: int, horizon: int | None):
         self.policy, self.K, self.horizon = policy, K, horizon
@@ -61,6 +62,19 @@ class StepRule:
         drives this rule: its pull counts, frozen arms (``live``), sampler bits and generator."""
         self.engine = engine
         self.pulls = engine.pulls
+
+    def start(self, box) -> None:
+        """Called once the engine's generator is set, before the first round (draws a rule
+        makes before any data: none for the K-armed rules)."""
+
+    def stream_of(self, a: int) -> int:
+        """The ledger stream (the records' ``arm`` column) arm a's rewards join."""
+        return a
+
+    def draw_due(self, engine, due: list) -> None:
+        """Draw and commit the recorded releases ``due``, in order."""
+        for arm, rid, _, _ in due:
+            self.commit(arm, rid, self.draw(engine, rid))
 
     @classmethod
     def needs_horizon(cls, policy) -> str:
@@ -992,8 +1006,9 @@ RULES: dict[str, type[StepRule]] = {cls.name: cls for cls in (
 
 def rule_for(policy) -> type[StepRule]:
     """The step rule of ``policy``, or a one-line refusal naming those that have one."""
-    cls = RULES.get(policy.name)
+    from dpledger.policies.step_rules_contextual import CONTEXTUAL_RULES
+    cls = RULES.get(policy.name) or CONTEXTUAL_RULES.get(policy.name)
     if cls is None:
         raise DpledgerError(f"policy {policy.name!r} has no step form yet; step forms: "
-                            f"{', '.join(sorted(RULES))}")
+                            f"{', '.join(sorted(RULES) + sorted(CONTEXTUAL_RULES))}")
     return cls
