@@ -40,7 +40,12 @@ from dpledger.mechanisms.counters import binary_new, binary_push, binary_state_s
 from dpledger.mechanisms.noise import lattice_release
 from dpledger.policies import (anytime_lazy_ucb, azize2025, azize_basu, baselines, dp_se,
                                hu2025, hu_hegde, mishra_thakurta, ou)
+from dpledger.policies.rules import tie_break
 from dpledger.policies.step import laplace_step
+
+
+_NO_CAPTURE = np.zeros((0, 0))       # the kernels' capture argument, empty
+_NO_TABLE = np.zeros(0)              # a kernel's precomputed table, empty: computed instead
 
 
 class StepRule:
@@ -340,7 +345,8 @@ class DPIMEDStep(PhaseStep):
 
 @njit(cache=True)
 def _dp_ucb_select(box, lt, sl, ca, cb, cc, idx):
-    return mishra_thakurta.dp_ucb_select(box.rng, lt, sl, ca, cb, cc, idx)
+    a, tie = mishra_thakurta.dp_ucb_argmax(lt, sl, ca, cb, cc, idx)
+    return tie_break(idx, a, box.rng) if tie else a
 
 
 @njit(cache=True)
@@ -387,10 +393,9 @@ class DPUCBStep(StepRule):
 
     def commit(self, a, rid, noise):
         s = self.state
-        root = mishra_thakurta.dp_ucb_root(s["n"][a] + 1.0)
-        mishra_thakurta.dp_ucb_commit(a, 0, s["value"][a], noise, s["bfs"], s["bis"], s["r"],
-                                      s["n"], s["ca"], s["cb"], s["cc"], self.gamma,
-                                      self.experimental, root)
+        s["r"][a], s["n"][a], s["ca"][a], s["cb"][a], s["cc"][a] = \
+            mishra_thakurta.dp_ucb_commit(s["bfs"][a], s["bis"][a], 0, s["value"][a] + noise,
+                                          s["n"][a], self.gamma, self.experimental, _NO_TABLE)
 
 
 @njit(cache=True)
@@ -563,8 +568,6 @@ class IMEDStep(NonPrivateStep):
 
 # ---- TS-Gaussian, M-TS-Gaussian (policies/ou.py): releases drawn at select -------------------------
 
-_NO_CAPTURE = np.zeros((0, 0))
-_NO_TABLE = np.zeros(0)
 
 
 @njit(cache=True)
