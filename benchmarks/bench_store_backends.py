@@ -106,38 +106,20 @@ def separate_writers(make_url, procs: int) -> float:
     aggregate rate of accepted records.  What the machine gives several writers whatever the
     locking — the most any scheme on one store could reach."""
     urls = [make_url(k) for k in range(procs)]
-    for url in urls:
-        LedgerStore.create(url, "eps=1").close()
-    per_reward = 136
-    total = per_reward * len(REWARDS)
-    ctx = mp.get_context("fork")
-    go, done = ctx.Event(), ctx.Queue()
-    ps = [ctx.Process(target=_writer, args=(urls[k], 0, total, go, done)) for k in range(procs)]
-    for p in ps:
-        p.start()
-    time.sleep(2.0)
-    t0 = time.perf_counter()
-    go.set()
-    ok = sum(done.get(timeout=600) for _ in ps)
-    elapsed = time.perf_counter() - t0
-    for p in ps:
-        p.join()
+    total = 136 * len(REWARDS)
+    ok, elapsed = _race([(url, 0, total) for url in urls])
     assert ok == procs * ADMITTED, ok
     return ok / elapsed
 
 
-def writers(url: str, procs: int) -> float:
-    """Accepted records per second with ``procs`` writers (checks the exact count after)."""
-    LedgerStore.create(url, "eps=1").close()
-    # attempts: every reward is tried 128 + 8 times in all, so exactly 128 fit on each
-    per_reward = 136
-    total = per_reward * len(REWARDS)
+def _race(jobs: list) -> tuple[int, float]:
+    """Start one writer process per (url, offset, attempts) on budget eps=1 stores (created
+    here), let them go together; (records accepted, seconds)."""
+    for url in sorted({job[0] for job in jobs}):
+        LedgerStore.create(url, "eps=1").close()
     ctx = mp.get_context("fork")
     go, done = ctx.Event(), ctx.Queue()
-    share = [total // procs + (1 if k < total % procs else 0) for k in range(procs)]
-    offsets = np.cumsum([0] + share[:-1])
-    ps = [ctx.Process(target=_writer, args=(url, int(offsets[k]), share[k], go, done))
-          for k in range(procs)]
+    ps = [ctx.Process(target=_writer, args=(*job, go, done)) for job in jobs]
     for p in ps:
         p.start()
     time.sleep(2.0)                          # every writer has opened the store
@@ -147,6 +129,17 @@ def writers(url: str, procs: int) -> float:
     elapsed = time.perf_counter() - t0
     for p in ps:
         p.join()
+    return ok, elapsed
+
+
+def writers(url: str, procs: int) -> float:
+    """Accepted records per second with ``procs`` writers (checks the exact count after)."""
+    # attempts: every reward is tried 128 + 8 times in all, so exactly 128 fit on each
+    per_reward = 136
+    total = per_reward * len(REWARDS)
+    share = [total // procs + (1 if k < total % procs else 0) for k in range(procs)]
+    offsets = np.cumsum([0] + share[:-1])
+    ok, elapsed = _race([(url, int(offsets[k]), share[k]) for k in range(procs)])
     with LedgerStore.open(url, readonly=True) as s:
         data = s.rows_array()
         spent = max_spend(s, data)[0]

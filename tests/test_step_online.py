@@ -20,6 +20,10 @@ from dpledger.policies import step as step_mod
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+class Killed(BaseException):
+    """A process dying at a chosen point (raised by a patched method)."""
+
+
 def _serve(p, table, rounds):
     for _ in range(rounds):
         t = p.select()
@@ -59,9 +63,6 @@ def test_crash_between_record_and_draw_resumes_with_the_same_release(tmp_path, m
     p = online("lazy-dp-ts", 3, store=path, seed=4, epsilon=0.5)
     _serve(p, table, 60)
     n_before = p.store.n_records()
-
-    class Killed(BaseException):
-        pass
 
     def die(self, due):
         raise Killed
@@ -282,9 +283,6 @@ def test_crash_after_a_selections_records_resumes_the_same_selection(tmp_path, m
     p = online("mts-gaussian", 3, store=path, seed=2, b=1)
     _serve(p, table, 40)
     n_before = p.store.n_records()
-
-    class Killed(BaseException):
-        pass
 
     def die(self, box, t):
         raise Killed
