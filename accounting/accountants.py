@@ -10,10 +10,10 @@ Protocol (every accountant):
 ``delta(comp, epsilon, adaptive=False) -> float``
     an upper bound on δ(ε).
 ``holds_under_adaptive_parameters``
-    whether the value stays valid when release parameters were chosen from the public history
-    (a fully adaptive composition: pure Σε, Rogers et al. 2016; GDP, Smith & Thakurta 2022;
-    RDP/zCDP filters, Feldman & Zrnic 2021).  With ``adaptive=True`` the pure accountant falls
-    back to basic composition and PLD declines unless every release is Gaussian (SPEC §2).
+    whether the value stays valid when release parameters were chosen from the public history (a
+    fully adaptive composition: pure Σε, Rogers et al. 2016; GDP, Smith & Thakurta 2022; RDP/zCDP
+    filters, Feldman & Zrnic 2021).  With ``adaptive=True`` the pure accountant falls back to basic
+    composition and PLD declines unless every release is Gaussian (docs/design.md#privacy-model).
 
 ``best`` reports, per δ, the smallest valid value and names the accountant that gave it; it
 never uses PLD below its floor δ = 1e-15 (:data:`dpledger.accounting.pld.MIN_DELTA`), nor where

@@ -1,5 +1,5 @@
-"""Calibration: the inverse direction (SPEC §3) — from a privacy target to a noise scale or a
-policy parameter.
+"""Calibration: the inverse direction (docs/design.md#accounting) — from a privacy target to a noise
+scale or a policy parameter.
 
 All searches are bisections on a monotone map and return the *safe* end of the final bracket:
 the returned parameter always meets the target (never overshoots the budget).

@@ -1,4 +1,4 @@
-"""Certificates and theorems (SPEC §2).
+"""Certificates and theorems (docs/design.md#privacy-model).
 
 A **certificate** is the worst case, over every trajectory, of the per-reward composition of the
 releases a policy is coded to make: a finite list of candidate compositions, each naming the
@@ -61,9 +61,9 @@ class Candidate:
 class Certificate:
     """Candidate compositions; ``unbounded`` for policies that read rewards without noise.
 
-    ``adaptive`` says whether the release parameters at a given position may depend on the
-    history; when it is False, every reward's i-th release has parameters fixed by its position,
-    so PLD values are valid (SPEC §2).
+    ``adaptive`` says whether the release parameters at a given position may depend on the history;
+    when it is False, every reward's i-th release has parameters fixed by its position, so PLD
+    values are valid (docs/design.md#privacy-model).
     """
 
     candidates: tuple[Candidate, ...] = ()

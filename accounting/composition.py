@@ -8,14 +8,14 @@ Normal form (canonical, so equal compositions compare and serialise equal):
   μ = √(Σ count·μ_i²) — exact in every currency, since composed Gaussians are the Gaussian of
   that μ (Dong–Roth–Su 2022, Cor. 3.3).
 
-Per-currency totals (SPEC §3 table) live here, each computed once from the release formulas:
-pure ε = Σ count·ε_i; GDP μ² = Σ count·μ_i²; zCDP ρ = Σ count·ρ_i; RDP curves add order by
-order.  Every total is certified (SPEC R6): the sum is formed exactly (``Fraction`` of the
-per-release values, themselves upper bounds rounded up by :mod:`.releases`; floats are dyadic
-rationals, so the exact sum stays cheap with thousands of distinct releases) and rounded up
-once; μ = √μ² is rounded up so that μ² ≤ (reported μ)² holds exactly.  ``count`` is an exact integer of any size, so each
-total costs O(number of distinct releases), whatever the counts; a total beyond the float range
-is ∞ (reported with status ``skipped:overflow``, not as unbounded).
+Per-currency totals (docs/design.md#accounting table) live here, each computed once from the release
+formulas: pure ε = Σ count·ε_i; GDP μ² = Σ count·μ_i²; zCDP ρ = Σ count·ρ_i; RDP curves add order by
+order.  Every total is certified (docs/design.md#safe-rounding): the sum is formed exactly
+(``Fraction`` of the per-release values, themselves upper bounds rounded up by :mod:`.releases`;
+floats are dyadic rationals, so the exact sum stays cheap with thousands of distinct releases) and
+rounded up once; μ = √μ² is rounded up so that μ² ≤ (reported μ)² holds exactly.  ``count`` is an
+exact integer of any size, so each total costs O(number of distinct releases), whatever the counts;
+a total beyond the float range is ∞ (reported with status ``skipped:overflow``, not as unbounded).
 """
 from __future__ import annotations
 
@@ -312,7 +312,8 @@ class Composition:
         return math.inf if total == math.inf else sqrt_up(total)
 
     def gdp_mu(self) -> float | None:
-        """Exact GDP μ when every release is Gaussian (rounded up); None otherwise (SPEC §3)."""
+        """Exact GDP μ when every release is Gaussian (rounded up); None otherwise
+        (docs/design.md#accounting)."""
         if not self.items:
             return 0.0
         if self.status("gdp") != EXACT or not self.all_gaussian():
@@ -404,10 +405,10 @@ class Composition:
     def to_dp_event(self):
         """A ``dp_accounting.DpEvent`` for this composition, under ADD_OR_REMOVE_ONE.
 
-        noise_multiplier = noise scale / sensitivity (SPEC §3 rules).  Generic pure-ε releases
-        become *explicit* copies of 2-bucket randomized response (noise_parameter 2/(1+e^ε)):
-        dp-accounting's PLD ignores the count of a self-composed RR event, and its RR accounting
-        needs the REPLACE_ONE relation.
+        noise_multiplier = noise scale / sensitivity (docs/design.md#calling-dp-accounting). Generic
+        pure-ε releases become *explicit* copies of 2-bucket randomized response (noise_parameter
+        2/(1+e^ε)): dp-accounting's PLD ignores the count of a self-composed RR event, and its RR
+        accounting needs the REPLACE_ONE relation.
         """
         from dp_accounting import dp_event as E
 

@@ -1,4 +1,4 @@
-"""The columnar per-reward ledger (SPEC §3 "Ledger").
+"""The columnar per-reward ledger (docs/design.md#ledger).
 
 Units of privacy are rewards, addressed as (run, arm, index): the ``index``-th observation
 (0-based) of ``arm`` in ``run``.  A release touches a half-open range ``[start, stop)`` of one
@@ -128,7 +128,7 @@ class _Table:
     def parts(self) -> list[dict[str, np.ndarray]]:
         """The rows as their appended blocks, in order, without concatenating them (a per-run
         block of a 1e7-round Gaussian ledger is 480 MB; joining them is mostly page faults)."""
-        return [dict(zip(self.fields, c)) for c in self._chunks]
+        return [dict(zip(self.fields, c, strict=True)) for c in self._chunks]
 
     def columns(self) -> dict[str, np.ndarray]:
         if self._cache is None:
@@ -139,7 +139,7 @@ class _Table:
             else:
                 cols = [np.zeros(0, dtype=np.float64 if f in _FLOAT_FIELDS else np.int64)
                         for f in self.fields]
-            self._cache = dict(zip(self.fields, cols))
+            self._cache = dict(zip(self.fields, cols, strict=True))
             self._chunks = [tuple(cols)] if cols[0].size else []
         return self._cache
 
@@ -202,7 +202,7 @@ class RewardLedger:
         if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1:
             arrays = tuple(np.atleast_1d(a) for a in np.broadcast_arrays(*arrays))
             owned = False
-        cols = dict(zip(ROW_FIELDS, arrays))
+        cols = dict(zip(ROW_FIELDS, arrays, strict=True))
         self._check_rows(cols)
         self._rows.append(cols, owned=owned)
 
@@ -219,8 +219,8 @@ class RewardLedger:
         """Gaussian releases reading observations ``[start, stop)``: ``counts[j]`` releases of
         μ² = ``mu2[j]`` each, per row j (one row per distinct prefix length).  ``owned``: the
         arrays are fresh and the ledger may keep them without a copy."""
-        cols = dict(zip(GAUSS_FIELDS, np.broadcast_arrays(*map(np.asarray, (run, arm, starts, stops,
-                                                                            counts, mu2)))))
+        arrays = np.broadcast_arrays(*map(np.asarray, (run, arm, starts, stops, counts, mu2)))
+        cols = dict(zip(GAUSS_FIELDS, arrays, strict=True))
         cols = {k: np.atleast_1d(v) for k, v in cols.items()}
         mu2a = np.asarray(cols["mu2"], dtype=np.float64)
         if mu2a.size and (not np.all(np.isfinite(mu2a)) or np.any(mu2a < 0)):
@@ -249,7 +249,7 @@ class RewardLedger:
         sampler's discrete Gaussian draws on the lattice 2^-bits."""
         arrays = [np.atleast_1d(a) for a in np.broadcast_arrays(
             *map(np.asarray, (run, arm, first_round, last_round, c, bits)))]
-        cols = dict(zip(READ_FIELDS, arrays))
+        cols = dict(zip(READ_FIELDS, arrays, strict=True))
         cv = np.asarray(cols["c"], dtype=np.float64)
         if cv.size and (not np.all(np.isfinite(cv)) or np.any(cv <= 0)):
             raise DpledgerError("posterior reads need a finite variance scale c > 0")
@@ -269,7 +269,7 @@ class RewardLedger:
             arrays = tuple(np.atleast_1d(a) for a in np.broadcast_arrays(*arrays))
             owned = False
         check_streams(arrays[0], arrays[1])
-        self._segments.append(dict(zip(SEGMENT_FIELDS, arrays)), owned=owned)
+        self._segments.append(dict(zip(SEGMENT_FIELDS, arrays, strict=True)), owned=owned)
 
     def add_actions(self, run: int, actions: np.ndarray, first_round: int = 1) -> None:
         """Segments and stream lengths from a run's action sequence (round t = first_round + i)."""
@@ -293,13 +293,15 @@ class RewardLedger:
         keys = runs * (1 << 20) + arms
         if not streams and (keys.size < 2 or bool(np.all(keys[1:] > keys[:-1]))):
             # a fresh ledger and distinct keys (the simulator's case): no max to take
-            pairs = zip(zip(runs.tolist(), arms.tolist()), lengths.tolist())
+            pairs = zip(zip(runs.tolist(), arms.tolist(),
+                            strict=True), lengths.tolist(), strict=True)
             if lengths.size and lengths.min() > 0:
                 streams.update(pairs)
             else:
                 streams.update((k, n) for k, n in pairs if n)
             return
-        for key, n in zip(zip(runs.tolist(), arms.tolist()), lengths.tolist()):
+        for key, n in zip(zip(runs.tolist(), arms.tolist(),
+                              strict=True), lengths.tolist(), strict=True):
             if n and n > streams.get(key, 0):
                 streams[key] = n
 
@@ -381,7 +383,7 @@ class RewardLedger:
                 uniq, inv = np.unique(keys, return_inverse=True)
                 maxes = np.zeros(uniq.size, dtype=np.int64)
                 np.maximum.at(maxes, inv, stops)
-            for k, s in zip(uniq.tolist(), maxes.tolist()):
+            for k, s in zip(uniq.tolist(), maxes.tolist(), strict=True):
                 key = (k >> 20, k & ((1 << 20) - 1))
                 out[key] = max(out.get(key, 0), s)
         out = dict(sorted(out.items()))
@@ -460,7 +462,8 @@ class RewardLedger:
         pos = pos[rec]
         streams = self.streams()
         n = np.array([streams.get((int(r), int(a)), 0) for r, a in
-                      zip(reads["run"][rec].tolist(), reads["arm"][rec].tolist())], dtype=np.int64)
+                      zip(reads["run"][rec].tolist(), reads["arm"][rec].tolist(),
+                          strict=True)], dtype=np.int64)
         ukeys, lo, hi, fi, fr, st, ln = self._segment_index()
         seg_lo = np.zeros(rec.size, np.int64)
         seg_hi = np.zeros(rec.size, np.int64)
@@ -510,7 +513,7 @@ class RewardLedger:
         parts = {f: [] for f in GAUSS_FIELDS}
         if reads["run"].size:
             ukeys, lo, hi, fi, fr, st, _ = self._segment_index()
-        for r, a, f, l, c, bits in zip(*(reads[x].tolist() for x in READ_FIELDS)):
+        for r, a, f, l, c, bits in zip(*(reads[x].tolist() for x in READ_FIELDS), strict=True):
             n = streams.get((r, a), 0)
             if n == 0:
                 continue
@@ -710,7 +713,7 @@ class RewardLedger:
                 if cols["run"].size:
                     out.add_posterior_reads(*(cols[f] for f in READ_FIELDS))
             s = data.get("streams", {"run": [], "arm": [], "length": []})
-            for r, a, n in zip(s["run"], s["arm"], s["length"]):
+            for r, a, n in zip(s["run"], s["arm"], s["length"], strict=True):
                 out.set_stream_length(r, a, n)
         except (KeyError, TypeError) as exc:
             raise DpledgerError(f"malformed ledger JSON: missing or bad field {exc}") from None

@@ -1,4 +1,4 @@
-"""Safe-side numerics shared by every conversion (SPEC §3 "Tolerance and safe rounding", R6).
+"""Safe-side numerics shared by every conversion (docs/design.md#safe-rounding).
 
 All conversions work with log δ so that δ down to 1e-300 stays representable, and every root
 solver returns the *upper* end of its final bracket, verified to satisfy
@@ -69,13 +69,14 @@ def solve_increasing(fn: Callable[[float], float], target: float, lo: float, hi:
 
 
 def le_tol(a: float, b: float) -> bool:
-    """The invariant comparison of SPEC §3: a ≤ b·(1 + 1e-12) (∞ ≤ ∞ holds)."""
+    """The invariant comparison of docs/design.md#accounting: a ≤ b·(1 + 1e-12) (∞ ≤ ∞ holds)."""
     if math.isinf(b) and b > 0:
         return True
     return a <= b * (1.0 + SAFETY) + 1e-300
 
 
-# -- outward rounding (SPEC R6: every certified ε, μ, ρ is an upper bound) -------------------------
+# -- outward rounding (docs/design.md#safe-rounding: every certified ε, μ, ρ is an upper bound)
+# -------------------------
 #
 # A certified number is rounded *up* after its last operation.  Sums and products of floats and
 # integers are formed exactly (``fractions.Fraction`` holds every float and every count exactly)

@@ -8,7 +8,7 @@ Koskela et al. 2020).  It is increasing in the distribution of L for the stochas
 linear (with non-negative weights) in its mass, so moving mass *up*, adding mass, or adding
 mass at +∞ can only raise it.  Every approximation below is one of those three moves.
 
-1. **Discretisation** (dp-accounting, SPEC §3 calling rules: ADD_OR_REMOVE_ONE, noise
+1. **Discretisation** (dp-accounting, docs/design.md#calling-dp-accounting: ADD_OR_REMOVE_ONE, noise
    parameter = noise scale / sensitivity): each distinct release is discretised on a grid of
    interval h by the pessimistic Connect-the-Dots algorithm (Doroshenko, Ghazi, Kamath, Kumar,
    Manurangsi 2022, Alg. 1), whose hockey-stick curve dominates the release's at every ε and
@@ -49,7 +49,7 @@ Limits (each answered by a status ``skipped:<reason>``, and ``best`` uses the ot
 
 * ``delta-below-1e-15``: below δ = MIN_DELTA the discretisation's own float error (item 4) is no
   longer known to be small against δ; tests check the values against exact ones down to 1e-15.
-* ``all-gaussian``: GDP is exact (SPEC §3).
+* ``all-gaussian``: GDP is exact (docs/design.md#accounting).
 * ``too-wide``: the loss window needs more than MAX_POINTS grid points even at h = ε_min/4
   (e.g. ``count`` = 1e9 Laplace releases), so the answer would be slow or loose; the cost check
   uses the Hoeffding/Gaussian width, before any work, so it answers in microseconds.
@@ -175,10 +175,10 @@ def _dense(pmf, h: float) -> _Pmf:
 
 
 def _laplace_connect_dots(eps0: float, h: float) -> _Pmf:
-    """Connect-the-Dots PMF of the Laplace PLD of ε₀ = Δ/b from its exact curve
-    δ(e) = 1 − e^{(e−ε₀)/2} on [−ε₀, ε₀], 1 − e^{e} below, 0 above (notes §4.5), evaluated with
-    expm1 so every grid value is accurate to a few ulps *relative* (dp-accounting's own Laplace
-    curve is 1 − exp(·), whose absolute error ~u/2 near ε₀ becomes mass at +∞ and, over
+    """Connect-the-Dots PMF of the Laplace PLD of ε₀ = Δ/b from its exact curve δ(e) = 1 −
+    e^{(e−ε₀)/2} on [−ε₀, ε₀], 1 − e^{e} below, 0 above (the exact PLD of the Laplace mechanism),
+    evaluated with expm1 so every grid value is accurate to a few ulps *relative* (dp-accounting's
+    own Laplace curve is 1 − exp(·), whose absolute error ~u/2 near ε₀ becomes mass at +∞ and, over
     ``count`` copies, count·5.6e-17 of δ)."""
     from dp_accounting.pld import pld_pmf
 

@@ -22,6 +22,7 @@ value is used.  Every support point, log-weight and sum carries its rounding err
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import Sequence
 
 import numpy as np
@@ -445,7 +446,7 @@ class HugeGroup:
             while x < d:
                 x = min(d, x + min(cap, max(1.0, self.GROWTH * x)))
                 pts.append(m + side * x)
-            for t, u in zip(pts, pts[1:]):
+            for t, u in pairwise(pts):
                 if side < 0:                   # integers in (u, t]
                     runs.append((math.floor(t), math.floor(t) - math.floor(u), side))
                 else:                          # integers in (t, u]

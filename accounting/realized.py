@@ -1,5 +1,5 @@
-"""The realized privacy block of a ledger (SPEC §2 "Realized, precisely"): every value the
-maximum over every reward of every run, computed over the ledger's maximal compositions
+"""The realized privacy block of a ledger (docs/design.md#realized): every value the maximum over
+every reward of every run, computed over the ledger's maximal compositions
 (:func:`dpledger.accounting.reward_queries.maximal_compositions`), and a check of it against the
 ledger by a separate route.
 
@@ -147,7 +147,7 @@ def _large_front_block(comps: list[Composition], deltas: Sequence[float],
     table, status = out["epsilon"], out["epsilon_status"]
     keys = [delta_key(d) for d in deltas]
     g_top = argmax([c.gdp_mu2() for c in comps])
-    for d, k in zip(deltas, keys):
+    for d, k in zip(deltas, keys, strict=True):
         if status["gdp"][k] == "ok":
             table["gdp"][k] = float(ACCOUNTANTS["gdp"].epsilon(comps[g_top], d, adaptive))
             wit[f"epsilon.gdp.{k}"] = g_top
@@ -163,7 +163,7 @@ def _large_front_block(comps: list[Composition], deltas: Sequence[float],
         if status["pld"][k] == "ok":
             bounds["epsilon.pld"] = label
     # best: the smallest per-accountant maximum (≥ the maximum of the per-reward minima)
-    for d, k in zip(deltas, keys):
+    for d, k in zip(deltas, keys, strict=True):
         vals = [(table[a][k], a) for a in ACCOUNTANT_ORDER
                 if status[a][k] == "ok" and table[a][k] is not None
                 and not (a == "pld" and d < MIN_DELTA)]

@@ -1,9 +1,9 @@
 """The release vocabulary: immutable descriptions of one draw of fresh noise.
 
-A *release* (SPEC §3) is one draw of fresh noise added to a statistic that depends on some
-rewards.  Its description here says only what an accountant needs: the noise family, its scale
-and the statistic's sensitivity to any single reward.  Which rewards it touches is the ledger's
-business (``dpledger.accounting.ledger``); how releases compose is the accountants'
+A *release* (docs/design.md#accounting) is one draw of fresh noise added to a statistic that depends
+on some rewards.  Its description here says only what an accountant needs: the noise family, its
+scale and the statistic's sensitivity to any single reward.  Which rewards it touches is the
+ledger's business (``dpledger.accounting.ledger``); how releases compose is the accountants'
 (``dpledger.accounting.accountants``).
 
 Every class states, in its docstring, the exact mathematics of its privacy cost in each currency
@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from itertools import pairwise
 from dataclasses import dataclass
 from typing import ClassVar, Mapping, Union
 
@@ -324,11 +325,11 @@ class RdpRelease:
                                 f"orders and {len(values)} values")
         if any(not (a > 1.0 and math.isfinite(a)) for a in orders):
             raise DpledgerError(f"rdp orders must be finite and > 1, got {_listed(orders)}")
-        if any(b <= a for a, b in zip(orders, orders[1:])):
+        if any(b <= a for a, b in pairwise(orders)):
             raise DpledgerError(f"rdp orders must be strictly increasing, got {_listed(orders)}")
         if any(not (v >= 0.0 and math.isfinite(v)) for v in values):
             raise DpledgerError(f"rdp values must be finite and >= 0, got {_listed(values)}")
-        if any(b < a for a, b in zip(values, values[1:])):
+        if any(b < a for a, b in pairwise(values)):
             raise DpledgerError(f"rdp values must be non-decreasing in the order (Rényi "
                                 f"divergences are), got {list(values)}")
         object.__setattr__(self, "orders", orders)

@@ -1,5 +1,6 @@
-"""Per-reward queries on a :class:`~dpledger.accounting.ledger.RewardLedger` (SPEC §2 "Realized,
-precisely", §3 "Ledger"): piece totals, signature groups, maximal compositions, the worst reward.
+"""Per-reward queries on a :class:`~dpledger.accounting.ledger.RewardLedger`
+(docs/design.md#realized, docs/design.md#ledger): piece totals, signature groups, maximal
+compositions, the worst reward.
 
 The ledger module stores records and serialises them; everything here only *reads* a ledger
 (its columns, ``expanded_rows``, ``streams``, the posterior reads' per-reward μ²) and folds it.
@@ -69,7 +70,7 @@ class RewardRef:
 
 @dataclass(frozen=True)
 class WorstReward:
-    """The worst-off reward (SPEC §2 tie rules) and its exact composition."""
+    """The worst-off reward (docs/design.md#certificate tie rules) and its exact composition."""
 
     reward: RewardRef
     composition: Composition
@@ -495,7 +496,7 @@ def inline_mu2_exact_many(ledger: "RewardLedger", run, arm, index) -> np.ndarray
         gorder = np.argsort(gk, kind="stable")
         gk_sorted = gk[gorder]
         cnt, m2 = g["count"], g["mu2"]
-        for a, b in zip(starts.tolist(), ends.tolist()):
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
             lo, hi = np.searchsorted(gk_sorted, [sk[a], sk[a] + 1])
             if lo == hi:
                 continue
@@ -503,9 +504,9 @@ def inline_mu2_exact_many(ledger: "RewardLedger", run, arm, index) -> np.ndarray
             st, sp, cr, mr = g["start"][rows], g["stop"][rows], cnt[rows], m2[rows]
             for j in range(a, b):
                 m = (st <= si[j]) & (si[j] < sp)
-                terms_of[j] = list(zip(cr[m].tolist(), mr[m].tolist()))
+                terms_of[j] = list(zip(cr[m].tolist(), mr[m].tolist(), strict=True))
     vals = np.array([sum_up(t + [(1, r)]) if r else sum_up(t)
-                     for t, r in zip(terms_of, reads.tolist())], dtype=np.float64)
+                     for t, r in zip(terms_of, reads.tolist(), strict=True)], dtype=np.float64)
     out[order] = vals
     return out
 
@@ -530,7 +531,7 @@ def piece_compositions(ledger: "RewardLedger", pt: PieceTotals,
         mu2 = np.zeros(pieces.size)
     memo: dict[tuple, Composition] = {}
     out = []
-    for p, m in zip(pieces.tolist(), mu2.tolist()):
+    for p, m in zip(pieces.tolist(), mu2.tolist(), strict=True):
         sig = (pt.counts[:, p].tobytes(), m)
         comp = memo.get(sig)
         if comp is None:
@@ -544,7 +545,7 @@ def composition_of(ledger: "RewardLedger", run: int, arm: int, index: int) -> Co
     rows = ledger.expanded_rows()
     m = (rows["run"] == run) & (rows["arm"] == arm) & (rows["start"] <= index) & (index < rows["stop"])
     pairs: dict[int, int] = {}
-    for rid, c in zip(rows["release_id"][m].tolist(), rows["count"][m].tolist()):
+    for rid, c in zip(rows["release_id"][m].tolist(), rows["count"][m].tolist(), strict=True):
         pairs[rid] = pairs.get(rid, 0) + c
     return inline_total(ledger, inline_mu2_exact(ledger, run, arm, index),
                         [(ledger.releases[i], c) for i, c in pairs.items()])
@@ -770,7 +771,7 @@ def maximal_pieces(ledger: "RewardLedger", pt: PieceTotals,
     # 3. exact compositions of the survivors, then the exact filter
     comps = piece_compositions(ledger, pt, keep)
     witness: dict[Composition, int] = {}
-    for c, p in zip(comps, keep.tolist()):
+    for c, p in zip(comps, keep.tolist(), strict=True):
         witness.setdefault(c, p)
     return [(c, witness[c]) for c in exact_front(list(witness))]
 
@@ -860,7 +861,7 @@ def _worst_among(ledger: "RewardLedger", pt: PieceTotals, key: np.ndarray, curre
         tied = np.concatenate([pieces[~fin], top])
     else:
         tied = pieces[_candidates(k, key_tolerance(pt, k, currency))]
-    comps = dict(zip(tied.tolist(), piece_compositions(ledger, pt, tied)))
+    comps = dict(zip(tied.tolist(), piece_compositions(ledger, pt, tied), strict=True))
     value_of: dict[Composition, float] = {}
     for c in comps.values():
         if c not in value_of:

@@ -1,4 +1,5 @@
-"""The privacy block: one JSON schema shared by ``compose --json`` and ``run.json`` (SPEC §7).
+"""The privacy block: one JSON schema shared by ``compose --json`` and ``run.json``
+(docs/design.md#interfaces-and-json).
 
 A block describes a set of compositions (one, for ``compose``; a certificate's candidates; every
 distinct per-reward composition of a ledger) by the pointwise maximum of each value:

@@ -233,7 +233,7 @@ def _by_stream(data: np.ndarray):
     keys = _stream_keys(data)
     order = np.argsort(keys, kind="stable")
     bounds = np.flatnonzero(np.r_[True, keys[order][1:] != keys[order][:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         sel = order[a:b]
         yield (int(data[sel[0], 0]), int(data[sel[0], 1])), sel
 
@@ -500,7 +500,7 @@ class LedgerStore:
         except ValueError:
             raise DpledgerError("append_columns: columns of different lengths") from None
         arrays = [np.atleast_1d(a) for a in arrays]
-        for name, a in zip(("run", "arm", "start", "stop", "count", "which"), arrays):
+        for name, a in zip(("run", "arm", "start", "stop", "count", "which"), arrays, strict=True):
             if a.dtype.kind not in "iu":
                 raise DpledgerError(f"{name} must be an integer array, got dtype {a.dtype}")
         cols = _check_columns([a.astype(np.int64) for a in arrays[:5]])
@@ -1209,7 +1209,7 @@ def _int_columns(ints: np.ndarray) -> list[np.ndarray]:
 
 
 def _check_columns(out: list[np.ndarray]) -> list[np.ndarray]:
-    for name, arr in zip(("run", "arm", "start", "stop", "count"), out):
+    for name, arr in zip(("run", "arm", "start", "stop", "count"), out, strict=True):
         bad = (arr < 0) | (arr >= _MAX_INT)
         if bad.any():
             raise DpledgerError(f"{name} must be in [0, 2^62), got {int(arr[bad][0])}")

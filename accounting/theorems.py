@@ -179,25 +179,25 @@ _AZIZE_2025 = ("Azize, Wu, Honda, Orabona, Ito & Basu 2025 (NeurIPS; arXiv 2505.
 
 
 def azize_2025_dp(epsilon: float, variant: str) -> Theorem:
-    """DP-KLUCB / DP-IMED are ε-global DP for rewards in [0, 1] (slides: "DP-KLUCB is ε-global
-    DP"; the summary's Proposition 2 covers both).  The mechanism (one Laplace(1/ε) per phase sum,
-    added to a running private sum) is reconstructed (notes §5.4 [R])."""
+    """DP-KLUCB / DP-IMED are ε-global DP for rewards in [0, 1] (slides: "DP-KLUCB is ε-global DP";
+    the summary's Proposition 2 covers both).  The mechanism (one Laplace(1/ε) per phase sum, added
+    to a running private sum) is reconstructed (reconstructed: docs/algorithms.md#dp-klucb)."""
     return Theorem(paper=f"{_AZIZE_2025}, {variant}", theorem="Proposition 2 (as summarised)",
                    statement=f"{variant} is ε-global DP: each phase's reward sum gets one fresh "
                              "Laplace(1/ε) draw added to a running private sum; phases of an arm "
                              "are disjoint (parallel composition); indices are post-processing",
                    provenance="reconstructed", pure_epsilon=epsilon,
                    notes=("paper body not read: mechanism, phase rounding max(N+1, ⌈αN⌉), one "
-                          "initial pull per arm reconstructed (notes/azize-2025-optimal.md §5.4–"
-                          "§5.6)",))
+                          "initial pull per arm reconstructed (docs/algorithms.md#dp-klucb)",))
 
 
 def azize_2025_renoise(epsilon: float, max_phases: int, variant: str) -> Theorem:
-    """The naive reading of "fresh noise added to the cumulative sum" (notes §5.4, pitfall): at
-    every phase end the whole true cumulative sum of the arm is released with a fresh
-    Laplace(1/ε).  NOT the paper's mechanism.  A reward is read by every later release of its
-    arm, so basic composition gives ``max_phases``·ε, ``max_phases`` being the most phases one
-    arm can complete within the horizon (an upper bound on the releases one reward enters)."""
+    """The naive reading of "fresh noise added to the cumulative sum" (the pitfall named in
+    docs/algorithms.md#dp-klucb): at every phase end the whole true cumulative sum of the arm is
+    released with a fresh Laplace(1/ε).  NOT the paper's mechanism.  A reward is read by every later
+    release of its arm, so basic composition gives ``max_phases``·ε, ``max_phases`` being the most
+    phases one arm can complete within the horizon (an upper bound on the releases one reward
+    enters)."""
     return Theorem(paper=f"{_AZIZE_2025}, {variant} — naive re-noising variant (not the paper's)",
                    theorem="basic composition over phases (no theorem of the paper)",
                    statement=f"each of at most {max_phases} phase-end releases of an arm reads the "

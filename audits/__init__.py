@@ -1,7 +1,8 @@
-"""dpledger.audits: neighbouring-stream audits with statistically valid lower bounds (SPEC §6).
+"""dpledger.audits: neighbouring-stream audits with statistically valid lower bounds
+(docs/design.md#audits).
 
 * :mod:`.stats` — one-sided Clopper–Pearson bounds, the ε (KOV, δ ≥ 0) and μ (GDP) lower
-  bounds, the selection split (notes ``auditing-anchors.md`` §1, §7.2);
+  bounds, the selection split (docs/audits.md);
 * :mod:`.pairs` — neighbouring reward tables: the default pair (witness row t*, low → high end
   for every arm) over a documented adversarial table per policy, or the user's own pair;
 * :mod:`.policy` — white-box (captured witness release) and black-box (actions only) audits of
@@ -10,8 +11,8 @@
   samplers) and the floating-point attack of Mironov (2012);
 * :mod:`.result` — the result record and ``audit.json``.
 
-An audit can only refute a certificate, never certify one (notes §6): a lower bound above the
-certificate is a bug, in the code or the theorem.
+An audit can only refute a certificate, never certify one: a lower bound above the certificate is a
+bug, in the code or the theorem.
 """
 from dpledger.audits.mechanisms import audit_gaussian, audit_laplace
 from dpledger.audits.pairs import NeighbourPair, default_pair

@@ -1,4 +1,4 @@
-"""White-box audits of single mechanisms, and the floating-point attack (notes §4.2–§4.3, §7.4).
+"""White-box audits of single mechanisms, and the floating-point attack (Mironov 2012).
 
 The neighbouring pair of a mechanism is a statistic of sensitivity Δ whose clean value is 0 on D
 and Δ on D′; the auditor sees the noisy output.  All noise of a side is drawn at once from the
@@ -11,17 +11,17 @@ Generator ``PCG64(SeedSequence(seed, spawn_key=(side,)))``.
   match its claim.
 * :func:`audit_gaussian` — Gaussian noise; audited in μ.
 * **Floating-point attack** (Mironov 2012, "On significance of the least significant bits for
-  differential privacy", CCS 2012; notes §4.3).  numpy's ``Generator.laplace`` returns
-  ``loc + b·log(2U)`` (U < ½) or ``loc − b·log(2 − U − U)`` with U = j·2⁻⁵³, so the doubles it can
-  output depend on ``loc`` (``2 − U − U`` is itself rounded: 2 − U lands on the 2⁻⁵² grid).  :func:`unreachable` decides, by enumerating the few (w, U) that could
-  produce y, whether a double y can be output at location ``loc``.  The event
-  S = {y unreachable at loc = Δ} has probability 0 on D′ and about 0.8 on D, so the ε lower bound
-  grows like log n instead of levelling off at ε: an infinite privacy loss.  The score is the
-  indicator of S (:func:`float_attack_score`), audited with the same selection split and
-  Clopper–Pearson bounds as any other score.  The event is valid for any sampler (it is a fixed
-  function of the output); it only has power against samplers with input-dependent porosity.
-  Exact outputs (lattice values) are equally "unreachable" on both sides, so the exact sampler
-  is not flagged.
+  differential privacy", CCS 2012).  numpy's ``Generator.laplace`` returns ``loc + b·log(2U)`` (U <
+  ½) or ``loc − b·log(2 − U − U)`` with U = j·2⁻⁵³, so the doubles it can output depend on ``loc``
+  (``2 − U − U`` is itself rounded: 2 − U lands on the 2⁻⁵² grid).  :func:`unreachable` decides, by
+  enumerating the few (w, U) that could produce y, whether a double y can be output at location
+  ``loc``.  The event S = {y unreachable at loc = Δ} has probability 0 on D′ and about 0.8 on D, so
+  the ε lower bound grows like log n instead of levelling off at ε: an infinite privacy loss.  The
+  score is the indicator of S (:func:`float_attack_score`), audited with the same selection split
+  and Clopper–Pearson bounds as any other score.  The event is valid for any sampler (it is a fixed
+  function of the output); it only has power against samplers with input-dependent porosity. Exact
+  outputs (lattice values) are equally "unreachable" on both sides, so the exact sampler is not
+  flagged.
 
 The enumeration replays numpy's arithmetic with Python's ``math.log`` (libm, as numpy's C code
 uses); :func:`self_check` verifies on fresh draws that every output is reachable at its own

@@ -1,15 +1,15 @@
 """The best bound any threshold test on the likelihood ratio could reach (issue 14: "composition-
 limited: best possible X").
 
-An audit of a composition of m releases that all contain the witness is limited by n even when
-the transcript attains the certificate's worst candidate: the Neyman–Pearson statistic is the
-summed privacy loss L, its extreme values are rare when m is large, and Clopper–Pearson at a
-rare event is loose.  :func:`best_possible` states, for the worst candidate's composition and the
-audit's statistics (SPEC §6: one-sided Clopper–Pearson at α/2 per rate on the count split),
-the largest bound of an event {L ≥ τ} (or its complement) at the *expected* counts n·P_D and
-n·P_D′, maximised over τ — what a test that knew the optimal threshold would report on a
-typical run, with the trajectory attaining every release of the composition (a trajectory that
-attains fewer releases can only make the pair harder to tell apart).
+An audit of a composition of m releases that all contain the witness is limited by n even when the
+transcript attains the certificate's worst candidate: the Neyman–Pearson statistic is the summed
+privacy loss L, its extreme values are rare when m is large, and Clopper–Pearson at a rare event is
+loose.  :func:`best_possible` states, for the worst candidate's composition and the audit's
+statistics (docs/design.md#audits: one-sided Clopper–Pearson at α/2 per rate on the count split),
+the largest bound of an event {L ≥ τ} (or its complement) at the *expected* counts n·P_D and n·P_D′,
+maximised over τ — what a test that knew the optimal threshold would report on a typical run, with
+the trajectory attaining every release of the composition (a trajectory that attains fewer releases
+can only make the pair harder to tell apart).
 
 * **Laplace releases**: the two distributions of the summed loss come from
   :func:`dpledger.accounting.pld.composed_laplace_loss` (exact cell masses on a grid of step h,

@@ -1,14 +1,14 @@
-"""Neighbouring reward streams for audits (SPEC §2, §6; notes §7.3).
+"""Neighbouring reward streams for audits (docs/design.md#privacy-model, docs/design.md#audits).
 
-Two streams are neighbours when their reward tables differ in exactly one row.  An audit runs
-the policy on a fixed table D and on D′ (the auditor controls the environment, so the only
-randomness is the policy's; notes §7.3.4).
+Two streams are neighbours when their reward tables differ in exactly one row.  An audit runs the
+policy on a fixed table D and on D′ (the auditor controls the environment, so the only randomness is
+the policy's).
 
 **Default pair.**  Row t* — the witness round of the certificate's worst candidate, where the
-per-reward composition is attained — goes from the range's low end in D to its high end in D′
-*for every arm* (legal: neighbours differ in one row, and only the reward of the arm played at
-t* is ever observed; notes §7.3.2).  The other rows come from the policy's **adversarial
-table**, chosen to make the changed reward matter:
+per-reward composition is attained — goes from the range's low end in D to its high end in D′ *for
+every arm* (legal: neighbours differ in one row, and only the reward of the arm played at t* is ever
+observed).  The other rows come from the policy's **adversarial table**, chosen to make the changed
+reward matter:
 
 ``lazy-dp-ts``, ``adap-klucb`` (black-box): all rewards at the low end, witness at round ⌈0.3·T⌉ in a late,
     unclipped epoch of whichever arm is played there (:func:`lazy_epoch_design`).
@@ -24,12 +24,12 @@ White-box designs (:data:`WHITEBOX_DESIGNS`): DP-TS at round K + 1, DP-UCB with 
     witness arm is pulled again depends on its noisy released mean, and the arm stays rarely
     pulled, so that release keeps steering decisions for as long as possible.
 ``dp-se``: successive elimination (Sajed & Sheffet).  Epoch 1 pulls every arm n₁ = ⌈R₁⌉ times
-    and eliminates arm a when μ̃₀ − μ̃_a > 2h₁ + 2c₁.  The witness arm 0 gets epoch-1 rewards
-    whose clean sum sits ``offset`` (default 0.95) below n₁·(2h₁ + 2c₁) in D, the other arms 0,
-    so the changed reward carries arm 0's clean lead across the elimination threshold: without
-    noise D never eliminates and D′ always does, and with noise the elimination event is a
-    one-shot decision on L₀ − L_a (notes §4.4).  Needs K·n₁ ≤ T for the epoch to complete
-    (T = 3000 at ε = 1, β = 1/T, K = 2); the black-box score needs the rounds up to K·n₁ + 2K.
+    and eliminates arm a when μ̃₀ − μ̃_a > 2h₁ + 2c₁.  The witness arm 0 gets epoch-1 rewards whose
+    clean sum sits ``offset`` (default 0.95) below n₁·(2h₁ + 2c₁) in D, the other arms 0, so the
+    changed reward carries arm 0's clean lead across the elimination threshold: without noise D
+    never eliminates and D′ always does, and with noise the elimination event is a one-shot decision
+    on L₀ − L_a.  Needs K·n₁ ≤ T for the epoch to complete (T = 3000 at ε = 1, β = 1/T, K = 2); the
+    black-box score needs the rounds up to K·n₁ + 2K.
 ``dp-ts-mt`` (black-box): the same straddle on the exit of private TS's first gap-estimation
     test (:func:`private_ts_gap_design`; T = 1e4 and an integer ``random_pulls``).
 ``dp-ucb`` (black-box): the witness arm good, the others bad (:func:`tree_blackbox_design`).
@@ -615,17 +615,17 @@ def azize_whitebox_design(policy, T: int, K: int, t_star: int, arm: int, **_) ->
 
 def dp_klucb_phase_design(policy, T: int, K: int, t_star: int, arm: int, fraction: float = 0.3,
                           **_) -> Design:
-    """DP-KLUCB, black-box: every reward lies in exactly one phase sum released once with
-    Lap(1/ε) (each attains the certificate), so the one to change is the one whose release
-    steers the most later decisions.  The first releases are saturated away (the index is 1
-    while ln t / N ≥ ε(1 − x̃), notes §6), so the witness is placed at round t* = ⌈0.3·T⌉, inside
-    a late phase of whichever arm is played there (features relabelled so that arm comes first,
-    as in :func:`lazy_epoch_design`).  Every reward is at the low end on every arm: the arms
-    stay symmetric, their private means x̃ = clip01(S̃/N) sit near 0, where the KL-UCB index
-    (kl(x̃, μ) = ln t / N solved for μ) is steepest in x̃ (∂μ/∂x̃ grows like ln(μ/x̃)), so the
-    witness's 1/N in x̃ moves the index most; its phase's release decides which arm gets the
-    next phase, α·N pulls long.  Measured (K = 2, T = 1000, ε = 1, 1e4 trials per side, seed 0):
-    ratio 0.67 against 0.34 for the generic pair, 0.51 with every reward at ½, 0.31 at 0.05."""
+    """DP-KLUCB, black-box: every reward lies in exactly one phase sum released once with Lap(1/ε)
+    (each attains the certificate), so the one to change is the one whose release steers the most
+    later decisions.  The first releases are saturated away (the index is 1 while ln t / N ≥ ε(1 −
+    x̃), docs/algorithms.md#dp-klucb), so the witness is placed at round t* = ⌈0.3·T⌉, inside a late
+    phase of whichever arm is played there (features relabelled so that arm comes first, as in
+    :func:`lazy_epoch_design`).  Every reward is at the low end on every arm: the arms stay
+    symmetric, their private means x̃ = clip01(S̃/N) sit near 0, where the KL-UCB index (kl(x̃, μ) =
+    ln t / N solved for μ) is steepest in x̃ (∂μ/∂x̃ grows like ln(μ/x̃)), so the witness's 1/N in
+    x̃ moves the index most; its phase's release decides which arm gets the next phase, α·N pulls
+    long.  Measured (K = 2, T = 1000, ε = 1, 1e4 trials per side, seed 0): ratio 0.67 against 0.34
+    for the generic pair, 0.51 with every reward at ½, 0.31 at 0.05."""
     return _late_witness_design(T, K, fraction, "phase", "Lap(1/ε) in its phase sum")
 
 
@@ -757,8 +757,8 @@ def design_name(policy) -> str:
 
 def default_pair(policy, T: int, K: int = 2, lo: float = 0.0, hi: float = 1.0,
                  whitebox: bool = False, **design_options) -> NeighbourPair:
-    """The default pair of SPEC §6 for ``policy`` at horizon T with K arms: row t* (the
-    certificate's witness round) from ``lo`` in D to ``hi`` in D′ for every arm, the other rows
+    """The default pair of docs/design.md#audits for ``policy`` at horizon T with K arms: row t*
+    (the certificate's witness round) from ``lo`` in D to ``hi`` in D′ for every arm, the other rows
     from the policy's adversarial table (module docstring)."""
     from dpledger.policies.base import validate_horizon
     if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 2:

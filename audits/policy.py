@@ -1,4 +1,4 @@
-"""Audits of whole policies on a neighbouring pair (SPEC §6; notes §7.3–§7.4).
+"""Audits of whole policies on a neighbouring pair (docs/design.md#audits; docs/audits.md).
 
 * **White-box** (``mode="whitebox"``): for the policies in :data:`LR_CAPTURE` the auditor sees
   every release containing the witness reward (full capture) and scores the sum of their
@@ -469,7 +469,7 @@ def run_trials(policy, env, T: int, n: int, *, seed: int, side: int, stop: int, 
     skip = start - first_chunk * CHUNK
     et = env.as_tuple()
     args = [(policy, et, T, K, stop, m, seed, side, c, capture, edges, arm, t_star, lr, delta)
-            for c, m in zip(chunks, sizes)]
+            for c, m in zip(chunks, sizes, strict=True)]
     parts = []
     if workers <= 1 or len(args) == 1:
         for a in args:
@@ -483,7 +483,7 @@ def run_trials(policy, env, T: int, n: int, *, seed: int, side: int, stop: int, 
         kind = "thread" if _uses_kernel(policy) else "process"
         with interruptible_pool(kind, min(workers, len(args))) as pool:
             futs = [pool.submit(_run_chunk, *a) for a in args]
-            for a, f in zip(args, futs):
+            for a, f in zip(args, futs, strict=True):
                 parts.append(f.result())
                 if progress is not None:
                     progress(a[5])
@@ -629,10 +629,10 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                  whitebox_score: str = "auto") -> AuditResult:
     """Audit ``policy`` on a neighbouring pair with ``trials`` runs per stream.
 
-    Defaults (SPEC §6): the default pair (:func:`~dpledger.audits.pairs.default_pair`), K = 2,
-    T = 1000, seed 0, selection fraction 0.1, confidence 0.95.  ``sampler="exact"`` audits the
-    exact-sampler form (lattice rewards and noise, see :func:`dpledger.policies.simulator.simulate`)
-    against its own certificate.
+    Defaults (docs/design.md#audits): the default pair
+    (:func:`~dpledger.audits.pairs.default_pair`), K = 2, T = 1000, seed 0, selection fraction 0.1,
+    confidence 0.95.  ``sampler="exact"`` audits the exact-sampler form (lattice rewards and noise,
+    see :func:`dpledger.policies.simulator.simulate`) against its own certificate.
 
     ``until_ratio`` / ``max_trials`` make the audit sequential
     (:func:`~dpledger.audits.stats.sequential_audit`): ``trials`` per side first, doubling up to

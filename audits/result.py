@@ -1,19 +1,20 @@
-"""The audit result record and ``audit.json`` (SPEC §6–§7; notes §7.1).
+"""The audit result record and ``audit.json`` (docs/design.md#audits,
+docs/design.md#interfaces-and-json).
 
 Keys, in this order: ``epsilon_lower``, ``mu_lower`` (or null), ``confidence``, ``trials``,
 ``counts`` {n0, k0, n1, k1, direction, threshold, selection_fraction, …}, ``certificate``
 {pure_epsilon, gdp_mu, epsilon_at_delta, …}, ``ratio``, ``pair`` {round, from, to, …}, then
 ``violation``, ``delta``, labels and provenance (mode, score, policy, horizon, stop, seed).
 
-Currency.  A certificate whose worst composition is all-Gaussian (``gdp_mu`` not null) is
-audited in μ: the selection maximises μ_lower, ``ratio`` = μ_lower / μ, and ``epsilon_lower`` is
-ε(δ = 1e-5) of μ_lower-GDP (Dong–Roth–Su Cor. 2.13), labelled "assumes GDP shape": it is a lower
-bound on ε only if the trade-off curve is Gaussian-shaped (notes §1.2);
-``epsilon_lower_direct`` is the KOV bound at the same δ, valid without that assumption.
-Otherwise δ = 0: ``epsilon_lower`` is a pure-ε lower bound and ``ratio`` = ε_lower / ε.
-``mu_lower`` is reported in both cases — a valid lower bound on μ for any mechanism.
-Every number is finite or null with a sibling ``*_status`` (SPEC §7); no wall times are stored,
-so an audit with the same inputs writes the same bytes.
+Currency.  A certificate whose worst composition is all-Gaussian (``gdp_mu`` not null) is audited in
+μ: the selection maximises μ_lower, ``ratio`` = μ_lower / μ, and ``epsilon_lower`` is ε(δ = 1e-5) of
+μ_lower-GDP (Dong–Roth–Su Cor. 2.13), labelled "assumes GDP shape": it is a lower bound on ε only if
+the trade-off curve is Gaussian-shaped (Dong, Roth & Su 2022); ``epsilon_lower_direct`` is the KOV
+bound at the same δ, valid without that assumption. Otherwise δ = 0: ``epsilon_lower`` is a pure-ε
+lower bound and ``ratio`` = ε_lower / ε. ``mu_lower`` is reported in both cases — a valid lower
+bound on μ for any mechanism. Every number is finite or null with a sibling ``*_status``
+(docs/design.md#interfaces-and-json); no wall times are stored, so an audit with the same inputs
+writes the same bytes.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Statistics of an audit: Clopper–Pearson bounds, the ε and μ lower bounds, and the selection
-split (SPEC §6; notes ``auditing-anchors.md`` §1.1, §1.2, §7.2).
+"""Statistics of an audit: Clopper–Pearson bounds, the ε and μ lower bounds, and the selection split
+(docs/design.md#audits; docs/audits.md).
 
 Setting.  D and D′ are neighbours; each trial of the audited mechanism on D (side 0) or D′
 (side 1) is reduced to a real **score**.  An event S = {score > t} or {score < t} is a test that
@@ -13,30 +13,31 @@ p1 = P[S | D′] (so FNR = 1 − p1):
                     log((1 − δ − FPR_ub) / FNR_ub),     # the reverse rule
                     0)                                  # a term counts only if its numerator > 0
 
-  (notes §1.1; the DP-Sniper / Delta-Siege estimator).
+  (Kairouz, Oh & Viswanath 2015; the DP-Sniper / Delta-Siege estimator).
 * **μ-GDP** implies FNR ≥ Φ(Φ⁻¹(1 − FPR) − μ) for every test (Dong, Roth & Su 2022), so::
 
       μ_lower = max(Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub), 0)
 
-  which is symmetric in (FPR, FNR), hence covers both rules at once (notes §1.2).  It is a valid
-  lower bound on μ for *any* output distribution.
+  which is symmetric in (FPR, FNR), hence covers both rules at once (Dong, Roth & Su 2022).  It is a
+  valid lower bound on μ for *any* output distribution.
 
 Confidence.  FPR_ub and FNR_ub are one-sided Clopper–Pearson bounds at level α/2 each (α = 1 −
 confidence), so by the union bound both hold with probability ≥ 1 − α, and then *both* terms of
-ε_lower, and μ_lower, hold simultaneously.  One-sided CP with k successes of n (notes §1.1)::
+ε_lower, and μ_lower, hold simultaneously.  One-sided CP with k successes of n (Clopper & Pearson
+1934)::
 
       p_lcb = Beta.ppf(a, k, n − k + 1)       (0 if k = 0)
       p_ucb = Beta.ppf(1 − a, k + 1, n − k)   (1 if k = n)
 
-Selection (SPEC §6, notes §7.2.1, StatDP's and Delta-Siege's design).  The first
-``selection_fraction`` (default 0.1) of each side's trials choose the event — the direction
-(> or <) and the threshold, from a grid of 200 quantiles of the pooled selection scores (and,
-for black-box audits, which score) — by the bound the same formula would give on the count
-trials at the rates the selection trials vouch for (:func:`candidate_bounds`).  The
-remaining trials, disjoint from the selection trials, give the counts n0, k0, n1, k1 of the one
-chosen event, and only those counts enter the reported bound.  No α is spent on selection, and
-none is lost to the maximum over candidates: the reported bound is one pre-specified test on
-fresh data.  Trials are i.i.d., so taking the first part of each side is a valid random split.
+Selection (docs/design.md#audits; StatDP's and Delta-Siege's design).  The first
+``selection_fraction`` (default 0.1) of each side's trials choose the event — the direction (> or <)
+and the threshold, from a grid of 200 quantiles of the pooled selection scores (and, for black-box
+audits, which score) — by the bound the same formula would give on the count trials at the rates the
+selection trials vouch for (:func:`candidate_bounds`).  The remaining trials, disjoint from the
+selection trials, give the counts n0, k0, n1, k1 of the one chosen event, and only those counts
+enter the reported bound.  No α is spent on selection, and none is lost to the maximum over
+candidates: the reported bound is one pre-specified test on fresh data.  Trials are i.i.d., so
+taking the first part of each side is a valid random split.
 """
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ GREATER, LESS = "greater", "less"
 def cp_upper(k, n, a):
     """One-sided Clopper–Pearson upper bound on a binomial rate: P[p ≤ p_ucb] ≥ 1 − a.
 
-    ``Beta.ppf(1 − a, k + 1, n − k)``, and 1 when k = n (notes §1.1).  Vectorised over k, n."""
+    ``Beta.ppf(1 − a, k + 1, n − k)``, and 1 when k = n (Clopper & Pearson 1934).  Vectorised over
+    k, n."""
     k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     full = k >= n
@@ -72,7 +74,8 @@ def cp_upper(k, n, a):
 def cp_lower(k, n, a):
     """One-sided Clopper–Pearson lower bound: P[p ≥ p_lcb] ≥ 1 − a.
 
-    ``Beta.ppf(a, k, n − k + 1)``, and 0 when k = 0 (notes §1.1).  Vectorised over k, n."""
+    ``Beta.ppf(a, k, n − k + 1)``, and 0 when k = 0 (Clopper & Pearson 1934).  Vectorised over k,
+    n."""
     k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     none = k <= 0
@@ -84,9 +87,9 @@ def cp_lower(k, n, a):
 # ---- bounds from rates -----------------------------------------------------------------------
 
 def epsilon_from_rates(fpr_ub, fnr_ub, delta: float = 0.0):
-    """ε lower bound from upper bounds on FPR and FNR (notes §1.1, KOV 2015):
-    max(log((1 − δ − FNR_ub)/FPR_ub), log((1 − δ − FPR_ub)/FNR_ub), 0); a term counts only when
-    its numerator is positive.  Vectorised."""
+    """ε lower bound from upper bounds on FPR and FNR (Kairouz, Oh & Viswanath 2015): max(log((1 − δ
+    − FNR_ub)/FPR_ub), log((1 − δ − FPR_ub)/FNR_ub), 0); a term counts only when its numerator is
+    positive.  Vectorised."""
     fpr = np.asarray(fpr_ub, dtype=np.float64)
     fnr = np.asarray(fnr_ub, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -101,8 +104,8 @@ def epsilon_from_rates(fpr_ub, fnr_ub, delta: float = 0.0):
 
 
 def mu_from_rates(fpr_ub, fnr_ub):
-    """μ lower bound from upper bounds on FPR and FNR (notes §1.2, Dong–Roth–Su 2022):
-    max(Φ⁻¹(1 − FPR_ub) − Φ⁻¹(FNR_ub), 0), computed as −Φ⁻¹(FPR_ub) − Φ⁻¹(FNR_ub)."""
+    """μ lower bound from upper bounds on FPR and FNR (Dong, Roth & Su 2022): max(Φ⁻¹(1 − FPR_ub) −
+    Φ⁻¹(FNR_ub), 0), computed as −Φ⁻¹(FPR_ub) − Φ⁻¹(FNR_ub)."""
     fpr = np.asarray(fpr_ub, dtype=np.float64)
     fnr = np.asarray(fnr_ub, dtype=np.float64)
     with np.errstate(invalid="ignore"):
@@ -112,8 +115,8 @@ def mu_from_rates(fpr_ub, fnr_ub):
 
 
 def rates_upper(n0, k0, n1, k1, alpha: float):
-    """(FPR_ub, FNR_ub) for event counts k0 of n0 on D and k1 of n1 on D′, each one-sided CP at
-    α/2 (the union bound over the two rates, notes §1.1)."""
+    """(FPR_ub, FNR_ub) for event counts k0 of n0 on D and k1 of n1 on D′, each one-sided CP at α/2
+    (the union bound over the two rates)."""
     a = alpha / 2.0
     fpr_ub = cp_upper(k0, n0, a)
     fnr_ub = cp_upper(np.asarray(n1) - np.asarray(k1), n1, a)

@@ -7,8 +7,8 @@ with the statistical ceiling beside each entry (issue 14, "what must be shown").
 
 Every row of :data:`POLICY_CONFIGS` (the thirteen private policies, plus extra rows such as
 TS-Gaussian at T = 19) is audited in each mode at each size (trials per side) with
-``dpledger.audits.policy.audit_policy``: its default pair (SPEC §6) or the row's pair options,
-K = 2, seed 0, 95 % confidence, selection fraction 0.1.  Laplace-family certificates are
+``dpledger.audits.policy.audit_policy``: its default pair (docs/design.md#audits) or the row's pair
+options, K = 2, seed 0, 95 % confidence, selection fraction 0.1.  Laplace-family certificates are
 audited in ε (δ = 0), Gaussian ones in μ.  A private policy in the registry that has no row is
 audited with the defaults (and named on stderr), so no policy is left out silently.
 

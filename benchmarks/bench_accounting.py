@@ -1,4 +1,5 @@
-"""P5 of SPEC §8: per-reward accounting cost, and conversions, next to dp-accounting.
+"""P5 of docs/design.md#performance-targets: per-reward accounting cost, and conversions, next to
+dp-accounting.
 
     python benchmarks/bench_accounting.py [--rewards 1000000] [--releases 1000000]
                                           [--repeats 5] [--pld-n 1000] [--seed 0]
@@ -79,7 +80,8 @@ def conversions(repeats: int = 2000):
     mus = 10 ** rng.uniform(-2, 2, size=repeats)
     deltas = 10 ** rng.uniform(-12, -3, size=repeats)
     gdp_epsilon(1.0, 1e-6)
-    _, t_gdp = _timed(lambda: [gdp_epsilon(float(m), float(d)) for m, d in zip(mus, deltas)])
+    _, t_gdp = _timed(lambda: [gdp_epsilon(float(m), float(d)) for m, d in zip(mus, deltas,
+                                                                               strict=True)])
 
     comp = Composition.of([(GaussianRelease.from_mu(0.3), 50), (LaplaceRelease.from_epsilon(0.2), 20)])
     curve = comp.rdp()

@@ -1,4 +1,4 @@
-"""P6 of SPEC §8: audit speed (a command, never a timed test).
+"""P6 of docs/design.md#performance-targets: audit speed (a command, never a timed test).
 
     python benchmarks/bench_audits.py [--trials-whitebox 1000000] [--trials-blackbox 100000]
                                       [--workers 2] [--stop-also 64] [--json]

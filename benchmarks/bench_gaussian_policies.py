@@ -1,4 +1,5 @@
-"""SPEC §8 P1 and P4 for the Gaussian and tree policies (a command, never a timed test).
+"""docs/design.md#performance-targets P1 and P4 for the Gaussian and tree policies (a command, never
+a timed test).
 
     python benchmarks/bench_gaussian_policies.py [--horizon 1000000] [--runs 3] [--arms 5]
 

@@ -1,4 +1,5 @@
-"""P1 end to end (SPEC §8): `dpledger run` from a fresh process with a warm compile cache.
+"""P1 end to end (docs/design.md#performance-targets): `dpledger run` from a fresh process with a
+warm compile cache.
 
     python benchmarks/bench_p1_cli.py [--horizon 10000000] [--runs 4] [--policies ucb1,...]
 
@@ -8,10 +9,11 @@ imports, cache loading, simulation, ledger, accounting, run.json).  Single worke
 Also reported: run-rounds per CPU-second of the child (user + sys from ``getrusage``), which a
 second busy thread could not flatter and which wanders less with the VM's wall-clock noise.
 
-Goals (printed beside each policy, judged on the best wall time and on CPU time): SPEC §8 P1
-(UCB1, TS-Gaussian, DP-UCB ≥ 1e7; Beta-TS ≥ 2e6) and issue 17 §6 (DP-KLUCB, DP-IMED ≥ 1e7 at
-K = 5, T = 1e7; KL-UCB raised from SPEC's 2e6 to 1e7).  The default environment of `dpledger
-run` is the K = 5 Bernoulli instance, so the defaults measure issue 17's setting.
+Goals (printed beside each policy, judged on the best wall time and on CPU time):
+docs/design.md#performance-targets P1 (UCB1, TS-Gaussian, DP-UCB ≥ 1e7; Beta-TS ≥ 2e6) and issue 17
+§6 (DP-KLUCB, DP-IMED ≥ 1e7 at K = 5, T = 1e7; KL-UCB raised from the design target's 2e6 to 1e7).
+The default environment of `dpledger run` is the K = 5 Bernoulli instance, so the defaults measure
+issue 17's setting.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""P3 (SPEC §8): Azize & Basu Fig. 2 end to end — DP-UCB, DP-SE, AdaP-UCB, AdaP-KLUCB; ε = 1;
-20 runs; T = 1e7; simulation, ledgers, run.json reports — timed from a fresh process.
+"""P3 (docs/design.md#performance-targets): Azize & Basu Fig. 2 end to end — DP-UCB, DP-SE,
+AdaP-UCB, AdaP-KLUCB; ε = 1; 20 runs; T = 1e7; simulation, ledgers, run.json reports — timed from a
+fresh process.
 
     python benchmarks/bench_p3.py [--workers 2] [--runs 20] [--horizon 10000000]
 

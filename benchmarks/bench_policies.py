@@ -1,4 +1,5 @@
-"""Policy benchmarks (SPEC §8 P1, P2, P4).  Run: ``python benchmarks/bench_policies.py [--quick]``.
+"""Policy benchmarks (docs/design.md#performance-targets P1, P2, P4).  Run: ``python
+benchmarks/bench_policies.py [--quick]``.
 
 P1  run-rounds per second per core, in process (warm compile), for UCB1, Beta-TS and KL-UCB,
     beside a batched-numpy per-round reference (R runs advanced together, one numpy op per
@@ -8,7 +9,7 @@ P2  one run at T = 1e7 for AdaP-UCB, AdaP-KLUCB, DP-SE, Anytime-Lazy-UCB (warm):
     actions array (as audits call it), and the per-round loop (``fast`` off).
 P4  simulator overhead (ledger recording, segment tables, regret): ``simulate`` against the
     kernels alone over the same runs, for per-round and event-driven policies.
-Times are medians of repeats; not a test (SPEC §8).
+Times are medians of repeats; not a test (docs/design.md#performance-targets).
 """
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ def main(out: str) -> None:
     fig, ax = plt.subplots(figsize=(7.0, 2.6))
     colours = ["tab:purple", "tab:green", "tab:blue", "tab:grey"]
     top = max(v for _, v in values)
-    for i, ((name, v), c) in enumerate(zip(values, colours)):
+    for i, ((name, v), c) in enumerate(zip(values, colours, strict=True)):
         ax.plot([v], [0], marker="o", ms=10, color=c, zorder=3)
         ax.annotate(f"{name}\nμ = {v:.3g}", (v, 0), xytext=(0, 18 if i % 2 == 0 else -34),
                     textcoords="offset points", ha="center", fontsize=8, color=c)

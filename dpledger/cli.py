@@ -1,4 +1,5 @@
-"""The ``dpledger`` command line: a thin layer over the Python API (SPEC §7).
+"""The ``dpledger`` command line: a thin layer over the Python API
+(docs/design.md#interfaces-and-json).
 
 Exit status: 0 ok, 1 an invariant violated, 2 bad input (one line on stderr, no traceback).
 Progress and warnings go to stderr only.  Each subcommand lives in ``dpledger.commands.<name>``

@@ -426,8 +426,8 @@ def sha256_file(path: str | os.PathLike) -> tuple[str, int]:
 
 
 def ledger_file_record(ledger_path: str | os.PathLike, run_json_path: str | os.PathLike) -> dict:
-    """run.json's record of the ledger file it accompanies: the file's name relative to
-    run.json's folder (no absolute path, SPEC §7), its sha256 and its size."""
+    """run.json's record of the ledger file it accompanies: the file's name relative to run.json's
+    folder (no absolute path, docs/design.md#interfaces-and-json), its sha256 and its size."""
     sha, size = sha256_file(ledger_path)
     rel = os.path.relpath(os.path.abspath(ledger_path),
                           os.path.dirname(os.path.abspath(run_json_path)))

@@ -171,7 +171,8 @@ def plot_curve(series: dict[str, tuple[list[float], list[float]]], path: str, ti
     styles = {"pure": ":", "gdp": "--", "rdp": "-.", "pld": (0, (1, 1))}
 
     def finite(deltas, eps):
-        return [(d, e) for d, e in zip(deltas, eps) if e is not None and math.isfinite(e)]
+        return [(d, e) for d, e in zip(deltas, eps,
+                                       strict=True) if e is not None and math.isfinite(e)]
 
     best_top = [max(e for _, e in finite(*v)) for k, v in series.items()
                 if k.endswith("/best") and finite(*v)]
@@ -211,7 +212,7 @@ def _coincide(a: list, b: list, rel: float = 1e-9) -> bool:
     other)."""
     return len(a) == len(b) and all(
         da == db and abs(ea - eb) <= rel * max(abs(ea), abs(eb), 1e-300)
-        for (da, ea), (db, eb) in zip(a, b))
+        for (da, ea), (db, eb) in zip(a, b, strict=True))
 
 
 def plot_per_reward(rounds, values, streams, worst_round, worst_value, path: str, ylabel: str,
@@ -225,7 +226,7 @@ def plot_per_reward(rounds, values, streams, worst_round, worst_value, path: str
     fig, ax = plt.subplots(figsize=(6.8, 4.2))
     cuts = np.flatnonzero(np.diff(streams)) + 1
     many = cuts.size + 1 > 12
-    for i, (xs, ys) in enumerate(zip(np.split(rounds, cuts), np.split(values, cuts))):
+    for i, (xs, ys) in enumerate(zip(np.split(rounds, cuts), np.split(values, cuts), strict=True)):
         _stream_steps(ax, xs, ys, i, many)
     ax.scatter([worst_round], [worst_value], color="red", s=40, marker="x", zorder=4,
                label="worst reward")

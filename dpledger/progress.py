@@ -12,7 +12,12 @@ stderr that is not a terminal (CI logs) it redraws at most every 10 s, and work 
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
+import secrets
 import sys
+import tempfile
 import threading
 from typing import Callable, TextIO
 
@@ -133,7 +138,11 @@ class CompileNotice:
     compiled (never when it is loaded from the on-disk cache), and times the outermost one.
     Two messages: kernels numba caches (``cache=True``) are compiled once — "first run only";
     the audits' trial loops take the policy's kernel as an argument, which numba cannot cache,
-    so an audit compiles them each time — said as such.  Each is printed once per process."""
+    so an audit compiles them each time — said as such.  Each is printed once per command: the
+    pool workers a command forks inherit the notice and its ``group`` token, and the first
+    process to create the message's marker file (``O_CREAT | O_EXCL`` in the temporary folder)
+    is the one that prints it — with two workers compiling at once the line was printed twice.
+    The process that made the notice removes its markers at exit."""
 
     CACHED = ("dpledger: compiling the numba kernels (first run only: they are cached for later "
               "runs) …")
@@ -146,6 +155,9 @@ class CompileNotice:
         self.timer: threading.Timer | None = None
         self.said: set[str] = set()
         self._lock = threading.Lock()
+        self.owner = os.getpid()
+        self.group = f"{self.owner}-{secrets.token_hex(8)}"
+        atexit.register(self._remove_markers)
 
     def start(self, cached: bool) -> None:
         with self._lock:
@@ -169,9 +181,33 @@ class CompileNotice:
             if self.depth == 0 or msg in self.said:
                 return
             self.said.add(msg)
+        if not self._claim(msg):
+            return
         out = self.file if self.file is not None else sys.stderr
         out.write(msg + "\n")
         out.flush()
+
+
+    def _claim(self, msg: str) -> bool:
+        """True for the first process of this command to say ``msg`` (see the class doc); True
+        also when the temporary folder cannot be written (a repeated line beats a lost one)."""
+        kind = "cached" if msg == self.CACHED else "uncached"
+        path = os.path.join(tempfile.gettempdir(), f"dpledger-compile-notice-{self.group}-{kind}")
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            return False
+        except OSError:
+            return True
+        return True
+
+    def _remove_markers(self) -> None:
+        if os.getpid() != self.owner:
+            return
+        for kind in ("cached", "uncached"):
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(tempfile.gettempdir(),
+                                       f"dpledger-compile-notice-{self.group}-{kind}"))
 
 
 _NOTICE: CompileNotice | None = None

@@ -1,4 +1,5 @@
-"""``run.json``: a simulation's regret and its certified privacy ledger (SPEC §2, §7).
+"""``run.json``: a simulation's regret and its certified privacy ledger (docs/design.md#certificate,
+docs/design.md#interfaces-and-json).
 
 The privacy section holds four blocks kept apart:
 
@@ -240,10 +241,10 @@ LEDGER_NOT_WRITTEN = {"file": None, "sha256": None, "bytes": None,
 
 def realized_from_ledger(ledger, deltas: Sequence[float], adaptive: bool,
                          run_indices: Sequence[int], fixed_table: bool = False) -> dict:
-    """The realized block of run.json from a ledger (SPEC §2 "Realized, precisely"): the
-    maximal per-reward compositions, the worst reward, each run's worst, and on a fixed table
-    the across-runs bound.  ``build_run_report`` and ``verify`` (re-deriving from the ledger
-    file) both call this, so the two cannot drift apart."""
+    """The realized block of run.json from a ledger (docs/design.md#realized): the maximal
+    per-reward compositions, the worst reward, each run's worst, and on a fixed table the
+    across-runs bound.  ``build_run_report`` and ``verify`` (re-deriving from the ledger file) both
+    call this, so the two cannot drift apart."""
     comps = ledger.maximal_compositions() or [Composition()]
     worst = ledger.worst_reward(deltas)
     worst_json = None
@@ -283,7 +284,7 @@ def maximal_by_run(ledger, runs: Sequence[int]) -> dict[int, list[Composition]]:
     lo = np.searchsorted(run[order], np.asarray(list(runs), dtype=np.int64), side="left")
     hi = np.searchsorted(run[order], np.asarray(list(runs), dtype=np.int64), side="right")
     return {r: [c for c, _ in maximal_pieces(ledger, pt, order[a:b])]
-            for r, a, b in zip(runs, lo.tolist(), hi.tolist())}
+            for r, a, b in zip(runs, lo.tolist(), hi.tolist(), strict=True)}
 def _rng_block(res) -> dict:
     """``rng`` only when the bit source is not the seeded generator (``--rng os``): the run is
     then not reproducible and says so (``seed`` is null; ``verify --resimulate`` cannot apply)."""

@@ -33,11 +33,11 @@ def reward_block(res: ContextualResult) -> dict:
     """Mean reward per run (Σ reward / policy rounds; replay: over accepted rows), its mean over
     runs, uniform play's mean reward over the same rounds (replay: the log's estimate) and the
     ratio of the two."""
-    per_run = [s / n if n else None for s, n in zip(res.reward_sum, res.rounds)]
+    per_run = [s / n if n else None for s, n in zip(res.reward_sum, res.rounds, strict=True)]
     if res.env.is_replay:
         uniform = res.env.info["uniform_mean_reward"]
     else:
-        parts = [u / n for u, n in zip(res.uniform_sum, res.rounds) if n]
+        parts = [u / n for u, n in zip(res.uniform_sum, res.rounds, strict=True) if n]
         uniform = math.fsum(parts) / len(parts) if parts else None
     vals = [v for v in per_run if v is not None]
     mean = math.fsum(vals) / len(vals) if vals else None

@@ -1,6 +1,6 @@
 """``dpledger verify run.json``: re-derive every privacy number without trusting the file.
 
-What is checked, and from what (SPEC §7; issue 12 §6):
+What is checked, and from what (docs/design.md#interfaces-and-json; issue 12 §6):
 
 * **public parameters** — ``policy.params`` may name only parameters the policy declares
   publicly (a hidden test or speed switch, or an unknown name, makes the run something other
@@ -72,7 +72,8 @@ def _same(a: Any, b: Any, path: str, problems: list[str]) -> None:
     elif isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             problems.append(f"{path}: lengths differ (stored {len(b)}, recomputed {len(a)})")
-        for i, (x, y) in enumerate(zip(a, b)):
+        # the common prefix is compared too: its differences say more than the lengths alone
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
             _same(x, y, f"{path}[{i}]", problems)
     elif isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
             and not isinstance(b, bool):
@@ -99,7 +100,8 @@ def first_difference(stored: Any, rebuilt: Any, path: str = "") -> str | None:
             return f"{path or '(top level)'}: keys in another order"
         return None
     if isinstance(stored, list) and isinstance(rebuilt, list):
-        for i, (x, y) in enumerate(zip(stored, rebuilt)):
+        # the first difference within the common prefix comes before a length difference
+        for i, (x, y) in enumerate(zip(stored, rebuilt, strict=False)):
             d = first_difference(x, y, f"{path}[{i}]")
             if d:
                 return d

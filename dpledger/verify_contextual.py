@@ -152,7 +152,7 @@ def _check_counts(report, problem, policy, rounds, observations, R, problems) ->
         problems.append(f"contextual.streams {ctx.get('streams')!r}: {policy.name} with a "
                         f"{ctx.get('model')} model over {problem.arms} arms has {S}")
     replay = problem.env == "replay"
-    for r, (k, n) in enumerate(zip(rounds, observations)):
+    for r, (k, n) in enumerate(zip(rounds, observations, strict=True)):
         if not replay and k != problem.horizon:
             problems.append(f"contextual.rounds[{r}] = {k}: an online run plays every one of "
                             f"its {problem.horizon} rounds")
@@ -190,8 +190,8 @@ def _check_reward(report, rounds, problems) -> None:
         problems.append("reward.per_run: one mean per run expected")
         return
     vals = [x for x in per_run if x is not None]
-    if any(x is None for x, k in zip(per_run, rounds) if k) or \
-            any(x is not None for x, k in zip(per_run, rounds) if not k):
+    if any(x is None for x, k in zip(per_run, rounds, strict=True) if k) or \
+            any(x is not None for x, k in zip(per_run, rounds, strict=True) if not k):
         problems.append("reward.per_run: a mean exactly for the runs with rounds expected")
     lo, hi = (float(x) for x in report["environment"]["range"])
     if any(not lo - 1e-12 <= x <= hi + 1e-12 for x in vals):

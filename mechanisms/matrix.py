@@ -302,10 +302,11 @@ def tree_pad_init(tr, g, rng, spec, A):
 def tree_push(tr, g, item, rng, spec, pad, A, capture):
     """Add ``item`` (D numbers) to tree g: close the p-sum at level i = lowest set bit of the new
     count t, write the tree's ledger records (n_items = t), then draw that node's noise (one
-    block draw per block); with ``pad``, the levels below i (now unset) carry their padding.  ``capture`` ((rows, D + 1), tests): if it has rows, the noise of the n-th push
-    over all trees (n from 0) is stored in row n, with g in its last column.  Returns the level
-    closed.  :func:`tree_close` then :func:`tree_release` (a step form records the node
-    between the two)."""
+    block draw per block); with ``pad``, the levels below i (now unset) carry their padding.
+    ``capture`` ((rows, D + 1), tests): if it has rows, the noise of the n-th push over all
+    trees (n from 0) is stored in row n, with g in its last column.  Returns the level closed.
+    :func:`tree_close` then :func:`tree_release` (a step form records the node between the
+    two)."""
     i = tree_close(tr, g, item)
     tree_release(tr, g, i, rng, spec, pad, A, capture)
     return i

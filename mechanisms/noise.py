@@ -1,4 +1,5 @@
-"""Draw noise and write its ledger row in the same call (SPEC §5: no noise without a row).
+"""Draw noise and write its ledger row in the same call (docs/design.md#policies-and-simulation: no
+noise without a row).
 
 Two forms, one rule:
 
@@ -94,17 +95,17 @@ def write_kernel_row(rows, n, arm, start, stop, release_id, count):
 
 
 # -- exact (lattice) Laplace for the kernels ----------------------------------------------------
-# ``--sampler exact`` (SPEC §4): the environment rounds every rescaled reward to the lattice
-# 2^-b (b = the environment's ``bits``), so a sum of rewards is an integer number of steps 2^-b
-# and a mean of n rewards (n a power of two, AdaP) one of 2^-b/n: the step of a statistic is
-# ``sensitivity · 2^-b``, its sensitivity Δ = 2^b steps.  The noise is Z · step with Z discrete
-# Laplace of scale t = 2^b·(scale/sensitivity) steps, drawn exactly (CKS20 Algorithm 2 in integer
-# arithmetic on exact uniform integers), so statistic + noise is exact in float64 — sensitivities
-# must be powers of two, which :func:`lattice_release` checks — and neighbouring streams put
-# their outputs on the same lattice (the float sampler's Mironov leak cannot happen).  t is
-# rounded *up* to a multiple of 2^-SCALE_DEN_BITS: the release is ``DiscreteLaplaceRelease(t',
-# 2^b)`` with ε' = 2^b/t' ≤ ε, below ε by a relative 2^-20/t at most.  :func:`lattice_release`
-# gives the ledger the same t'.
+# ``--sampler exact`` (docs/design.md#mechanisms-and-samplers): the environment rounds every
+# rescaled reward to the lattice 2^-b (b = the environment's ``bits``), so a sum of rewards is an
+# integer number of steps 2^-b and a mean of n rewards (n a power of two, AdaP) one of 2^-b/n: the
+# step of a statistic is ``sensitivity · 2^-b``, its sensitivity Δ = 2^b steps.  The noise is Z ·
+# step with Z discrete Laplace of scale t = 2^b·(scale/sensitivity) steps, drawn exactly (CKS20
+# Algorithm 2 in integer arithmetic on exact uniform integers), so statistic + noise is exact in
+# float64 — sensitivities must be powers of two, which :func:`lattice_release` checks — and
+# neighbouring streams put their outputs on the same lattice (the float sampler's Mironov leak
+# cannot happen).  t is rounded *up* to a multiple of 2^-SCALE_DEN_BITS: the release is
+# ``DiscreteLaplaceRelease(t', 2^b)`` with ε' = 2^b/t' ≤ ε, below ε by a relative 2^-20/t at most.
+# :func:`lattice_release` gives the ledger the same t'.
 
 SCALE_DEN_BITS = 20
 LATTICE_BITS = 16            # default reward lattice 2^-16 of the declared range

@@ -1,4 +1,4 @@
-"""Two noise samplers behind one interface (SPEC §4).
+"""Two noise samplers behind one interface (docs/design.md#mechanisms-and-samplers).
 
 * :class:`FloatSampler` — numpy ``Generator`` floating-point Laplace/Gaussian, for simulation.
   Fast, and vulnerable to the floating-point attack of Mironov (2012): the set of doubles it can

@@ -1,12 +1,13 @@
-"""Azize, Wu, Honda, Orabona, Ito & Basu 2025 (NeurIPS; arXiv 2505.05613): DP-KLUCB and DP-IMED,
-and the non-private IMED of Honda & Takemura 2015 (notes/azize-2025-optimal.md; natural log).
+"""Azize, Wu, Honda, Orabona, Ito & Basu 2025 (NeurIPS; arXiv 2505.05613): DP-KLUCB and DP-IMED, and
+the non-private IMED of Honda & Takemura 2015 (docs/algorithms.md#dp-klucb; natural log).
 
 RECONSTRUCTED (provenance ``reconstructed``): the paper's body was not read.  Sourced: d_ε
 (slides), the DP-KLUCB index max{μ ∈ [0, 1] : d_ε([μ̃_a]_0^1, μ) ≤ ln t_ℓ / N_a} (slides), the
 phase rule "play A_ℓ until its count is α × its count at the phase start", all samples kept
 (slides), Laplace noise (abstract).  Our choices, as the note proposes:
 
-* mechanism (notes §5.4 [R]): each phase's reward sum P gets one fresh Lap(1/ε) added to the
+* mechanism (reconstructed, docs/algorithms.md#dp-klucb): each phase's reward sum P gets one fresh
+Lap(1/ε) added to the
   arm's running private sum, S̃_a ← S̃_a + P + Lap(1/ε); the private mean is S̃_a / N_a;
 * phase schedule (§5.5 [R]): a phase started at count N ends at count max(N + 1, ⌈α·N⌉)
   (:func:`~dpledger.policies.rules.phase_target`); one initial pull per arm, each its own first
@@ -21,10 +22,10 @@ disjoint, so every reward lies in one release: ε per reward by the ledger's own
 paper's Proposition 2, parallel composition).  A phase cut by the end of the run makes no
 release (nothing reads it).
 
-``mechanism = "renoise-cumulative"``: the naive reading of "fresh noise added to the cumulative
-sum" (notes §5.4, pitfall), NOT the paper's algorithm: at every phase end the arm's whole true
-cumulative sum is released with a fresh Lap(1/ε) (ledger row over [0, target)), and the private
-mean is that release / N.  Each reward enters every later release of its arm, so its
+``mechanism = "renoise-cumulative"``: the naive reading of "fresh noise added to the cumulative sum"
+(the pitfall named in docs/algorithms.md#dp-klucb), NOT the paper's algorithm: at every phase end
+the arm's whole true cumulative sum is released with a fresh Lap(1/ε) (ledger row over [0, target)),
+and the private mean is that release / N.  Each reward enters every later release of its arm, so its
 certificate is (number of phases)·ε — recorded honestly, and what this toolkit exists to show.
 
 White-box capture (issue 14): every release goes through

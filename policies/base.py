@@ -1,11 +1,11 @@
-"""The policy interface (SPEC §5).
+"""The policy interface (docs/design.md#policies-and-simulation).
 
 A policy chooses arms and *describes* each release it makes; it never computes a privacy number.
 It declares:
 
 * ``releases(T, K)`` — the interned release table its kernel's ``release_id`` column indexes;
 * ``certificate(T, K)`` — its release schedule's worst case, as candidate compositions
-  (SPEC §2 table; derivations in docs/algorithms.md#policies);
+  (docs/design.md#privacy-model table; derivations in docs/algorithms.md#policies);
 * ``theorem(T, K)`` — the paper's statement, from :mod:`dpledger.accounting.theorems`;
 * ``adaptive`` — whether release parameters depend on the (public) history, in which case the
   realized ledger is an odometer reading;
@@ -340,7 +340,8 @@ def mapping_or_empty(m: Mapping | None) -> dict:
 
 
 class KernelPolicy(Policy):
-    """A policy whose rule is one numba kernel (one source per rule, SPEC §5).
+    """A policy whose rule is one numba kernel (one source per rule,
+    docs/design.md#policies-and-simulation).
 
     ``kernel(rng, env, T, K, stop, params, actions, rows, capture)`` plays rounds 1 … stop,
     writes the arm of round t to ``actions[t−1]`` (kernels with ``action_sink = True`` write it

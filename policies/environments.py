@@ -1,4 +1,5 @@
-"""Reward environments (SPEC §5): Bernoulli, truncated exponential on [0, 1], Beta, fixed table.
+"""Reward environments (docs/design.md#policies-and-simulation): Bernoulli, truncated exponential on
+[0, 1], Beta, fixed table.
 
 Every environment declares its reward range ``[lo, hi]`` (default [0, 1]); a reward outside it
 is an error, never a silent clip (docs/algorithms.md#reward-range): the privacy proofs assume the
@@ -332,7 +333,8 @@ def _draw_reward_compiled(rng, env, arm, t):
 @njit(cache=True)
 def draw_sum(rng, env, arm, t0, n):
     """Sum of ``n`` rewards of ``arm`` at rounds t0 … t0+n−1, rescaled: one Binomial draw for
-    Bernoulli arms (the stretch-jump of SPEC §8 P2), a table slice, or n draws otherwise."""
+    Bernoulli arms (the stretch-jump of docs/design.md#performance-targets P2), a table slice, or n
+    draws otherwise."""
     kind, params, lo, hi = env.kind, env.params, env.lo, env.hi
     if n <= 0:
         return 0.0

@@ -603,7 +603,8 @@ class PrivateTS(KernelPolicy):
         batch = out.rows[4] == BATCH_ROW
         if batch.any():
             trees = out.trees
-            nodes = {int(a): bit_length(int(n)) for a, n in zip(trees["arm"], trees["n_items"])}
+            nodes = {int(a): bit_length(int(n)) for a, n in zip(trees["arm"], trees["n_items"],
+                                                                strict=True)}
             cnt = np.array([nodes.get(int(a), 0) for a in out.rows[0, batch]], dtype=np.int64)
             fixed = out.rows.copy()
             fixed[4, batch] = cnt

@@ -1,4 +1,4 @@
-"""Policy names (SPEC §7) → classes."""
+"""Policy names (docs/design.md#interfaces-and-json) → classes."""
 from __future__ import annotations
 
 import importlib

@@ -275,7 +275,7 @@ def _regimes(gaps: Sequence[ArmGap], terms: Sequence[float],
     """A note saying which arms ``epsilon`` leaves in the high-privacy regime."""
     if epsilon is None:
         return ()
-    high = [g.arm for g, t in zip(gaps, terms) if _eps(epsilon) < t]
+    high = [g.arm for g, t in zip(gaps, terms, strict=True) if _eps(epsilon) < t]
     return (f"ε = {epsilon:g}: " + ("low privacy for every arm" if not high else
                                     "high privacy for arm" + ("s " if len(high) > 1 else " ")
                                     + ", ".join(map(str, high))),)

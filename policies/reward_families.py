@@ -38,6 +38,7 @@ A regret quantity, not a certified privacy number: nothing here is rounded outwa
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -132,7 +133,7 @@ def arm_gaps(instance: RewardInstance) -> tuple[ArmGap, ...]:
     mu_star = max(means)
     best = instance.params[means.index(mu_star)]
     out = []
-    for a, (p, m) in enumerate(zip(instance.params, means)):
+    for a, (p, m) in enumerate(zip(instance.params, means, strict=True)):
         gap = mu_star - m
         if not gap > 0:
             continue
@@ -248,7 +249,7 @@ def beta_tv(a: float, b: float, a2: float, b2: float) -> float:
     if al != 0 and be != 0 and (al > 0) == (be > 0):
         xm = al / (al + be)
         cuts.insert(1, math.log(xm) - math.log1p(-xm))
-    roots = [brentq(g, lo, hi, xtol=1e-14, rtol=1e-15) for lo, hi in zip(cuts, cuts[1:])
+    roots = [brentq(g, lo, hi, xtol=1e-14, rtol=1e-15) for lo, hi in pairwise(cuts)
              if (g(lo) < 0) != (g(hi) < 0) and g(lo) != 0 and g(hi) != 0]
 
     def cdf(p: float, q: float, y: float) -> float:
@@ -260,7 +261,7 @@ def beta_tv(a: float, b: float, a2: float, b2: float) -> float:
         return float(betainc(p, q, expit(y))) if y <= 0 else 1.0 - float(betainc(q, p, expit(-y)))
     edges = [-math.inf] + roots + [math.inf]
     tv = 0.0
-    for lo, hi in zip(edges, edges[1:]):
+    for lo, hi in pairwise(edges):
         mid = 0.0 if (lo, hi) == (-math.inf, math.inf) else (
             hi - 1.0 if lo == -math.inf else lo + 1.0 if hi == math.inf else (lo + hi) / 2)
         if g(mid) > 0:

@@ -39,10 +39,10 @@ def play_stretch(rng, env, a, t, m, fast, emit, segs, n_segs, last, actions):
 def argmax_random_tie(values, rng):
     """Index of the largest value; ties broken uniformly at random (docs/algorithms.md#ties).
 
-    The tie-break draw happens only when there is a tie (SPEC §5 draw order).  The sweep is
-    :func:`argmax_first` (selects, not branches: the comparisons of random samples are
-    unpredictable); the tie-break is out of line.  Hot kernels call the two parts themselves
-    (see :func:`argmax_first`)."""
+    The tie-break draw happens only when there is a tie (docs/design.md#policies-and-simulation draw
+    order).  The sweep is :func:`argmax_first` (selects, not branches: the comparisons of random
+    samples are unpredictable); the tie-break is out of line.  Hot kernels call the two parts
+    themselves (see :func:`argmax_first`)."""
     a, tie = argmax_first(values)
     if not tie:
         return a
@@ -209,8 +209,9 @@ def private_initial_pulls(rng, env, K, stop, scale, rows, capture, mu, N, action
 
 
 # ---- Azize, Wu, Honda, Orabona, Ito & Basu 2025 (NeurIPS): d_ε and the DP-KLUCB index ---------
-# (notes/azize-2025-optimal.md §2, §6).  The one place d_ε is computed: the kernels call it, and
-# :func:`dpledger.policies.regret_bounds.azize_2025_lower_bound_constant` calls the compiled form.
+# (Azize et al. 2025; docs/algorithms.md#dp-klucb).  The one place d_ε is computed: the kernels call
+# it, and :func:`dpledger.policies.regret_bounds.azize_2025_lower_bound_constant` calls the compiled
+# form.
 
 @njit(cache=True, inline="always")
 def sigmoid(u):
@@ -238,10 +239,10 @@ def kl_log1p(p, q):
 @njit(cache=True)
 def d_epsilon(x, y, eps):
     """d_ε(x, y) = inf_{z between x and y} ε|z − x| + kl(z, y) (Azize et al. 2025, the slides'
-    definition; notes §2.1), for x, y ∈ [0, 1], ε > 0, by the closed form of notes §2.2:
-    the unconstrained minimiser z* = sigmoid(logit(y) ∓ ε) (− when x < y, + when x > y),
-    clipped to the interval between x and y.  Computed from logits, so a large ε never
-    overflows e^ε; y = 1 (x < 1) gives ε(1 − x), y = 0 (x > 0) gives ε·x; 0·ln 0 = 0."""
+    definition), for x, y ∈ [0, 1], ε > 0, by its closed form in logits: the unconstrained minimiser
+    z* = sigmoid(logit(y) ∓ ε) (− when x < y, + when x > y), clipped to the interval between x and
+    y.  Computed from logits, so a large ε never overflows e^ε; y = 1 (x < 1) gives ε(1 − x), y = 0
+    (x > 0) gives ε·x; 0·ln 0 = 0."""
     if x == y:
         return 0.0
     if x < y:
@@ -257,12 +258,12 @@ def d_epsilon(x, y, eps):
 
 @njit(cache=True)
 def dp_klucb_index(x, thr, eps, tol=1e-12):
-    """DP-KLUCB's index max{μ ∈ [x, 1] : d_ε(x, μ) ≤ thr} (Azize et al. 2025; notes §6.1, §6.3)
-    for a clipped private mean x ∈ [0, 1] and threshold thr = ln t / N.
+    """DP-KLUCB's index max{μ ∈ [x, 1] : d_ε(x, μ) ≤ thr} (Azize et al. 2025;
+    docs/algorithms.md#dp-klucb) for a clipped private mean x ∈ [0, 1] and threshold thr = ln t / N.
 
-    μ ↦ d_ε(x, μ) increases on [x, 1] up to ε(1 − x) (notes §2.3), so thr ≥ ε(1 − x) gives
-    exactly 1 (saturation); otherwise bisection on [x, 1] to ``tol``, returning the upper end
-    of the final bracket (never below the exact index)."""
+    μ ↦ d_ε(x, μ) increases on [x, 1] up to ε(1 − x), so thr ≥ ε(1 − x) gives exactly 1
+    (saturation); otherwise bisection on [x, 1] to ``tol``, returning the upper end of the final
+    bracket (never below the exact index)."""
     if thr <= 0.0 or x >= 1.0:
         return x
     if thr >= eps * (1.0 - x):
@@ -280,9 +281,9 @@ def dp_klucb_index(x, thr, eps, tol=1e-12):
 
 @njit(cache=True)
 def phase_target(n, alpha):
-    """The count at which a phase started at count n ends: max(n + 1, ⌈α·n⌉) (notes §5.5 [R]).
-    A product within 1e-12 (relative) of an integer counts as that integer, so α = 1.1, n = 10
-    gives 11, not the float artefact 12 of ⌈11.000000000000002⌉."""
+    """The count at which a phase started at count n ends: max(n + 1, ⌈α·n⌉) (reconstructed:
+    docs/algorithms.md#dp-klucb). A product within 1e-12 (relative) of an integer counts as that
+    integer, so α = 1.1, n = 10 gives 11, not the float artefact 12 of ⌈11.000000000000002⌉."""
     c = alpha * n
     k = np.int64(np.floor(c))
     if c - k > 1e-12 * c:
@@ -292,15 +293,15 @@ def phase_target(n, alpha):
 
 @njit(cache=True, inline="always")
 def capture_release(capture, released, clean, scale, arm, start, stop):
-    """Full white-box capture (SPEC §5 ``capture=True``; issue 14): with a (6, M) capture
-    array, append one release — row 0 the released value, 1 its clean statistic (a Laplace
-    release's sum of rewards, or a Gaussian one's mean, as DP-TS-UCB's fresh samples), 2 its
-    noise scale (Laplace b or Gaussian σ), 3 the arm, 4 and 5 the range [start, stop) of the
-    arm's observation indices it reads — in column 1 + n, where
-    n = capture[5, 0] counts the releases so far (column 0 stays the single witness capture of
-    the two-row form).  When the array is full, capture[4, 0] is set to 1 (overflow: the
-    auditor refuses the trial rather than score an incomplete vector).  A no-op for the
-    two-row form, so kernels call it unconditionally."""
+    """Full white-box capture (docs/design.md#policies-and-simulation ``capture=True``; issue 14):
+    with a (6, M) capture array, append one release — row 0 the released value, 1 its clean
+    statistic (a Laplace release's sum of rewards, or a Gaussian one's mean, as DP-TS-UCB's fresh
+    samples), 2 its noise scale (Laplace b or Gaussian σ), 3 the arm, 4 and 5 the range [start,
+    stop) of the arm's observation indices it reads — in column 1 + n, where n = capture[5, 0]
+    counts the releases so far (column 0 stays the single witness capture of the two-row form). When
+    the array is full, capture[4, 0] is set to 1 (overflow: the auditor refuses the trial rather
+    than score an incomplete vector).  A no-op for the two-row form, so kernels call it
+    unconditionally."""
     if capture.shape[0] >= 6:
         n = np.int64(capture[5, 0])
         col = n + 1

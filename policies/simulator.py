@@ -1,4 +1,5 @@
-"""The simulator (SPEC §5): many independent runs of one policy on one environment.
+"""The simulator (docs/design.md#policies-and-simulation): many independent runs of one policy on
+one environment.
 
 Seeding: one master seed; run ``i`` owns the Generator ``PCG64(SeedSequence(seed,
 spawn_key=(i,)))``, so any split of ``run_indices`` across workers gives the same runs, and
@@ -521,7 +522,7 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
         rids = rows[3] if id_map is None else _mapped_ids(id_map, rows[3])
         ledger.append_rows(np.repeat(runs, n_rows), rows[0], rows[1], rows[2], rids, rows[4],
                            owned=True)
-    for run, out in zip(indices, outs):
+    for run, out in zip(indices, outs, strict=True):
         if out.gauss_rows is not None and np.size(out.gauss_rows["arm"]):
             g = out.gauss_rows
             ledger.add_growing_prefix(run, g["arm"], g["stop"], g["count"], g["mu2"],
@@ -533,7 +534,7 @@ def _record(ledger: RewardLedger, indices: Sequence[int], K: int, outs: Sequence
         if out.trees is not None:
             tr = out.trees
             for arm, off, n, lev, rid in zip(tr["arm"], tr["offset"], tr["n_items"],
-                                             tr["levels"], tr["release_id"]):
+                                             tr["levels"], tr["release_id"], strict=True):
                 if n > 0:
                     rid = int(rid) if id_map is None else int(_mapped_ids(id_map, np.array([rid]))[0])
                     ledger.add_tree(run, int(arm), int(off), int(n), int(lev), rid)
@@ -579,10 +580,10 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
              sampler: str = "float", rng: str = "seeded") -> SimulationResult:
     """Run ``policy`` on ``env`` for ``horizon`` rounds, once per run index.
 
-    ``sampler="exact"`` (SPEC §4) runs the policy on ``env.with_lattice(LATTICE_BITS)``: rewards
-    on the lattice 2^-16 of the range, exact discrete-Laplace noise, discrete releases in the
-    ledger (see :mod:`dpledger.mechanisms.noise`); policies that support it say
-    ``exact_sampler = True``.
+    ``sampler="exact"`` (docs/design.md#mechanisms-and-samplers) runs the policy on
+    ``env.with_lattice(LATTICE_BITS)``: rewards on the lattice 2^-16 of the range, exact
+    discrete-Laplace noise, discrete releases in the ledger (see :mod:`dpledger.mechanisms.noise`);
+    policies that support it say ``exact_sampler = True``.
 
     ``rng="os"`` (deployment) draws each run's bits from a generator seeded with the operating
     system's entropy (:func:`_os_entropy`) instead of ``seed``; it is only accepted with the

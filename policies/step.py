@@ -351,9 +351,10 @@ class OnlinePolicy:
         self.frozen[:] = z["frozen"]
         self.live[:] = ~self.frozen
         self.outstanding = {int(r): (int(a), int(g)) for r, a, g in
-                            zip(z["out_round"], z["out_arm"], z["out_gen"])}
+                            zip(z["out_round"], z["out_arm"], z["out_gen"], strict=True)}
         if "out_ctx" in z:
-            self.contexts = {int(r): np.array(x) for r, x in zip(z["out_round"], z["out_ctx"])}
+            self.contexts = {int(r): np.array(x)
+                             for r, x in zip(z["out_round"], z["out_ctx"], strict=True)}
         self.t = int(head["t"])
         # the releases recorded with this checkpoint, finished with the generator state saved
         # just before their noise: the values drawn before the crash, if they were drawn

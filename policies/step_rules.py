@@ -566,7 +566,7 @@ class IMEDStep(NonPrivateStep):
         azize2025.imed_push(a, x, s["sums"], s["n"], s["p"])
 
 
-# ---- TS-Gaussian, M-TS-Gaussian (policies/ou.py): releases drawn at select -------------------------
+# ---- TS-Gaussian, M-TS-Gaussian (policies/ou.py): releases drawn at select -----------------------
 
 
 
@@ -639,7 +639,7 @@ class TSGaussianStep(MTSGaussianStep):
     name = "ts-gaussian"
 
 
-# ---- DP-TS-UCB (policies/hu2025.py): releases drawn at select -------------------------------------
+# ---- DP-TS-UCB (policies/hu2025.py): releases drawn at select ------------------------------------
 
 @njit(cache=True)
 def _ts_ucb_select(box, bits, unit, mu_hat, n, sig, slat, h, mx, live, theta, pending, start,
@@ -709,7 +709,7 @@ class DPTSUCBStep(StepRule):
         return None
 
 
-# ---- synchronised batches: DP-SE, private TS (DP-TS-MT) ---------------------------------------------
+# ---- synchronised batches: DP-SE, private TS (DP-TS-MT) ------------------------------------------
 
 class BatchStep(StepRule):
     """Rules whose releases come in synchronised batches: every arm of a set plays a fixed
@@ -868,7 +868,8 @@ class PrivateTSStep(BatchStep):
 
     name = "dp-ts-mt"
     anytime = False
-    horizon_reason = "its batch sizes m_j = ⌈192·K·ln T·4^j/ε⌉ and trees of T − τ leaves depend on T"
+    horizon_reason = ("its batch sizes m_j = ⌈192·K·ln T·4^j/ε⌉ and trees of T − τ leaves "
+                      "depend on T")
 
     def __init__(self, policy, K, horizon):
         super().__init__(policy, K, horizon)

@@ -103,7 +103,7 @@ class ContextualStep(StepRule):
         return True
 
 
-# ---- LinUCB, linear TS -----------------------------------------------------------------------------
+# ---- LinUCB, linear TS ---------------------------------------------------------------------------
 
 @njit(cache=True)
 def _ridge_select(box, rule, chol, theta, ctx, shared, width, values, work, work2):
@@ -216,7 +216,7 @@ class PrivateRidgeStep(ContextualStep):
         D = plan.blocks * plan.entries
         chol = np.zeros((M, d, d))
         init_models(plan.stat, chol, plan.lam)
-        self.state = dict({f"tree_{k}": v for k, v in zip(_TREE_PARTS, tr[:6])},
+        self.state = dict({f"tree_{k}": v for k, v in zip(_TREE_PARTS, tr[:6], strict=True)},
                           chol=chol, theta=np.zeros((M, d)), widths=np.zeros(M),
                           jstate=np.zeros((M, 2), np.int64), cached=np.full(M, -1, np.int64),
                           info=np.zeros(2, np.int64), level=np.zeros(plan.n_trees, np.int64))

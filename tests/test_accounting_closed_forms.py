@@ -1,4 +1,4 @@
-"""Closed-form anchors for the accounting layer (anchors notes §4, SPEC §3).
+"""Closed-form anchors for the accounting layer (docs/design.md#accounting).
 
 Every reference value is recomputed here, independently of dpledger, in mpmath (50+ digits) from
 the formula in the notes; published 4-digit values are checked as well so that a wrong oracle
@@ -36,7 +36,7 @@ def mp_gdp_delta(eps, mu):
 
 
 def mp_laplace_delta(eps, eps0):
-    """δ(ε) = 1 − e^{(ε−ε₀)/2} for 0 ≤ ε ≤ ε₀, 0 beyond (notes §4.5)."""
+    """δ(ε) = 1 − e^{(ε−ε₀)/2} for 0 ≤ ε ≤ ε₀, 0 beyond."""
     eps, eps0 = mp.mpf(eps), mp.mpf(eps0)
     return 1 - mp.exp((eps - eps0) / 2) if eps < eps0 else mp.mpf(0)
 
@@ -49,7 +49,8 @@ def mp_laplace_rdp(eps, a):
 
 
 def mp_rr_rdp(eps, a):
-    """RDP of binary randomized response (worst case of ε-DP), notes §4.2."""
+    """RDP of binary randomized response (worst case of ε-DP) (Mironov 2017, randomized
+    response)."""
     a, eps = mp.mpf(a), mp.mpf(eps)
     return mp.log((mp.exp(a * eps) + mp.exp((1 - a) * eps)) / (1 + mp.exp(eps))) / (a - 1)
 
@@ -105,7 +106,7 @@ def test_gdp_epsilon_zero_iff_delta_above_delta0(mu):
 
 @pytest.mark.parametrize("eps", [1e-12, 3.3e-10, 1e-7, 2.7e-5, 1e-3, 0.1, 0.5, 1.0, 2.0, 5.0])
 def test_mu_of_pure_epsilon_is_randomized_response(eps):
-    # μ = 2Φ⁻¹(e^ε/(1+e^ε)) (notes §4.1); dp-accounting's test expects ≈ 2.358 at ε = 2
+    # μ = 2Φ⁻¹(e^ε/(1+e^ε)) (Dong, Roth & Su 2022); dp-accounting's test expects ≈ 2.358 at ε = 2
     exact = 2 * mp.sqrt(2) * mp.erfinv(2 * mp.exp(eps) / (1 + mp.exp(eps)) - 1)
     got = mu_of_pure_epsilon(eps)
     assert got >= float(exact) and got == pytest.approx(float(exact), rel=1e-11)
@@ -169,7 +170,7 @@ def test_laplace_and_rr_rdp_against_mpmath(eps):
     orders = rdp_mod.ORDERS[::11]
     lap = rdp_mod.laplace_rdp(eps, orders)
     rr = rdp_mod.pure_rdp(eps, orders)
-    for a, x, y in zip(orders, lap, rr):
+    for a, x, y in zip(orders, lap, rr, strict=True):
         ex_l = min(mp_laplace_rdp(eps, float(a)), mp.mpf(eps))
         ex_r = min(mp_rr_rdp(eps, float(a)), mp.mpf(eps))
         assert x >= ex_l and float((x - ex_l) / ex_l) < 1e-9, (a, x, ex_l)

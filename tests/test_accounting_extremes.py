@@ -1,4 +1,5 @@
-"""R1 and R6 of SPEC §8: conversions at the extremes are finite, monotone and safe-side.
+"""R1 and R6 of docs/design.md#reliability-targets: conversions at the extremes are finite, monotone
+and safe-side.
 
 Inputs: δ down to 1e-300, μ from 1e-4 to 1e4, ε up to 1e4, k up to 1e6.  GDP is compared with
 an mpmath evaluation of δ_μ(ε) at 60 digits: the returned ε must satisfy exact δ(ε) ≤ δ.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+from itertools import pairwise
 
 import mpmath as mp
 import numpy as np
@@ -38,12 +40,12 @@ def mp_log_gdp_delta(eps, mu):
 
 
 def _non_increasing(xs):
-    return all(a >= b for a, b in zip(xs, xs[1:]))
+    return all(a >= b for a, b in pairwise(xs))
 
 
 def _non_decreasing(xs):
     """ε over a *decreasing* δ grid must not decrease."""
-    return all(a <= b for a, b in zip(xs, xs[1:]))
+    return all(a <= b for a, b in pairwise(xs))
 
 
 # -- GDP ------------------------------------------------------------------------------------------
@@ -66,7 +68,7 @@ def test_gdp_epsilon_safe_against_mpmath(mu):
 @pytest.mark.parametrize("delta", DELTAS)
 def test_gdp_epsilon_monotone_in_mu(delta):
     values = [gdp_epsilon(mu, delta) for mu in MUS]
-    assert all(a <= b for a, b in zip(values, values[1:]))
+    assert all(a <= b for a, b in pairwise(values))
 
 
 @pytest.mark.parametrize("mu", [1e-4, 1e-2, 1.0, 30.0, 1e4])
@@ -114,10 +116,10 @@ def test_rdp_finite_monotone_and_safe(name):
     assert _non_increasing(deltas)
     mu = comp.gdp_mu()
     if mu:                                           # all-Gaussian: exact GDP is the floor
-        for d, v in zip(DELTAS, values):
+        for d, v in zip(DELTAS, values, strict=True):
             assert mp_log_gdp_delta(v, mu) <= math.log(d), (d, v)
     if name == "laplace_1e4":                        # one Laplace: exact ε = ε₀ + 2 log(1 − δ)
-        for d, v in zip(DELTAS, values):
+        for d, v in zip(DELTAS, values, strict=True):
             assert v >= (1e4 + 2 * math.log1p(-d)) * (1 - 1e-12)
 
 
@@ -130,11 +132,11 @@ def test_pure_finite_monotone_and_below_basic(name):
     assert values[0] >= 0 and values[-1] <= comp.pure_epsilon() * (1 + 1e-12)
     if name == "rr_2_x50":
         # for randomized response KOV is the exact optimum: at most every other valid bound
-        for d, v in zip(DELTAS, values):
+        for d, v in zip(DELTAS, values, strict=True):
             assert v <= ACC["rdp"].epsilon(comp, d) * (1 + 1e-9)
             assert v <= ACC["gdp"].epsilon(comp, d) * (1 + 1e-9)
     if name == "laplace_1e4":
-        for d, v in zip(DELTAS, values):
+        for d, v in zip(DELTAS, values, strict=True):
             assert v >= 1e4 + 2 * math.log1p(-d)
 
 
@@ -152,18 +154,18 @@ def test_kov_k_1e6(eps0):
     assert _non_decreasing(values)
     assert values[-1] <= k * eps0 * (1 + 1e-12)
     # the exact optimum for k randomized responses is below every valid bound
-    for d, v in zip(_kov_k1e6_deltas(), values):
+    for d, v in zip(_kov_k1e6_deltas(), values, strict=True):
         assert v <= ACC["rdp"].epsilon(comp, d) * (1 + 1e-9)
         assert v <= ACC["gdp"].epsilon(comp, d) * (1 + 1e-9)
     if eps0 == 1e-3:
         # CLT sanity: the loss is ≈ N(kε₀tanh(ε₀/2), kε₀²), so ε(1e-6) is near GDP μ = √k·ε₀ = 1
-        at = dict(zip(_kov_k1e6_deltas(), values))[1e-6]
+        at = dict(zip(_kov_k1e6_deltas(), values, strict=True))[1e-6]
         assert at == pytest.approx(gdp_epsilon(1.0, 1e-6), rel=0.05)
 
 
 # -- best accountant at tiny δ ------------------------------------------------------------------
 def test_dp_accounting_pld_is_infinite_below_1e15():
-    """The defect this layer works around (notes §5.4): dp-accounting gives ∞ at δ = 1e-20."""
+    """The defect this layer works around: dp-accounting gives ∞ at δ = 1e-20."""
     from dp_accounting import dp_event as E
     from dp_accounting.pld import pld_privacy_accountant as P
 

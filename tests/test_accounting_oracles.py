@@ -2,11 +2,11 @@
 
 Oracles (none of them uses dp-accounting or dpledger):
 
-* one release: the closed forms of the anchors notes §4.1/§4.5;
+* one release: the closed forms of Dong, Roth & Su 2022 (GDP) and the Laplace mechanism's exact PLD;
 * two or three releases: numerical integration (mpmath) of the privacy loss,
   δ(ε) = E_P[(1 − e^{ε−L})₊] with L the sum of the single-release losses.  A Laplace loss of
   ε₀ has atoms +ε₀ (mass ½) and −ε₀ (mass e^{−ε₀}/2) and density ¼e^{(ℓ−ε₀)/2} on (−ε₀, ε₀)
-  (notes §4.5); a Gaussian loss of μ is N(μ²/2, μ²).  The composition is computed as
+ ; a Gaussian loss of μ is N(μ²/2, μ²).  The composition is computed as
   E_{L₁}[δ_{2..n}(ε − L₁)], one quadrature per Laplace, breakpoints at every kink;
 * k identical releases: the KOV binomial sum (randomized response), the exact lattice
   convolution of discrete-Laplace losses, and GDP for Gaussians.
@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from itertools import pairwise
 
 import mpmath as mp
 import pytest
@@ -125,7 +126,7 @@ def exact_delta_scipy(eps, laplaces):
     cont = math.fsum(
         quad(lambda l: 0.25 * math.exp((l - e) / 2.0) * exact_delta_scipy(c - l, rest), a, b,
              epsabs=0.0, epsrel=1e-13, limit=200)[0]
-        for a, b in zip(pts, pts[1:]) if b > a)
+        for a, b in pairwise(pts) if b > a)
     return (0.5 * exact_delta_scipy(c - e, rest) + 0.5 * math.exp(-e) * exact_delta_scipy(c + e, rest)
             + cont)
 
@@ -413,7 +414,7 @@ def test_discrete_laplace_import_is_never_below_the_exact_epsilon():
     from dp_accounting import dp_event as E
     import numpy as np
     rng = np.random.default_rng(263)
-    for a, sens in zip(10.0 ** rng.uniform(-4, 2, 400), rng.integers(1, 2 ** 16, 400)):
+    for a, sens in zip(10.0 ** rng.uniform(-4, 2, 400), rng.integers(1, 2 ** 16, 400), strict=True):
         ev = E.DiscreteLaplaceDpEvent(noise_parameter=float(a), sensitivity=int(sens))
         rel = Composition.from_dp_event(ev).items[0][0]
         assert Fraction(rel.epsilon) >= int(sens) * Fraction(float(a))

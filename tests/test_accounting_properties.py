@@ -23,9 +23,9 @@ from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLapla
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
-# Monotone up to SPEC §3's invariant tolerance a ≤ b·(1 + 1e-12): a root solver on a float
-# function is only monotone to a few ulps (μ = 1 vs 1.0000000000000004 at δ = 1e-6 gives
-# ε = 4.886554117462563 vs …559; both are safe).
+# Monotone up to docs/design.md#invariants tolerance a ≤ b·(1 + 1e-12): a root solver on a float
+# function is only monotone to a few ulps (μ = 1 vs 1.0000000000000004 at δ = 1e-6 gives ε =
+# 4.886554117462563 vs …559; both are safe).
 TOL = 1e-12
 
 

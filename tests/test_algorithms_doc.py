@@ -31,7 +31,7 @@ def _sections() -> dict[str, str]:
     text = open(DOC, encoding="utf-8").read()
     parts = re.split(r"^(#{1,6} .+)$", text, flags=re.M)
     out: dict[str, str] = {}
-    for head, body in zip(parts[1::2], parts[2::2]):
+    for head, body in zip(parts[1::2], parts[2::2], strict=True):
         anchor = slug(head.lstrip("#"))
         assert anchor not in out, f"two headings give the anchor #{anchor}"
         out[anchor] = body

@@ -4,11 +4,11 @@ Hundreds of audits of *correct* mechanisms and policies, half fixed-n and half s
 (``until_ratio`` / ``max_trials``), each on its own seed, at small n.  A **violation** is a lower
 bound above the configuration's true privacy value — computed here from the mechanism's or the
 theorem's parameters (ε = Δ/b for Laplace, μ = Δ/σ, composition by addition of ε and of μ², the
-closed forms of algorithms.md A8 for TS-Gaussian), never from the certificate code.  An audit at
-confidence 1 − α exceeds the truth with probability at most α (SPEC §6: one-sided Clopper–Pearson
-at α/2 per rate, the event chosen on a disjoint selection split; sequential: α/J per checkpoint,
-union bound), so in each confidence group of n audits the count of violations is stochastically
-below Binomial(n, α); the test asserts it is at most that law's 99.9 % quantile.
+closed forms of docs/algorithms.md#ts-gaussian), never from the certificate code.  An audit at
+confidence 1 − α exceeds the truth with probability at most α (docs/design.md#audits: one-sided
+Clopper–Pearson at α/2 per rate, the event chosen on a disjoint selection split; sequential: α/J per
+checkpoint, union bound), so in each confidence group of n audits the count of violations is
+stochastically below Binomial(n, α); the test asserts it is at most that law's 99.9 % quantile.
 
 To keep the counts from being trivially 0, most configurations are mechanisms whose optimal
 event attains the privacy loss with substantial probability (Laplace: P[y ≥ Δ] = ½ on D′ and
@@ -212,9 +212,10 @@ def poisson_binomial_quantile(chances, q: float) -> int:
 # ---- policy configurations -------------------------------------------------------------------
 # (name, mode, T, params, currency, true value by the policy's theorem).  Epoch-based Laplace
 # policies put each reward into exactly one Lap(1/ε) release of sensitivity 1: ε-DP (Hu & Hegde
-# 2022; Azize & Basu 2022; Sajed & Sheffet 2019).  DP-TS: ε-DP (Hu & Hegde 2022, Alg. 1).  TS-Gaussian
-# (b = 0, c = 1): the witness is read by every later sample, μ² = (T − 1)/2 (algorithms.md A8);
-# M-TS-Gaussian with b pre-pulls and scale c: μ² = (T − bK)/(c(b + 1)) (K = 2).
+# 2022; Azize & Basu 2022; Sajed & Sheffet 2019).  DP-TS: ε-DP (Hu & Hegde 2022, Alg. 1).
+# TS-Gaussian (b = 0, c = 1): the witness is read by every later sample, μ² = (T − 1)/2
+# (docs/algorithms.md#ts-gaussian); M-TS-Gaussian with b pre-pulls and scale c: μ² = (T − bK)/(c(b +
+# 1)) (K = 2).
 
 POLICIES = [
     ("lazy-dp-ts", "whitebox", 200, {}, "epsilon", 1.0),

@@ -25,7 +25,7 @@ ALPHA = 0.05
 # ---- Clopper–Pearson ---------------------------------------------------------------------------
 
 def test_cp_zero_successes_closed_form():
-    # k = 0: p_ucb = 1 − a^{1/n} (the "rule of three" bound of notes §1.1)
+    # k = 0: p_ucb = 1 − a^{1/n} (the "rule of three" bound)
     for n in (10, 1000, 10 ** 6):
         assert cp_upper(0, n, ALPHA / 2) == pytest.approx(1 - (ALPHA / 2) ** (1 / n), rel=1e-9)
         assert cp_lower(n, n, ALPHA / 2) == pytest.approx((ALPHA / 2) ** (1 / n), rel=1e-9)
@@ -51,7 +51,7 @@ def test_cp_exact_coverage_against_binomial_tail():
 # ---- the bounds -------------------------------------------------------------------------------
 
 def test_epsilon_formula_both_directions():
-    # notes §1.1: max(log((1 − δ − FNR)/FPR), log((1 − δ − FPR)/FNR), 0)
+    # Kairouz, Oh & Viswanath 2015: max(log((1 − δ − FNR)/FPR), log((1 − δ − FPR)/FNR), 0)
     assert epsilon_from_rates(0.1, 0.3) == pytest.approx(math.log(0.7 / 0.1))
     assert epsilon_from_rates(0.3, 0.1) == pytest.approx(math.log(0.7 / 0.1))
     assert epsilon_from_rates(0.1, 0.3, 0.05) == pytest.approx(math.log(0.65 / 0.1))
@@ -78,7 +78,7 @@ def test_bounds_use_alpha_over_two_per_rate():
 
 
 def test_ceiling_with_zero_errors():
-    # notes §1.1: zero errors on n trials per side cap ε at about log(n / 3.69) at 95 %
+    # zero errors on n trials per side cap ε at about log(n / 3.69) at 95 %
     n = 10 ** 5
     b = bounds_from_counts(n, 0, n, n)
     assert b["epsilon_lower"] == pytest.approx(math.log(1 - (1 - 0.025 ** (1 / n))) -
@@ -119,7 +119,7 @@ def test_counts_come_only_from_the_count_split():
 
 
 def test_reverse_direction_null_scores_give_zero():
-    # jax_privacy PR #270 (notes §6): identical score distributions must give 0 in both directions
+    # jax_privacy PR #270: identical score distributions must give 0 in both directions
     rng = np.random.default_rng(11)
     for _ in range(5):
         x = rng.normal(size=20_000)

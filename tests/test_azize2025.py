@@ -1,5 +1,5 @@
 """Azize et al. 2025 (issue 17): d_ε, the DP-KLUCB index and the regret lower-bound constants
-against the golden values of notes/azize-2025-optimal.md (§2.4, §3.4, §6.3), brute-force
+against reference values computed independently (mpmath) from the paper's formulas, brute-force
 minimisation, and the earlier (2022) bound they must never undercut."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dpledger.accounting.theorems import (azize_2025_lower_bound_constant,
 from dpledger.policies.rules import d_epsilon, dp_klucb_index, phase_target
 
 EPS = (0.01, 0.1, 0.5, 1.0, 2.0)
-# notes §2.4: (x, y) → d_ε at ε = 0.01, 0.1, 0.5, 1, 2 (10 decimals)
+# reference values: (x, y) → d_ε at ε = 0.01, 0.1, 0.5, 1, 2 (10 decimals)
 GOLDEN = {
     (0.5, 0.75): (0.0024906094, 0.0240469825, 0.0997021749, 0.1426259805, 0.1438410362),
     (0.7, 0.75): (0.0004906094, 0.0040469825, 0.0064014570, 0.0064014570, 0.0064014570),
@@ -58,7 +58,7 @@ def _d_brute(x, y, eps):
 
 @pytest.mark.parametrize("xy", list(GOLDEN))
 def test_d_eps_golden_values(xy):
-    for eps, want in zip(EPS, GOLDEN[xy]):
+    for eps, want in zip(EPS, GOLDEN[xy], strict=True):
         assert abs(d_epsilon(xy[0], xy[1], eps) - want) <= 1e-9, (xy, eps)
 
 
@@ -88,7 +88,7 @@ def test_d_eps_between_zero_and_min_of_kl_and_tv(x, y, eps):
     assert -1e-15 <= d <= min(kl, eps * abs(x - y)) * (1 + 1e-12) + 1e-15
 
 
-# notes §6.3: (raw private mean, n, t, ε) → index (8 decimals)
+# reference values: (raw private mean, n, t, ε) → index (8 decimals)
 INDEX_GOLDEN = [(0.5, 100, 1000, 0.5, 0.69428744), (0.5, 100, 1000, 0.1, 1.0),
                 (0.5, 1000, 1e5, 1.0, 0.57543669), (0.7, 5000, 1e6, 0.01, 0.97642567),
                 (0.7, 20000, 1e6, 0.01, 0.76996474), (1.2, 50, 1000, 1.0, 1.0),
@@ -116,7 +116,7 @@ INSTANCES = {
     "mu3": [0.75, 0.53125, 0.375, 0.28125, 0.25],
     "mu4": [0.75, 0.71875, 0.625, 0.46875, 0.25],
 }
-# notes §3.4: C_KL, then C(ν, ε) at ε = 0.01, 0.1, 0.5, 1 (3 decimals)
+# reference values: C_KL, then C(ν, ε) at ε = 0.01, 0.1, 0.5, 1 (3 decimals)
 LB_TABLE = {"mu1": (31.243, 407.656, 49.420, 31.243, 31.243),
             "mu2": (7.128, 401.573, 41.677, 10.405, 7.708),
             "mu3": (5.042, 401.071, 41.118, 9.381, 5.934),
@@ -128,7 +128,7 @@ def test_lower_bound_constants_match_note_and_brute_force(name):
     means = INSTANCES[name]
     ckl, *cs = LB_TABLE[name]
     assert abs(non_private_lower_bound_constant(means) - ckl) <= 5e-4 + 1e-9
-    for eps, want in zip((0.01, 0.1, 0.5, 1.0), cs):
+    for eps, want in zip((0.01, 0.1, 0.5, 1.0), cs, strict=True):
         c = azize_2025_lower_bound_constant(means, eps)
         assert abs(c - want) <= 5e-4 + 1e-9, (name, eps, c, want)
         brute = sum((max(means) - m) / _d_brute(m, max(means), eps)

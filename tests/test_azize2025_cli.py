@@ -52,9 +52,9 @@ def _coverage(ledger) -> dict:
     """{(run, arm): array of how many Laplace ledger rows cover each observation index}."""
     streams = ledger["streams"]
     cov = {(r, a): np.zeros(n, np.int64)
-           for r, a, n in zip(streams["run"], streams["arm"], streams["length"])}
+           for r, a, n in zip(streams["run"], streams["arm"], streams["length"], strict=True)}
     rows = ledger["rows"]
-    for r, a, s, e in zip(rows["run"], rows["arm"], rows["start"], rows["stop"]):
+    for r, a, s, e in zip(rows["run"], rows["arm"], rows["start"], rows["stop"], strict=True):
         cov[(r, a)][s:e] += 1
     return cov
 

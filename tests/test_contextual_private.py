@@ -95,7 +95,7 @@ def _check_tree_records(out, plan, prob, n_pushes):
     per_stream = np.bincount(obs, minlength=plan.n_trees)
     assert recs["n_items"].size == len(plan.record_rids) * np.count_nonzero(per_stream)
     for arm, k, lev, _rid in zip(recs["arm"], recs["n_items"], recs["levels"],
-                                recs["release_id"]):
+                                recs["release_id"], strict=True):
         assert k == per_stream[arm] and lev == plan.levels
     assert per_stream.sum() == n_pushes == out.noise_draws
 

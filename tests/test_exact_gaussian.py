@@ -199,7 +199,7 @@ def test_ledger_and_certificate_are_discrete():
     m = (rows["run"] == worst.reward.run) & (rows["arm"] == worst.reward.arm) \
         & (rows["stop"] > worst.reward.index)
     exact = sum(Fraction(int(cnt)) * Fraction(4 ** B, 2 * posterior_read_lattice_sigma(
-        float(k), 1.0, B) ** 2) for k, cnt in zip(rows["stop"][m], rows["count"][m]))
+        float(k), 1.0, B) ** 2) for k, cnt in zip(rows["stop"][m], rows["count"][m], strict=True))
     assert Fraction(rel.rho) >= exact * (1 - Fraction(1, 10 ** 12))
     assert rel.rho <= float(exact) * (1 + 1e-12)
     cert = run_certificate(make_policy("ts-gaussian"), T, 2, B)

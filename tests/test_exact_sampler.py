@@ -1,4 +1,5 @@
-"""The exact sampler in the policy kernels (``--sampler exact``, SPEC §4 and R3): lattice rewards,
+"""The exact sampler in the policy kernels (``--sampler exact``,
+docs/design.md#mechanisms-and-samplers and docs/design.md#reliability-targets R3): lattice rewards,
 CKS20 discrete Laplace in int64, discrete releases in the ledger and the certificate."""
 from __future__ import annotations
 

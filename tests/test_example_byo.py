@@ -37,7 +37,8 @@ def test_example_ledger_matches_its_rule(example):
     res = simulate(pol, bernoulli([0.6, 0.5]), 200, seed=3, runs=2)
     rows = res.ledger.rows
     # one release per arm per run, over exactly the first m observations of that arm
-    assert sorted(zip(rows["run"].tolist(), rows["arm"].tolist())) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert sorted(zip(rows["run"].tolist(), rows["arm"].tolist(),
+                      strict=True)) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert set(rows["start"].tolist()) == {0} and set(rows["stop"].tolist()) == {10}
     assert res.noise_draws == [2, 2]
     # rewards after exploration are touched by nothing

@@ -1,6 +1,7 @@
-"""`dpledger experiment NAME --quick` for every experiment (SPEC §7–§8): the files exist, the
-numbers are finite, the ledger invariants hold in every cell, calibrated parameters meet their
-GDP budget, and `verify` finds no problem in any run.json.  One module-scoped run per experiment.
+"""`dpledger experiment NAME --quick` for every experiment (docs/design.md#interfaces-and-json): the
+files exist, the numbers are finite, the ledger invariants hold in every cell, calibrated parameters
+meet their GDP budget, and `verify` finds no problem in any run.json.  One module-scoped run per
+experiment.
 """
 from __future__ import annotations
 

@@ -60,16 +60,18 @@ def test_merged_gaussians_never_compose_below_the_exact_sum():
     for family in _ulp_neighbours(rng, 300):
         sens = float(rng.choice([1.0, 0.5, 3.0, 0.7]))
         counts = rng.integers(1, 50, len(family)).tolist()
-        members = [(GaussianRelease(sigma=s, sensitivity=sens), c) for s, c in zip(family, counts)]
+        members = [(GaussianRelease(sigma=s, sensitivity=sens), c) for s, c in zip(family, counts,
+                                                                                   strict=True)]
         comp = Composition.of(members)
         merged += len(comp.items) < len(members)
-        exact = sum(c * (Fraction(sens) / Fraction(s)) ** 2 for s, c in zip(family, counts))
+        exact = sum(c * (Fraction(sens) / Fraction(s)) ** 2 for s, c in zip(family, counts,
+                                                                            strict=True))
         assert Fraction(comp.gdp_mu2()) >= exact
         assert Fraction(comp.gdp_mu_bound()) ** 2 >= exact
         assert Fraction(comp.zcdp_rho()) >= exact / 2
         # each kept release, and its exported noise multiplier, at most its group's smallest
         events = list(_events(comp.to_dp_event()))
-        for (r, group), e in zip(_groups(comp, members), events):
+        for (r, group), e in zip(_groups(comp, members), events, strict=True):
             smallest = min(_multiplier(m) for m in group)
             assert _multiplier(r) <= smallest
             assert Fraction(e.noise_multiplier) <= smallest
@@ -87,7 +89,7 @@ def test_merged_laplaces_keep_the_smallest_noise_multiplier():
         assert Fraction(comp.pure_epsilon()) >= sum(2 * Fraction(sens) / Fraction(s)
                                                     for s in family)
         events = list(_events(comp.to_dp_event()))
-        for (r, group), e in zip(_groups(comp, members), events):
+        for (r, group), e in zip(_groups(comp, members), events, strict=True):
             smallest = min(_multiplier(m) for m in group)
             assert _multiplier(r) <= smallest
             assert Fraction(e.noise_multiplier) <= smallest

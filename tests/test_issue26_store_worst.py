@@ -49,7 +49,7 @@ def _curve_cells(text: str, section: str, row: str) -> dict[str, float]:
     for line in lines[top + 2:]:
         cells = line.split()
         if cells and cells[0] == row:
-            return dict(zip(names, (float(c) for c in cells[1:])))
+            return dict(zip(names, (float(c) for c in cells[1:]), strict=True))
     raise AssertionError(f"no row {row} in {section}")
 
 
@@ -159,10 +159,10 @@ def test_store_numbers_are_the_maximum_over_every_reward(tmp_path_factory, ops, 
             assert f"realized/{name}" not in data
             continue
         eps_row, delta_row = data[f"realized/{name}"]
-        for d, got in zip(DELTAS, eps_row):
+        for d, got in zip(DELTAS, eps_row, strict=True):
             if got is not None:
                 assert got == _max_over(lambda c, acc=acc, d=d: acc.epsilon(c, d, True), comps)
-        for e, got in zip(EPSILONS, delta_row):
+        for e, got in zip(EPSILONS, delta_row, strict=True):
             assert got == _max_over(lambda c, acc=acc, e=e: acc.delta(c, e, True), comps), (name, e)
     pure = _max_over(lambda c: c.pure_epsilon(), comps)
     assert block["pure_epsilon"] == (pure if math.isfinite(pure) else None)

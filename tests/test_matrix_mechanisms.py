@@ -210,11 +210,11 @@ def test_every_item_in_at_most_levels_nodes_against_the_ledger(n):
     recs = mx.tree_records(tr)
     assert recs["n_items"].tolist() == [n] and recs["levels"].tolist() == [levels]
     for arm, off, k, lev, _rid in zip(*(recs[c] for c in ("arm", "offset", "n_items", "levels",
-                                                         "release_id"))):
+                                                         "release_id")), strict=True):
         led.add_tree(0, int(arm), int(off), int(k), int(lev), 0)
     rows = led.expanded_rows()
     per_item = np.zeros(n, dtype=int)
-    for s, e, c in zip(rows["start"], rows["stop"], rows["count"]):
+    for s, e, c in zip(rows["start"], rows["stop"], rows["count"], strict=True):
         per_item[s:e] += c
     assert np.all(per_item >= count) and per_item[0] == count[0] == levels
 

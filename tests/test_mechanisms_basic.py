@@ -1,5 +1,5 @@
-"""Laplace/Gaussian releases of sums, means and declared-sensitivity statistics; the
-noise-and-row helpers; bad input at the boundary (SPEC §8 R2)."""
+"""Laplace/Gaussian releases of sums, means and declared-sensitivity statistics; the noise-and-row
+helpers; bad input at the boundary (docs/design.md#reliability-targets R2)."""
 from __future__ import annotations
 
 import math

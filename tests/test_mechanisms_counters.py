@@ -1,6 +1,6 @@
-"""Continual counters (Chan–Shi–Song 2011; algorithms.md A4, B §1.4): ledger shape, per-reward
-privacy through the accounting layer, error against CSS11 Cor. 2.9, one source for compiled and
-per-round reference code.
+"""Continual counters (Chan–Shi–Song 2011; docs/algorithms.md#binary-tree-counter): ledger shape,
+per-reward privacy through the accounting layer, error against CSS11 Cor. 2.9, one source for
+compiled and per-round reference code.
 
 Per-reward ε is always read from the ledger (``RewardLedger.worst_reward``, the accountants),
 never recomputed from the mechanism's parameters inside the mechanism.
@@ -194,7 +194,7 @@ def test_compiled_matches_py_func_reference(name):
         out2[j], k = step_fn.py_func(fs2, ist2, x[j], rng2, scales, rids, buf2.columns(), k, 3, 1)
     assert n_rows == k > 0
     np.testing.assert_array_equal(out, out2)
-    for a, b in zip(buf.columns(), buf2.columns()):
+    for a, b in zip(buf.columns(), buf2.columns(), strict=True):
         np.testing.assert_array_equal(a[:k], b[:k])
     assert np.all(buf.run[:k] == 3) and np.all(buf.arm[:k] == 1) and buf.start[:k].min() >= 2
 
@@ -219,8 +219,9 @@ def test_push_and_extend_agree(cls, kw):
                                     (C.LogarithmicCounter, {}),
                                     (C.HybridCounter, {"max_items": 300})])
 def test_every_draw_has_a_row(cls, kw):
-    """SPEC §5: draws = ledger rows.  Float: the Generator advanced by exactly as many Laplace
-    draws as rows.  Exact: a counting sampler sees one ``noise`` call per row."""
+    """docs/design.md#policies-and-simulation: draws = ledger rows.  Float: the Generator advanced
+    by exactly as many Laplace draws as rows.  Exact: a counting sampler sees one ``noise`` call per
+    row."""
     rng = np.random.default_rng(11)
     led = RewardLedger()
     cls(FloatSampler(rng), led, epsilon=1.0, **kw).extend(np.full(300, 0.5))

@@ -1,6 +1,6 @@
 """Regression test for the floating-point leak of textbook Laplace sampling (Mironov 2012, "On
-Significance of the Least Significant Bits for Differential Privacy", CCS 2012; SPEC §8 R3;
-notes/auditing-anchors.md §4.2–4.3).
+Significance of the Least Significant Bits for Differential Privacy", CCS 2012;
+docs/design.md#reliability-targets R3).
 
 The float sampler releases ``x + Lap(b)`` with numpy's inverse-CDF sampler: with U = m·2^-53
 (m = the top 53 bits of a 64-bit word), ``y = loc + b·log(U + U)`` for U < ½ and

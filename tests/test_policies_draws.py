@@ -316,10 +316,12 @@ def check_draws(policy, res, recorders, captures, T, K):
         total += n_draws
         rows, trees = _by_run(rows_all, run), _by_run(trees_all, run)
         row_at = {(int(a), int(s), int(e)): (int(r), int(c)) for a, s, e, r, c in
-                  zip(rows["arm"], rows["start"], rows["stop"], rows["release_id"], rows["count"])}
+                  zip(rows["arm"], rows["start"], rows["stop"], rows["release_id"], rows["count"],
+                      strict=True)}
         assert len(row_at) == rows["arm"].size, "two ledger rows over one range"
         tree_at = {(int(a), int(o)): (int(r), int(n)) for a, o, r, n in
-                   zip(trees["arm"], trees["offset"], trees["release_id"], trees["n_items"])}
+                   zip(trees["arm"], trees["offset"], trees["release_id"], trees["n_items"],
+                       strict=True)}
         hits = Counter()
         for ev, draw in attached:
             if ev[0] == "row":
@@ -406,10 +408,10 @@ def _check_posterior_exact(res, run, j, dg, cap, reads, K):
     sampled = ~np.isnan(theta[:, 0])
     assert int(sampled.sum()) * K == len(dg), "one discrete Gaussian per arm per sampling round"
     rec = {int(a): (float(c), int(b)) for r, a, c, b in
-           zip(led["run"], led["arm"], led["c"], led["bits"]) if r == run}
+           zip(led["run"], led["arm"], led["c"], led["bits"], strict=True) if r == run}
     m = reads["run"] == run
     want = {(int(a), int(kk)): (int(c), float(w)) for a, kk, c, w in
-            zip(reads["arm"][m], reads["stop"][m], reads["count"][m], reads["mu2"][m])}
+            zip(reads["arm"][m], reads["stop"][m], reads["count"][m], reads["mu2"][m], strict=True)}
     k = np.zeros(K, np.int64)
     got = Counter()
     di = 0
@@ -445,7 +447,8 @@ def _check_posterior(res, run, j, zs, cap, reads, K):
     got = Counter()
     want_mu2 = {}
     m = reads["run"] == run
-    for a, kk, c, mu2 in zip(reads["arm"][m], reads["stop"][m], reads["count"][m], reads["mu2"][m]):
+    for a, kk, c, mu2 in zip(reads["arm"][m], reads["stop"][m], reads["count"][m], reads["mu2"][m],
+                             strict=True):
         want_mu2[(int(a), int(kk))] = (int(c), float(mu2))
     zi = 0
     for t in range(T):

@@ -1,7 +1,7 @@
-"""TS-Gaussian / M-TS-Gaussian (Ou et al. 2024, A8) and DP-TS-UCB (Hu et al. 2025, A7):
-invariants of SPEC §2 on every run, theorem and certificate values recomputed from the formulas,
-the posterior sample = the Gaussian mechanism the ledger records, noise draws against ledger
-rows, and hand-computed steps (φ, epochs)."""
+"""TS-Gaussian / M-TS-Gaussian (Ou et al. 2024, A8) and DP-TS-UCB (Hu et al. 2025, A7): invariants
+of docs/design.md#invariants on every run, theorem and certificate values recomputed from the
+formulas, the posterior sample = the Gaussian mechanism the ledger records, noise draws against
+ledger rows, and hand-computed steps (φ, epochs)."""
 from __future__ import annotations
 
 import contextlib
@@ -67,8 +67,8 @@ def reference(pol, rng, env, T, capture=None):
 
 
 def checks_hold(report):
-    """SPEC §2 invariants from run.json's checks.  A certificate pure ε that is unbounded while
-    the theorem states no pure ε (a GDP theorem) is not a comparison: report.checks currently
+    """docs/design.md#invariants from run.json's checks.  A certificate pure ε that is unbounded
+    while the theorem states no pure ε (a GDP theorem) is not a comparison: report.checks currently
     used to count it as a failure; it is skipped here as well."""
     p = report["privacy"]
     th = p["theorem"]
@@ -150,7 +150,8 @@ def test_mts_gaussian_invariants(b, c):
     for run in range(2):
         exp = _reads_from_actions(res2.actions[run], 3, b * 3, c)
         m = g["run"] == run
-        got = {(int(a), int(k)): int(n) for a, k, n in zip(g["arm"][m], g["stop"][m], g["count"][m])}
+        got = {(int(a), int(k)): int(n) for a, k, n in zip(g["arm"][m], g["stop"][m], g["count"][m],
+                                                           strict=True)}
         assert got == exp
     assert len(led.posterior_reads["run"]) <= 2 * 3 and led.gaussian_rows["run"].size == 0
 
@@ -173,7 +174,8 @@ def test_dp_ts_ucb_invariants(alpha):
     # direct: every row reads one epoch [2^r − 1, 2^{r+1} − 1) with ≤ φ samples
     phi = math.ceil(T ** (0.5 * (1 - alpha)) * math.log(T) ** (0.5 * (3 - alpha)))
     rows = res.ledger.rows
-    for s, e, rid, cnt in zip(rows["start"], rows["stop"], rows["release_id"], rows["count"]):
+    for s, e, rid, cnt in zip(rows["start"], rows["stop"], rows["release_id"], rows["count"],
+                              strict=True):
         assert (s, e) == (2 ** rid - 1, 2 ** (rid + 1) - 1)
         assert 1 <= cnt <= phi
 
@@ -291,10 +293,11 @@ def test_posterior_is_the_recorded_gaussian_mechanism(b, c):
         S[a] += tab[t, a]
         k[a] += 1
     g = _read_rows_of(out, K)
-    got = {(int(a), int(s)): int(n) for a, s, n in zip(g["arm"], g["stop"], g["count"])}
+    got = {(int(a), int(s)): int(n) for a, s, n in zip(g["arm"], g["stop"], g["count"],
+                                                       strict=True)}
     assert got == expected_counts
     assert np.all(g["start"] == 0)
-    for s, mu2 in zip(g["stop"], g["mu2"]):
+    for s, mu2 in zip(g["stop"], g["mu2"], strict=True):
         assert mu2 == pytest.approx(1.0 / (c * (s + 1)), rel=1e-14)
     # and the compiled kernel gives the same actions (one source)
     comp = pol.run_one(np.random.default_rng(5), env.as_tuple(), T)

@@ -36,7 +36,7 @@ def test_kl_newton_random_grid():
     rng = np.random.default_rng(7)
     p = np.concatenate([rng.random(3000), rng.random(1000) ** 8, 1 - rng.random(1000) ** 8])
     b = 10 ** rng.uniform(-10, 1.5, p.size)
-    err = max(abs(kl_ucb_newton(x, y) - _exact_kl_index(x, y)) for x, y in zip(p, b))
+    err = max(abs(kl_ucb_newton(x, y) - _exact_kl_index(x, y)) for x, y in zip(p, b, strict=True))
     assert err <= 1e-10
 
 

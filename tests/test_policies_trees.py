@@ -1,6 +1,6 @@
-"""DP-UCB and private Thompson sampling (Mishra & Thakurta 2015, A10/A11): invariants of SPEC §2
-on every run, certificate/theorem values recomputed by hand, tree records against the Laplace
-draws, hand-computed Γ, indices, gap-estimation schedule and Beta clipping."""
+"""DP-UCB and private Thompson sampling (Mishra & Thakurta 2015, A10/A11): invariants of
+docs/design.md#invariants on every run, certificate/theorem values recomputed by hand, tree records
+against the Laplace draws, hand-computed Γ, indices, gap-estimation schedule and Beta clipping."""
 from __future__ import annotations
 
 import math
@@ -52,7 +52,7 @@ def test_dp_ucb_invariants(budget, width):
     assert tr["run"].size == 2 * K
     assert np.all(tr["levels"] == levels) and np.all(tr["offset"] == 0)
     assert led.rows["run"].size == 0             # no row per p-sum
-    for run, arm, n in zip(tr["run"], tr["arm"], tr["n_items"]):
+    for run, arm, n in zip(tr["run"], tr["arm"], tr["n_items"], strict=True):
         comp = led.composition_of(int(run), int(arm), 0)
         assert comp.total_count == int(n).bit_length()
         assert comp.pure_epsilon() == pytest.approx(int(n).bit_length() * eps0 / levels)
@@ -77,7 +77,7 @@ def test_private_ts_invariants(gap):
     assert led.trees["run"].size == 2 * K        # the tree phase was reached in every run
     # the random-pull item's P observations share the node count of the tree's first item
     for run, arm, off, n in zip(led.trees["run"], led.trees["arm"], led.trees["offset"],
-                                led.trees["n_items"]):
+                                led.trees["n_items"], strict=True):
         first = led.composition_of(int(run), int(arm), int(off))
         for i in range(int(off) - 9, int(off)):
             assert led.composition_of(int(run), int(arm), i) == first
@@ -93,7 +93,8 @@ def test_private_ts_default_parameters_never_reach_the_tree():
     assert sch["m"] == [3537]                    # ⌈192·2·ln(1e4)/1⌉ = ⌈3536.77⌉
     res = simulate(pol, bernoulli([0.6, 0.5]), T, seed=0, runs=1)
     rows = res.ledger.rows
-    assert sorted(zip(rows["arm"].tolist(), rows["start"].tolist(), rows["stop"].tolist())) == \
+    assert sorted(zip(rows["arm"].tolist(), rows["start"].tolist(), rows["stop"].tolist(),
+                      strict=True)) == \
         [(0, 0, 3537), (1, 0, 3537)]
     assert res.ledger.trees["run"].size == 0
     cert = pol.certificate(T, K)

@@ -4,6 +4,7 @@ of its first k rewards."""
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -82,7 +83,7 @@ def test_per_reward_mu2_equals_round_by_round(T, K, pre, c, seed):
     np.testing.assert_allclose(got_multiset, exp_sorted, rtol=1e-14, atol=0)
     # equal values are structurally equal (unread rewards, pre-window rewards), distinct ones
     # differ by far more than rounding: count clusters of the exact values
-    clusters = 1 + sum(1 for a, b in zip(exp_sorted, exp_sorted[1:]) if b > a * (1 + 1e-12))
+    clusters = 1 + sum(1 for a, b in pairwise(exp_sorted) if b > a * (1 + 1e-12))
     assert led.n_distinct_compositions() == clusters
     assert led.n_distinct_compositions(limit=1) is None
 
@@ -151,7 +152,7 @@ def test_json_merge_compact_keep_the_totals():
     # the JSON holds one record per stream, no per-round rows
     js = led.to_json()
     assert len(js["posterior_reads"]["run"]) == 6 and js["gaussian_rows"]["run"] == []
-    assert set(zip(js["streams"]["run"], js["streams"]["arm"])) == set(led.streams())
+    assert set(zip(js["streams"]["run"], js["streams"]["arm"], strict=True)) == set(led.streams())
 
 
 @pytest.mark.parametrize("args,msg", [

@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -214,7 +215,7 @@ def test_rounds_counted_inside_a_run(workers, runs):
     assert inside, rec.values
     assert all(v % SK.SINK_CHUNK == 0 for v in inside)
     assert rec.values[-1] == T * runs and rec.runs == runs
-    assert all(b >= a for a, b in zip(rec.values, rec.values[1:]))
+    assert all(b >= a for a, b in pairwise(rec.values))
     assert res.rounds_played == [T] * runs
 
 

@@ -66,20 +66,20 @@ def gauss_epsilon(mu, delta):
 
 
 def hockey_stick(P, Q, eps):
-    return sum(max(p - mp.exp(eps) * q, 0) for p, q in zip(P, Q))
+    return sum(max(p - mp.exp(eps) * q, 0) for p, q in zip(P, Q, strict=True))
 
 
 def curve_below_gaussian(P, Q, mu) -> int:
     """Proves M(α) = Σ P^α Q^{1−α} ≤ e^{(α−1)αμ²/2} for every α > 1 (module docstring);
     returns the number of intervals checked, raises AssertionError otherwise."""
     mu2 = mp.mpf(mu) ** 2
-    loss_max = max(mp.log(p / q) for p, q in zip(P, Q))
+    loss_max = max(mp.log(p / q) for p, q in zip(P, Q, strict=True))
 
     def M(a):
-        return mp.fsum(p ** a * q ** (1 - a) for p, q in zip(P, Q))
+        return mp.fsum(p ** a * q ** (1 - a) for p, q in zip(P, Q, strict=True))
 
     def dM(a):
-        return mp.fsum(p ** a * q ** (1 - a) * mp.log(p / q) for p, q in zip(P, Q))
+        return mp.fsum(p ** a * q ** (1 - a) * mp.log(p / q) for p, q in zip(P, Q, strict=True))
 
     def logR(a):
         return (a - 1) * a * mu2 / 2
@@ -95,7 +95,7 @@ def curve_below_gaussian(P, Q, mu) -> int:
     assert dM(a0) <= mu2 / 2
     aN = max(2 * loss_max / mu2, a0 * (1 + mp.mpf(10) ** -6))
     grid = [a0 + (aN - a0) * mp.mpf(k) / 400 for k in range(401)]
-    todo = list(zip(grid[:-1], grid[1:]))
+    todo = list(zip(grid[:-1], grid[1:], strict=True))
     checked = 0
     while todo:
         a, b = todo.pop()

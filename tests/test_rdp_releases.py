@@ -56,7 +56,7 @@ def _mp_epsilon(pairs, delta):
         total = mp.mpf(0)
         for r, c in pairs:
             if isinstance(r, RdpRelease):
-                v = next(val for o, val in zip(r.orders, r.values) if o >= a)
+                v = next(val for o, val in zip(r.orders, r.values, strict=True) if o >= a)
                 total += c * mp.mpf(v)
             elif isinstance(r, GaussianRelease):
                 total += c * mp.mpf(a) * (mp.mpf(r.sensitivity) / mp.mpf(r.sigma)) ** 2 / 2

@@ -11,11 +11,13 @@
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -75,7 +77,7 @@ def test_unbounded_inputs_refused_under_a_memory_limit(tmp_path):
                        capture_output=True, text=True, env=ENV, cwd=work, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     results = json.loads(p.stdout.strip().splitlines()[-1])
-    for (argv, fragment), r in zip(MEMORY_CASES, results):
+    for (argv, fragment), r in zip(MEMORY_CASES, results, strict=True):
         lines = r["err"].strip().splitlines()
         assert r["code"] == 2, (argv, r)
         assert len(lines) == 1 and "Traceback" not in r["err"], (argv, r["err"])
@@ -314,3 +316,30 @@ def test_compile_notice_on_a_cold_cache(tmp_path):
                        timeout=120, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "compiling" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_compile_notice_once_per_command_across_forked_workers(tmp_path):
+    """Forked pool workers inherit the notice: when the parent and a worker both compile for
+    long, the line is printed once (it was printed by each process); the marker is removed at
+    exit."""
+    code = textwrap.dedent("""
+        import glob, os, sys, tempfile, time
+        from dpledger.progress import announce_compilation
+        notice = announce_compilation(delay=0.0)
+        pid = os.fork()
+        notice.start(cached=True)
+        time.sleep(0.3)
+        notice.end()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        pattern = os.path.join(tempfile.gettempdir(), f"dpledger-compile-notice-{notice.group}-*")
+        print(len(glob.glob(pattern)), notice.group)
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV,
+                       timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.count("compiling the numba kernels") == 1, p.stderr
+    n, group = p.stdout.split()
+    assert n == "1"                                  # the marker exists while the command runs
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), f"dpledger-compile-notice-{group}-*"))

@@ -58,7 +58,7 @@ def random_ledger(seed: int, *, T: int, runs: int, n_rows: int, max_len: int, n_
         stop = np.minimum(start + rng.integers(1, max_len, n_rows), n)
         rid = rng.integers(0, len(pool), n_rows)
         for s, e, r, c in zip(start.tolist(), stop.tolist(), rid.tolist(),
-                              rng.integers(1, 6, n_rows).tolist()):
+                              rng.integers(1, 6, n_rows).tolist(), strict=True):
             led.add(run, arm, s, e, pool[r], c)
         for _ in range(3):
             off = int(rng.integers(0, n))
@@ -83,16 +83,17 @@ def brute_compositions(led: RewardLedger) -> dict[tuple[int, int, int], Composit
         terms: list[list[tuple[int, float]]] = [[] for _ in range(n)]
         m = (rows["run"] == run) & (rows["arm"] == arm)
         for s, e, r, c in zip(*(rows[f][m].tolist() for f in ("start", "stop", "release_id",
-                                                               "count"))):
+                                                               "count")), strict=True):
             counts[s:e, r] += c
         m = (trees["run"] == run) & (trees["arm"] == arm)
-        for off, items, levels, r in zip(*(trees[f][m].tolist() for f in
-                                           ("offset", "n_items", "levels", "release_id"))):
+        fields = ("offset", "n_items", "levels", "release_id")
+        for off, items, levels, r in zip(*(trees[f][m].tolist() for f in fields), strict=True):
             for level in range(levels):
                 full = (items >> level) << level
                 counts[off:off + full, r] += 1
         m = (g["run"] == run) & (g["arm"] == arm)
-        for s, e, c, mu2 in zip(*(g[f][m].tolist() for f in ("start", "stop", "count", "mu2"))):
+        for s, e, c, mu2 in zip(*(g[f][m].tolist() for f in ("start", "stop", "count", "mu2")),
+                                strict=True):
             for i in range(s, e):
                 terms[i].append((c, mu2))
         reads = led.posterior_read_mu2(run, arm, np.arange(n)) if len(led.posterior_reads["run"]) \

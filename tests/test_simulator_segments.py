@@ -82,7 +82,7 @@ def test_segments_path_equals_actions_path(name):
                 assert res.rounds_played == b.rounds_played == [stop_at or T] * 3, msg
                 assert res.noise_draws == b.noise_draws, msg
                 _same_ledger(res.ledger, b.ledger)
-            for x, y in zip(k.actions, b.actions):
+            for x, y in zip(k.actions, b.actions, strict=True):
                 np.testing.assert_array_equal(x, y, err_msg=msg)
             rng = np.random.default_rng(1)
             for run in range(3):

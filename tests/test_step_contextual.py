@@ -61,7 +61,7 @@ def _nodes(trees, releases) -> collections.Counter:
     of t; one per tree record (release)."""
     out = collections.Counter()
     for g, off, n, rid in zip(trees["arm"], trees["offset"], trees["n_items"],
-                              trees["release_id"]):
+                              trees["release_id"], strict=True):
         for t in range(1, int(n) + 1):
             i = (t & -t).bit_length() - 1
             out[(int(g), int(off) + t - (1 << i), int(off) + t, _key(releases[int(rid)]))] += 1

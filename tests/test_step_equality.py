@@ -77,7 +77,8 @@ def _sim_records(ledger) -> list[tuple]:
     rels = ledger.releases
     rows = ledger.expanded_rows()
     return [(int(a), int(s), int(e), _key(rels[int(r)]), int(c)) for a, s, e, r, c in
-            zip(rows["arm"], rows["start"], rows["stop"], rows["release_id"], rows["count"])]
+            zip(rows["arm"], rows["start"], rows["stop"], rows["release_id"], rows["count"],
+                strict=True)]
 
 
 def _store_records(store: LedgerStore) -> list[tuple]:
@@ -148,7 +149,8 @@ def test_step_form_equals_simulator(name, sampler, config, tmp_path):
             pr = res.ledger.posterior_read_rows()
             bits = LATTICE_BITS if sampler == "exact" else 0
             sim = [(int(a), 0, int(k), _key(posterior_read_release(int(k), pol.c, bits)),
-                    int(c)) for a, k, c in zip(pr["arm"], pr["stop"], pr["count"])]
+                    int(c))
+                   for a, k, c in zip(pr["arm"], pr["stop"], pr["count"], strict=True)]
         assert _counted(mine) == _counted(sim)
     else:
         assert mine == sim

@@ -364,7 +364,7 @@ def test_one_writer_several_readers(tmp_path):
         writer.append(arm=k % 2, start=k, stop=k + 1, release=lap)
         worst = max(worst, time.perf_counter() - t0)
     outs = [p.communicate(timeout=60) for p in readers]
-    for p, (out, err) in zip(readers, outs):
+    for p, (out, err) in zip(readers, outs, strict=True):
         assert p.returncode == 0, err
         reads, last = map(int, out.split())
         assert reads > 5

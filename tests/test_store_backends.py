@@ -327,7 +327,7 @@ def test_racing_writers_spend_exactly_the_budget(store_url, tmp_path):
         time.sleep(0.02)
     go.write_text("")
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (_out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
     ok = sum(int(o.split()[0]) for o, _ in outs)
     no = sum(int(o.split()[1]) for o, _ in outs)

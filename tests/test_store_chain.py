@@ -145,7 +145,7 @@ def _rewrite_consistently(path):
                  (blob, hashlib.sha256(blob).hexdigest()))
     rows = conn.execute("SELECT seq, n, sha256, n_releases FROM batches ORDER BY seq").fetchall()
     prev = g
-    for (seq, _n, _sha, _nr), link in zip(rows, chain.links(g, rel, rows)):
+    for (seq, _n, _sha, _nr), link in zip(rows, chain.links(g, rel, rows), strict=True):
         conn.execute("UPDATE batches SET link = ? WHERE seq = ?", (link.hex(), seq))
         prev = link
     conn.execute("UPDATE meta SET value = ? WHERE key = 'head'", (prev.hex(),))

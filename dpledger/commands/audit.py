@@ -1,4 +1,5 @@
-"""``dpledger audit POLICY ...``: a neighbouring-stream audit, written to audit.json (SPEC §6–§7).
+"""``dpledger audit POLICY ...``: a neighbouring-stream audit, written to audit.json
+(docs/design.md#audits, docs/design.md#interfaces-and-json).
 
     dpledger audit POLICY [--set k=v ...] --trials N [--confidence 0.95]
                    [--mode whitebox|blackbox] [--horizon 1000] [--arms 2] [--seed 0]

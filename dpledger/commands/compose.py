@@ -104,8 +104,8 @@ def format_numbers(block: dict) -> str:
                      for a in ACCOUNTANT_ORDER]
         row.append(f"{_cell(best, 'unbounded')} ({block['epsilon_at_delta_source'][k]})")
         rows.append(row)
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
     lines.append("ε(δ) by accountant:")
     for row in [header] + rows:
-        lines.append("  " + "  ".join(str(x).ljust(w) for x, w in zip(row, widths)))
+        lines.append("  " + "  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)))
     return "\n".join(lines) + "\n"

@@ -1,4 +1,5 @@
-"""``dpledger run POLICY ...``: simulate, record ledgers, write run.json (SPEC §7)."""
+"""``dpledger run POLICY ...``: simulate, record ledgers, write run.json
+(docs/design.md#interfaces-and-json)."""
 from __future__ import annotations
 
 import argparse

@@ -60,7 +60,7 @@ def per_reward(ledger: RewardLedger):
         index = np.r_[pt.start[idx], pt.stop[ends] - 1]
         vals = np.r_[key[idx], key[ends]]
     rounds = np.array([ledger.round_of(int(r), int(a), int(i)) or 0
-                       for r, a, i in zip(run, arm, index)], dtype=np.int64)
+                       for r, a, i in zip(run, arm, index, strict=True)], dtype=np.int64)
     streams = run.astype(np.int64) * (int(arm.max()) + 1 if arm.size else 1) + arm
     order = np.lexsort((rounds, streams))
     values = vals if currency == "pure" else vals / 2.0 if currency == "zcdp" \

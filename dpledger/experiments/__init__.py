@@ -1,4 +1,4 @@
-"""Paper reproductions: ``dpledger experiment NAME [--quick]`` (SPEC §7–§8).
+"""Paper reproductions: ``dpledger experiment NAME [--quick]`` (docs/design.md#interfaces-and-json).
 
 Each experiment module defines ``NAME``, ``TITLE``, ``configs(quick) -> list[RunConfig]`` and
 ``summarize(reports, out, quick) -> Summary`` (plots, table rows, claims with numbers).  The

@@ -1,16 +1,18 @@
 """Azize, Wu, Honda, Orabona, Ito & Basu 2025 (NeurIPS): DP-KLUCB and DP-IMED against DP-SE,
-AdaP-KLUCB, Lazy-DP-TS and non-private IMED on the four K = 5 instances, ε ∈ {0.01, 0.1, 0.5, 1};
-an ablation over α; regret against ε beside the d_ε lower bound (notes/azize-2025-optimal.md
-§3.4, §9).  DP-KLUCB and DP-IMED are reconstructed (notes §5–§7); so is the experiment's α.
+AdaP-KLUCB, Lazy-DP-TS and non-private IMED on the four K = 5 instances, ε ∈ {0.01, 0.1, 0.5, 1}; an
+ablation over α; regret against ε beside the d_ε lower bound (Azize et al. 2025, Theorem 1;
+docs/bounds.md).  DP-KLUCB and DP-IMED are reconstructed (docs/algorithms.md#dp-klucb, #dp-imed); so
+is the experiment's α.
 
-Beside means, the table reports medians and the fraction of *stuck* runs (final regret above
-5 × the median of that configuration; notes §12), read from the sweep's per-run cells.
+Beside means, the table reports medians and the fraction of *stuck* runs (final regret above 5 × the
+median of that configuration; docs/reproductions.md), read from the sweep's per-run cells.
 """
 from __future__ import annotations
 
 import glob
 import json
 import os
+from itertools import pairwise
 
 import numpy as np
 
@@ -42,10 +44,11 @@ STUCK = 5.0
 CHOICES = [f"α = {ALPHA} for DP-KLUCB and DP-IMED in the main grid (the paper's α was not "
            f"recovered); ablation α ∈ {ALPHAS} on {ABLATION[0]} at ε = {ABLATION[1]}",
            "DP-KLUCB / DP-IMED mechanism, phase rounding max(N+1, ⌈αN⌉), one initial pull per "
-           "arm, uniform tie-breaks: reconstructed (notes §5.4–§5.6)",
+           "arm, uniform tie-breaks: reconstructed (docs/algorithms.md#dp-klucb)",
            "baselines at their defaults: AdaP-KLUCB α = 3.1 (Azize & Basu 2022), DP-SE β = 1/T, "
            "Lazy-DP-TS as published (the paper's baseline parameters were not recovered)",
-           f"stuck run: final regret > {STUCK:g} × the configuration's median (notes §12)",
+           f"stuck run: final regret > {STUCK:g} × the configuration's median "
+           "(docs/reproductions.md)",
            "lower bounds drawn as C·ln T (asymptotic slopes, not finite-T bounds)",
            "master seed 2025"]
 
@@ -111,7 +114,7 @@ def finals_by_run(out: str, cfg_key: str) -> np.ndarray:
     for path in glob.glob(os.path.join(out, "cells", f"{cfg_key}-*.json")):
         with open(path) as fh:
             cell = json.load(fh)
-        for i, r in zip(cell["indices"], cell["regret"]):
+        for i, r in zip(cell["indices"], cell["regret"], strict=True):
             vals[i] = r[-1]
     return np.array([vals[i] for i in sorted(vals)], dtype=float)
 
@@ -281,7 +284,7 @@ def _claims(reports, stats, specs, epss, T, ov: Overrides) -> list[Claim]:
         for i in insts:
             for p in new:
                 pts = [(e, *stats[f"{i}-{p}-eps{e:g}"][:2]) for e in epss]
-                mono.append(all(a[1] >= b[1] - a[2] - b[2] for a, b in zip(pts, pts[1:])))
+                mono.append(all(a[1] >= b[1] - a[2] - b[2] for a, b in pairwise(pts)))
         claims.append(Claim.judged(texts[5], all(mono),
                                    f"non-increasing within 95 % bands in {sum(mono)}/{len(mono)} "
                                    "(instance, policy) series", why_trend))

@@ -3,6 +3,7 @@ docs/algorithms.md#dp-ucb, docs/algorithms.md#dp-se)."""
 from __future__ import annotations
 
 import os
+from itertools import pairwise
 
 import numpy as np
 
@@ -170,7 +171,7 @@ def _claims(reports, fig3, figs, m3, T, ov: Overrides) -> list[Claim]:
         claims.append(Claim.missing(t3, f"{len(pts)} Fig. 3 ε level(s) run"))
         return claims
     why3 = first_reason(inst_out, outside_levels([p[0] for p in pts], FIG3_EPS, "ε"))
-    dec = all(a[1] >= b[1] - a[2] - b[2] for a, b in zip(pts, pts[1:]))
+    dec = all(a[1] >= b[1] - a[2] - b[2] for a, b in pairwise(pts))
     claims.append(Claim.judged(t3, dec, ", ".join(f"ε={e:g}: {m:.4g}" for e, m, _ in pts), why3))
     lo = [p for p in pts if p[0] >= 1.0]
     hi_priv = [p for p in pts if p[0] <= 0.1]

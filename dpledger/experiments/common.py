@@ -7,6 +7,7 @@ import itertools
 import math
 import os
 import sys
+from itertools import pairwise
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -224,7 +225,8 @@ def plot_regret_panels(groups: dict[str, list[tuple[str, dict]]], path: str, tit
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
     colours: dict[str, str] = {}         # one colour per label in every panel: one legend
-    for ax, (gname, lines) in zip(axes.ravel(), groups.items()):
+    # the grid may hold more axes than groups (the last row's spare ones stay empty)
+    for ax, (gname, lines) in zip(axes.ravel(), groups.items(), strict=False):
         for label, rep in lines:
             c = rep["regret"]["curve"]
             colour = colours.setdefault(label, f"C{len(colours) % 10}")
@@ -241,7 +243,7 @@ def plot_regret_panels(groups: dict[str, list[tuple[str, dict]]], path: str, tit
     fig.tight_layout()
     handles = {}
     for ax in axes.ravel()[:n]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(lab, h)
     legend_outside(fig, handles=list(handles.values()), labels=list(handles), fontsize=7,
                    bbox_to_anchor=(1.0, 0.95))
@@ -324,7 +326,7 @@ def compare_all(pairs) -> tuple[bool, str]:
 def non_increasing(points) -> bool:
     """(level, mean, band) points sorted by level: each mean at most the previous one plus both
     95 % bands, and the last below the first (a trend the bands do not contradict)."""
-    return (all(a[1] >= b[1] - a[2] - b[2] for a, b in zip(points, points[1:]))
+    return (all(a[1] >= b[1] - a[2] - b[2] for a, b in pairwise(points))
             and points[0][1] > points[-1][1])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from itertools import pairwise
 
 from dpledger.errors import DpledgerError
 from dpledger.experiments.common import (MATCHINGS, Claim, Summary, band, calibrate_gdp,
@@ -148,7 +149,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
         claims.append(Claim.missing(t_mu, f"{len(alphas)} α level run"))
     else:
         ok_mu = all(mu[(basis, x)] > mu[(basis, y)] for basis in MATCHINGS
-                    for x, y in zip(alphas, alphas[1:]))
+                    for x, y in pairwise(alphas))
         claims.append(Claim(t_mu, ok_mu, "; ".join(
             f"by {basis}: " + ", ".join(f"α={a:g} μ={mu[(basis, a)]:.4g}" for a in alphas)
             for basis in MATCHINGS)))
@@ -159,7 +160,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
                                     else f"{len(alphas)} α level run"))
     else:
         regs = [(a, dp[a]["regret"]["final_mean"], band(dp[a])) for a in alphas]
-        ok_reg = all(r1 <= r2 for (_, r1, _), (_, r2, _) in zip(regs, regs[1:]))
+        ok_reg = all(r1 <= r2 for (_, r1, _), (_, r2, _) in pairwise(regs))
         sep = regs[0][1] + regs[0][2] < regs[-1][1] - regs[-1][2]
         claims.append(Claim(t_reg, ok_reg,
                             ", ".join(f"α={a:g}: {m:.4g} ± {b_:.2g}" for a, m, b_ in regs)

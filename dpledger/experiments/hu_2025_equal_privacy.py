@@ -135,7 +135,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
 def _plot_tuning(tuned, grid, alphas, path, T):
     """App. E.1: regret at T against b, on the tuning and on the reported streams."""
     fig, axes = new_figure(len(alphas), 5.5, 4)
-    for ax, a in zip(axes, alphas):
+    for ax, a in zip(axes, alphas, strict=True):
         for basis in MATCHINGS:
             if (basis, a) not in tuned:
                 continue

@@ -98,7 +98,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
 def _plot_mu(mu, alphas, path, T):
     fig, (ax,) = new_figure()
     for p in POLICY_NAMES:
-        for b, style in zip(MATCHINGS, ("o-", "s--")):
+        for b, style in zip(MATCHINGS, ("o-", "s--"), strict=True):
             ax.plot(alphas, [mu[(p, b, a)] for a in alphas], style, label=f"{NAMES[p]} ({b})")
     ax.set(yscale="log", xlabel="α", ylabel="GDP μ",
            title=f"GDP μ at equal theoretical regret, T = {T:g}")

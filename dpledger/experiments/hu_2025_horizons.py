@@ -12,6 +12,7 @@ with T.  Both are computed from (policy, parameters, T, K), and each run's run.j
 from __future__ import annotations
 
 import os
+from itertools import pairwise
 
 from dpledger.experiments.common import (MATCHINGS, QUICK_T, Claim, Summary, band, final_regret,
                                          finish_figure, gdp_mu_of, new_figure,
@@ -96,7 +97,7 @@ def _plot(reports, mu, alphas, Ts, path):
         a2.errorbar([mu[("theorem", a, T)] for T in Ts], regs,
                     yerr=[band(reports[label(a, T)]) for T in Ts], marker="o", capsize=3,
                     label=f"α = {a:g}", color=line.get_color())
-        for T, x, y in zip(Ts, [mu[("theorem", a, T)] for T in Ts], regs):
+        for T, x, y in zip(Ts, [mu[("theorem", a, T)] for T in Ts], regs, strict=True):
             a2.annotate(f"T={T:.0e}", (x, y), fontsize=6, alpha=0.7)
     a1.set(xscale="log", yscale="log", xlabel="horizon T", ylabel="GDP μ",
            title="μ against T (solid: theorem 4.4, dashed: certificate)")
@@ -112,7 +113,7 @@ def _claims(reports, mu, alphas, Ts) -> list[Claim]:
         claims.append(Claim.missing(text, f"{len(alphas)} α level run"))
     else:
         ok = all(mu[(b, x, T)] > mu[(b, y, T)] for b in MATCHINGS for T in Ts
-                 for x, y in zip(alphas, alphas[1:]))
+                 for x, y in pairwise(alphas))
         claims.append(Claim(text, ok, "; ".join(
             f"T={T:g} by {b}: " + ", ".join(f"α={a:g} {mu[(b, a, T)]:.4g}" for a in alphas)
             for T in Ts for b in MATCHINGS)))
@@ -127,7 +128,7 @@ def _claims(reports, mu, alphas, Ts) -> list[Claim]:
         for T in Ts:
             pts = [(a, reports[label(a, T)]["regret"]["final_mean"], band(reports[label(a, T)]))
                    for a in alphas]
-            mono = all(p[1] <= q[1] + p[2] + q[2] for p, q in zip(pts, pts[1:]))
+            mono = all(p[1] <= q[1] + p[2] + q[2] for p, q in pairwise(pts))
             sep = pts[0][1] + pts[0][2] < pts[-1][1] - pts[-1][2]
             oks.append(mono and sep)
             evs.append(f"T={T:g}: " + ", ".join(f"α={a:g} {m:.4g} ± {b:.2g}" for a, m, b in pts))
@@ -143,7 +144,8 @@ def _claims(reports, mu, alphas, Ts) -> list[Claim]:
             vals = [mu[(b, 1.0, T)] for T in Ts]
             spread = max(abs(v / vals[0] - 1) for v in vals)
             oks.append(spread <= FLAT)
-            evs.append(f"by {b}: " + ", ".join(f"T={T:g} {v:.5g}" for T, v in zip(Ts, vals))
+            evs.append(f"by {b}: " + ", ".join(f"T={T:g} {v:.5g}" for T, v in zip(Ts, vals,
+                                                                                  strict=True))
                        + f" (largest change {spread:.2%})")
         claims.append(Claim(text, all(oks), "; ".join(evs)))
     text = "for α < 1, μ grows with T (the guarantee weakens with the horizon)"
@@ -153,7 +155,7 @@ def _claims(reports, mu, alphas, Ts) -> list[Claim]:
                                     else f"{len(Ts)} horizon run (--horizon)"))
     else:
         ok = all(mu[(b, a, x)] < mu[(b, a, y)] for b in MATCHINGS for a in below
-                 for x, y in zip(Ts, Ts[1:]))
+                 for x, y in pairwise(Ts))
         claims.append(Claim(text, ok, "; ".join(
             f"α={a:g} by theorem: " + ", ".join(f"T={T:g} {mu[('theorem', a, T)]:.4g}"
                                                 for T in Ts) for a in below)))

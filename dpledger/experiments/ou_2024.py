@@ -9,6 +9,7 @@ ours).  Both use :func:`dpledger.accounting.calibration.smallest_parameter`.
 from __future__ import annotations
 
 import os
+from itertools import pairwise
 
 from dpledger.experiments.common import (MATCHINGS, Claim, Summary, band, calibrate_gdp,
                                          curve_at, final_regret, gdp_mu_of,
@@ -182,10 +183,10 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
             for match in MATCHINGS:
                 for b in bs:
                     regs = [rep(env, mu, match, b)["regret"]["final_mean"] for mu in budgets]
-                    ok = all(x >= y for x, y in zip(regs, regs[1:]))
+                    ok = all(x >= y for x, y in pairwise(regs))
                     oks.append(ok)
                     evs.append(f"{env} ({match}) b={b}: " + ", ".join(
-                        f"μ={mu:g} {r:.4g}" for mu, r in zip(budgets, regs)))
+                        f"μ={mu:g} {r:.4g}" for mu, r in zip(budgets, regs, strict=True)))
     claims.append(Claim.judged(texts[2], all(oks), f"{sum(oks)}/{len(oks)} (env, matching, b) "
                                "series monotone; " + "; ".join(evs), why) if oks else
                   Claim.missing(texts[2], f"{len(budgets)} budget μ run"))

@@ -145,13 +145,14 @@ def _claims(reports, tuned, budgets, ov) -> list[Claim]:
             claims.append(Claim.missing(text, "M-TS-Gaussian or every ε-DP policy not run "
                                               "(--policies)"))
         else:
+            eps_contenders = contenders(hi, matching)[:len(eps_run)]   # the tuned one is last
             evs = [compare_less(tuned[hi].report, reports[f"{p}-{matching}-mu{hi:g}"],
                                 f"M-TS-Gaussian (b={tuned[hi].value})", n)[1]
-                   for p, (n, _) in zip(eps_run, contenders(hi, matching))]
+                   for p, (n, _) in zip(eps_run, eps_contenders, strict=True)]
             ok = all("bands separate" in e and
                      tuned[hi].report["regret"]["final_mean"]
                      < reports[f"{p}-{matching}-mu{hi:g}"]["regret"]["final_mean"]
-                     for p, e in zip(eps_run, evs))
+                     for p, e in zip(eps_run, evs, strict=True))
             lvl = None if hi == max(BUDGETS) else (f"the paper's largest μ is {max(BUDGETS):g}; "
                                                    f"this run's is {hi:g}")
             claims.append(Claim.judged(text, ok, "; ".join(evs) + "; " + tuned[hi].evidence(),

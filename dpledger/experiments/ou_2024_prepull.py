@@ -116,10 +116,10 @@ def _plot(reports, budgets, grid, K, path):
     round-robin dashed (their Figure 2 on a linear axis)."""
     fig, axes = new_figure(len(budgets), 5, 4)
     t_max = 2 * max(grid) * K
-    for ax, mu in zip(axes, budgets):
+    for ax, mu in zip(axes, budgets, strict=True):
         for b in grid:
             color = None
-            for order, style in zip(ORDERS, ("-", "--")):
+            for order, style in zip(ORDERS, ("-", "--"), strict=True):
                 rep = reports[label(mu, b, order)]
                 c = rep["regret"]["curve"]
                 t, m = np.asarray(c["t"]), np.asarray(c["mean"])

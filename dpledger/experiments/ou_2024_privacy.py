@@ -154,7 +154,7 @@ def _plot_methods(curves, cert, reports, budgets, Ts, path):
     """Fig. 6: per μ, the GDP and RDP statements (one curve: they ignore T), standard DP per T
     by Corollary 1 (solid) and by the approx accountant (dotted), and the certificate."""
     fig, axes = new_figure(len(budgets), 5.2, 4.2)
-    for ax, mu in zip(axes, budgets):
+    for ax, mu in zip(axes, budgets, strict=True):
         T0 = Ts[0]
         ax.plot(DELTAS, [curves[(mu, T0)][d]["gdp"] for d in DELTAS], "k-", lw=2,
                 label="GDP (Thm 4)")
@@ -186,7 +186,8 @@ def _plot_gdp_rdp(curves, cert, budgets, Ts, path):
         r = [curves[(mu, T0)][d]["rdp"] for d in DELTAS]
         line, = a1.plot(DELTAS, g, "-", label=f"GDP, μ = {mu:g}")
         a1.plot(DELTAS, r, "--", color=line.get_color(), label=f"RDP, μ = {mu:g}")
-        a2.plot(DELTAS, [y / x for x, y in zip(g, r)], "o-", ms=3, color=line.get_color(),
+        a2.plot(DELTAS, [y / x for x, y in zip(g, r,
+                                               strict=True)], "o-", ms=3, color=line.get_color(),
                 label=f"μ = {mu:g}")
     a1.set(xscale="log", xlabel="δ", ylabel="ε", title="Fig. 7: GDP (solid) and RDP (dashed)")
     a2.set(xscale="log", xlabel="δ", ylabel="ε RDP / ε GDP", title="RDP over GDP")
@@ -235,7 +236,7 @@ def _claims(curves, cert, reports, fig1, budgets, Ts) -> list[Claim]:
                                 for T in Ts)))
     base = fig1[(0, 1.0)]
     small = [(10, 1.0), (0, 10.0)]
-    cuts = {(b, c): min(x / y for x, y in zip(base, fig1[(b, c)])) for b, c in FIG1
+    cuts = {(b, c): min(x / y for x, y in zip(base, fig1[(b, c)], strict=True)) for b, c in FIG1
             if (b, c) != (0, 1.0)}
     claims.append(Claim(f"Fig. 1: even a little pre-pulling or extra variance tightens TS-Gaussian's "
                         f"guarantee dramatically (b = 10 or c = 10 cut ε(δ) by ≥ {DRAMATIC:g} × at "

@@ -127,7 +127,7 @@ def _numbers(lines: list[str], first_row: int, header: list[str], path: str) -> 
         if len(fields) != ncol:
             raise DpledgerError(f"--log {path}: data row {first_row + j} has {len(fields)} "
                                 f"fields, the header {ncol}")
-        for name, f in zip(header, fields):
+        for name, f in zip(header, fields, strict=True):
             try:
                 v = float(f)
             except ValueError:

@@ -417,7 +417,7 @@ class _MishraThakurtaContextual(PrivateLinearPolicy):
         else:
             scales = tuple(div_up(mul_up(levels, s), eps0) for s in sens)
             rels = tuple(LaplaceVectorRelease(scale=b, sensitivity=s, dim=M)
-                         for b, s in zip(scales, sens))
+                         for b, s in zip(scales, sens, strict=True))
             spec = mx.noise_spec(mx.LAPLACE, entries=E, scales=np.array(scales)[kind_of])
             units = _float_units()
         counts = np.bincount(kind_of, minlength=3)
