@@ -3,7 +3,8 @@ opens (or resumes) Lazy-DP-TS (ε = 0.5) on STORE (a path or a ``postgresql://``
 Bernoulli rewards, late and out of order, printing the round after every step.
 
     python tests/step_server.py STORE SEED             # forever (until killed)
-    python tests/step_server.py STORE SEED ROUNDS      # ROUNDS rounds, then "refused N"
+    python tests/step_server.py STORE SEED ROUNDS      # "ready", waits for a line on stdin,
+                                                       # ROUNDS rounds, then "refused N"
                                                        # (releases the budget refused)
 """
 from __future__ import annotations
@@ -23,6 +24,8 @@ def main() -> None:
         p = online("lazy-dp-ts", 3, store=path, seed=0, epsilon=0.5)
     else:                     # racing servers (the test made the store, with its budget)
         p = online("lazy-dp-ts", 3, store=path, seed=seed, epsilon=0.5)
+        print("ready", flush=True)
+        sys.stdin.readline()  # every server has opened the store: none resumes another's state
     traffic = np.random.default_rng([seed, p.generation])
     means = (0.7, 0.5, 0.3)
     pending = []

@@ -134,8 +134,16 @@ def test_racing_servers_never_pass_the_budget(store_url):
     LedgerStore.create(store_url, budget="eps=0.5").close()
     env = _server_env()
     procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "step_server.py"), store_url,
-                               str(k), "150"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=env, cwd=os.path.dirname(HERE)) for k in range(3)]
+                               str(k), "150"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env, cwd=os.path.dirname(HERE))
+             for k in range(3)]
+    # all three open the store before any serves: each starts fresh (a new generation, no
+    # checkpoint of another to resume), so they release the same rewards' first epochs
+    for proc in procs:
+        assert proc.stdout.readline().strip() == b"ready", proc.stderr.read().decode()[-2000:]
+    for proc in procs:
+        proc.stdin.write(b"go\n")
+        proc.stdin.flush()
     refused = 0
     for proc in procs:
         out, err = proc.communicate(timeout=300)
