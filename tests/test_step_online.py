@@ -24,6 +24,23 @@ class Killed(BaseException):
     """A process dying at a chosen point (raised by a patched method)."""
 
 
+def _serve_late(p, rounds: int, lag: int, reward, last: float, seed: int) -> None:
+    """Serve ``rounds`` selections with rewards late and out of order: once more than 2·lag
+    tickets are outstanding, lag of them, shuffled, are observed (``reward(rng, arm)``); the
+    rest at the end, with reward ``last``."""
+    rng = np.random.default_rng(seed)
+    pending = []
+    for _ in range(rounds):
+        pending.append(p.select())
+        if len(pending) > 2 * lag:
+            rng.shuffle(pending)
+            for t in pending[:lag]:
+                p.observe(t, reward(rng, t.arm))
+            pending = pending[lag:]
+    for t in pending:
+        p.observe(t, last)
+
+
 def _serve(p, table, rounds):
     for _ in range(rounds):
         t = p.select()
@@ -161,17 +178,7 @@ def test_late_and_out_of_order_rewards(tmp_path):
     """Tickets observed in a shuffled order, several rounds late: every reward still lies in
     exactly one release (pure ε = ε per reward), the ledger verifies."""
     p = online("adap-ucb", 4, store=tmp_path / "s.db", seed=2, epsilon=0.5)
-    rng = np.random.default_rng(0)
-    pending = []
-    for _ in range(600):
-        pending.append(p.select())
-        if len(pending) > 20:
-            rng.shuffle(pending)
-            for t in pending[:10]:
-                p.observe(t, float(rng.random() < 0.3 + 0.1 * t.arm))
-            pending = pending[10:]
-    for t in pending:
-        p.observe(t, 1.0)
+    _serve_late(p, 600, 10, lambda rng, arm: float(rng.random() < 0.3 + 0.1 * arm), 1.0, seed=0)
     st = p.store.status()
     assert st["privacy"]["pure_epsilon"] == 0.5
     assert p.store.n_records() > 12
@@ -338,17 +345,8 @@ def test_batches_with_late_and_out_of_order_rewards(tmp_path, name, params):
     released when every arm's share is in, surplus rewards are not read, so every reward lies
     in at most the releases an uninterrupted run gives it (pure ε ≤ ε); the ledger verifies."""
     p = online(name, 3, 2000, store=tmp_path / "s.db", seed=4, **params)
-    rng = np.random.default_rng(2)
-    pending = []
-    for _ in range(2000):
-        pending.append(p.select())
-        if len(pending) > 30:
-            rng.shuffle(pending)
-            for t in pending[:15]:
-                p.observe(t, float(rng.random() < 0.8 - 0.25 * t.arm))
-            pending = pending[15:]
-    for t in pending:
-        p.observe(t, 0.5)
+    _serve_late(p, 2000, 15, lambda rng, arm: float(rng.random() < 0.8 - 0.25 * arm), 0.5,
+                seed=2)
     st = p.store.status()
     assert p.store.n_records() >= 3
     assert st["privacy"]["pure_epsilon"] <= params["epsilon"] * (1 + 1e-12)
