@@ -61,6 +61,10 @@ class StoreUnreachable(DpledgerError):
     """The store's server could not be reached (not a problem of the store itself)."""
 
 
+class StoreMissing(DpledgerError):
+    """The server was reached and holds no ledger store at the URL (one can be created)."""
+
+
 def is_postgres_url(url: Any) -> bool:
     return isinstance(url, str) and url.startswith(_PG_SCHEMES)
 
@@ -358,7 +362,7 @@ class PostgresBackend(Backend):
                                 f"{self.schema}); not overwriting it")
         if not create and not exists:
             self.conn.close()
-            raise DpledgerError(f"no ledger store at {self.name} (schema {self.schema} has no "
+            raise StoreMissing(f"no ledger store at {self.name} (schema {self.schema} has no "
                                 "dpledger tables; create one with `dpledger ledger init`)")
 
     def execute(self, sql, params=()):

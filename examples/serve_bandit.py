@@ -1,6 +1,10 @@
 """A private bandit served over HTTP by two worker processes sharing one ledger store (issue 24 §3).
 
-Run it:  python examples/serve_bandit.py [--requests 10000] [--epsilon 0.5] [--store live.db]
+Run it:  python examples/serve_bandit.py [--requests 10000] [--epsilon 0.5] [--store STORE]
+
+``STORE`` is an SQLite path (default: a temporary file) or a ``postgresql://`` URL (one schema
+of a PostgreSQL database, e.g. ``postgresql://user@host/db?schema=bandit``): the same workers
+then share the store across machines.
 
 Each worker process serves one step-form policy (``dpledger.policies.online``; Lazy-DP-TS, run
 id = the worker's number, so the two workers' rewards are distinct streams of one store and one
@@ -22,8 +26,8 @@ keep-alive is enough for two endpoints on loopback: each worker is one process w
 (state in memory, compiled rule), so a framework's routing, validation layers or async loop
 would add a dependency for nothing the example shows; the cost per request is dominated by the
 policy step and, for a release, by the durable commit.  A service behind a real front end would
-run the same two handlers in any WSGI/ASGI framework.  The store is SQLite (WAL) here; a
-PostgreSQL URL serves several machines once the store backends land.
+run the same two handlers in any WSGI/ASGI framework.  The store is created by
+``dpledger ledger init STORE --budget eps=ε`` before the workers start (either backend).
 """
 from __future__ import annotations
 
@@ -152,7 +156,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--means", default="0.3,0.5,0.6")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--store", default=None, help="store path (default: a temporary one)")
+    ap.add_argument("--store", default=None,
+                    help="store path or postgresql:// URL (default: a temporary SQLite file)")
     ap.add_argument("--worker", nargs=3, metavar=("STORE", "RUN", "PORT_FILE"),
                     help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

@@ -317,10 +317,22 @@ def tree_pad_init(tr, g, rng, spec, A):
 def tree_push(tr, g, item, rng, spec, pad, A, capture):
     """Add ``item`` (D numbers) to tree g: close the p-sum at level i = lowest set bit of the new
     count t, write the tree's ledger records (n_items = t), then draw that node's noise (one
-    block draw per block); with ``pad``, the levels below i (now unset) carry their padding.  ``capture`` ((rows, D + 1), tests): if it has rows, the noise of the n-th push
-    over all trees (n from 0) is stored in row n, with g in column D; a capture of 2D + 1
-    columns also holds the node's clean p-sum in columns D + 1 … 2D (white-box audits: the
-    released node is clean + noise).  Returns the level closed."""
+    block draw per block); with ``pad``, the levels below i (now unset) carry their padding.
+    ``capture`` ((rows, D + 1), tests): if it has rows, the noise of the n-th push over all
+    trees (n from 0) is stored in row n, with g in column D; a capture of 2D + 1 columns also
+    holds the node's clean p-sum in columns D + 1 … 2D (white-box audits: the released node is
+    clean + noise).  Returns the level closed.  :func:`tree_close` then :func:`tree_release`
+    (a step form records the node between the two)."""
+    i = tree_close(tr, g, item)
+    tree_release(tr, g, i, rng, spec, pad, A, capture)
+    return i
+
+
+@njit(cache=True, inline="always")
+def tree_close(tr, g, item):
+    """The clean half of a push: ``item`` closes the p-sum of tree g at level i = the lowest
+    set bit of the new count t (over items (t − 2^i, t]), the tree's ledger records name
+    n_items = t; nothing is drawn.  Returns i."""
     clean, h, padn, ist, rec, scratch, n_rec = tr
     levels = clean.shape[1]
     D = clean.shape[2]
@@ -339,6 +351,16 @@ def tree_push(tr, g, item, rng, spec, pad, A, capture):
     ist[g, 0] = t
     for r in range(n_rec):              # the record first, then the noise
         rec[2, g * n_rec + r] = t
+    return i
+
+
+@njit(cache=True, inline="always")
+def tree_release(tr, g, i, rng, spec, pad, A, capture):
+    """The noisy half of a push: the node tree_close closed at level i gets its noise draw,
+    and the prefix sums h_j (j ≤ i) are rebuilt (padding below i with ``pad``)."""
+    clean, h, padn, ist, rec, scratch, n_rec = tr
+    D = clean.shape[2]
+    node = clean[g, i]
     _draw_node(rng, spec, tr, scratch, A)
     n = ist[0, 2]
     ist[0, 2] = n + 1
@@ -363,7 +385,6 @@ def tree_push(tr, g, item, rng, spec, pad, A, capture):
         else:
             for e in range(D):
                 hj[e] = hi[e]
-    return i
 
 
 @njit(cache=True, inline="always")

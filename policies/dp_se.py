@@ -66,6 +66,33 @@ def epoch_length(e, m, eps, beta):
     return r, l8, l4
 
 
+@njit(cache=True, inline="always")
+def dp_se_commit(a, s, noise, n_e, mu):
+    """Arm a's epoch release: μ̃_a = (Σ of its n_e epoch rewards + noise)/n_e."""
+    mu[a] = (s + noise) / n_e
+
+
+@njit(cache=True, inline="always")
+def dp_se_eliminate(members, m, mu, alive, r_e, l8, l4, eps):
+    """The end of an epoch of R_e (:func:`epoch_length`) over the m arms ``members[:m]``:
+    h_e = √(ln(8|S|e²/β)/(2R_e)), c_e = ln(4|S|e²/β)/(R_e·ε); arm a survives iff
+    max_b μ̃_b − μ̃_a ≤ 2h_e + 2c_e.  Clears ``alive`` of the eliminated; returns the
+    survivors' number.  The kernel and the step form (:mod:`dpledger.policies.step_rules`)
+    call this one rule."""
+    h = np.sqrt(l8 / (2.0 * r_e))
+    c = l4 / (r_e * eps)
+    best = -np.inf
+    for pos in range(m):
+        best = max(best, mu[members[pos]])
+    left = m
+    for pos in range(m):
+        a = members[pos]
+        if best - mu[a] > 2.0 * h + 2.0 * c:
+            alive[a] = False
+            left -= 1
+    return left
+
+
 @njit(cache=True)
 def _dp_se(rng, env, T, K, stop, params, actions, rows, capture):
     """The uniform kernel (actions out): :func:`_dp_se_segments` with an empty segment buffer."""
@@ -138,19 +165,10 @@ def _dp_se_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
             if capture.shape[1] > 0 and a == 0 and e == 1:
                 capture[0, 0] = sums[a] + noise
                 capture[1, 0] = sums[a]
-            mu[a] = (sums[a] + noise) / n_e
+            dp_se_commit(a, sums[a], noise, n_e, mu)
             N[a] += n_e
         t += span
-        h = np.sqrt(l8 / (2.0 * r_e))
-        c = l4 / (r_e * eps)
-        best = -np.inf
-        for pos in range(m):
-            best = max(best, mu[members[pos]])
-        for pos in range(m):
-            a = members[pos]
-            if best - mu[a] > 2.0 * h + 2.0 * c:
-                alive[a] = False
-                m -= 1
+        m = dp_se_eliminate(members, m, mu, alive, r_e, l8, l4, eps)
     if t < stop:                            # one arm left: commit to it
         a = 0
         for j in range(K):

@@ -83,6 +83,96 @@ def _flush(rows, n, pending, arm, start, size, rid):
     return n
 
 
+# ---- the rule as state updates (one source for the kernel and the step form) --------------------
+# State per arm: the model's mean μ̂, size n = 2^r, epoch r, first observation ``start``, σ (and
+# the exact sampler's s), the budget h left, the running maximum, the epoch buffer (sum,
+# length), the observations.  ``ts_ucb_first`` makes an arm's first reward its epoch-0 model,
+# ``ts_ucb_sweep`` is a round's samples and arm, ``ts_ucb_push`` takes a reward and says
+# whether the epoch is complete, ``ts_ucb_new_model`` replaces the model.  The kernel below
+# and the step form (:mod:`dpledger.policies.step_rules`) call the same four.
+
+@njit(cache=True, inline="always")
+def ts_ucb_first(a, x, L, phi, bits, mu_hat, n, r, start, sig, slat, h, mx, obs):
+    """Arm a's first reward x is its epoch-0 model N(x, ln(T)^α) (n = 1), with budget φ."""
+    mu_hat[a] = x
+    n[a] = 1
+    r[a] = 0
+    start[a] = 0
+    sig[a] = np.sqrt(L)
+    if bits > 0:
+        slat[a] = gaussian_lattice_sigma(sig[a], bits)
+    h[a] = phi
+    mx[a] = -np.inf
+    obs[a] = 1
+
+
+@njit(cache=True, inline="always")
+def ts_ucb_sweep(rng, bits, unit, mu_hat, n, sig, slat, h, mx, live, theta, pending, start,
+                 capture, witness):
+    """A round's arm (after the initial pulls): each arm j in order with budget left (and
+    ``live``: not frozen by a refused release in the step form) draws one fresh sample of its
+    model (float: μ̂ + N(0, σ²) through :func:`epoch_gaussian_noise`; exact: (n·μ̂·2^b + Z)/
+    (n·2^b), Z ~ N_ℤ(0, s²)), spends one unit of budget and updates the running maximum; the
+    others reuse the maximum (post-processing).  Argmax, ties uniformly at random.  Capture as
+    the kernel's docstring says.  Returns (arm, fresh samples drawn, witness still wanted)."""
+    draws = 0
+    for j in range(theta.size):
+        if h[j] >= 1 and live[j]:
+            if bits > 0:
+                theta[j] = lattice_gaussian(rng.bit_generator, mu_hat[j] * n[j] * unit, slat[j],
+                                            n[j] * unit)
+                pending[j] += 1
+            else:
+                noise, pending[j] = epoch_gaussian_noise(rng, sig[j], pending[j])
+                theta[j] = mu_hat[j] + noise
+            draws += 1
+            h[j] -= 1
+            if theta[j] > mx[j]:
+                mx[j] = theta[j]
+            if witness and j == 0:
+                capture[0, 0] = theta[j]
+                capture[1, 0] = mu_hat[j]
+                witness = False
+            # full capture (a (6, M) array): every fresh sample, its clean epoch mean,
+            # σ and the observations [start, start + n) the mean averages
+            capture_release(capture, theta[j], mu_hat[j], sig[j], j, start[j], start[j] + n[j])
+        else:
+            theta[j] = mx[j]
+    a, tie = argmax_first(theta)
+    if tie:
+        a = tie_break(theta, a, rng)
+    return a, draws, witness
+
+
+@njit(cache=True, inline="always")
+def ts_ucb_push(a, x, r, buf_sum, buf_len, obs):
+    """Arm a's next reward x joins its epoch buffer; True when the buffer holds 2^{r+1}
+    rewards (the epoch is complete: :func:`ts_ucb_new_model`)."""
+    obs[a] += 1
+    buf_sum[a] += x
+    buf_len[a] += 1
+    return buf_len[a] == (np.int64(1) << (r[a] + 1))
+
+
+@njit(cache=True, inline="always")
+def ts_ucb_new_model(a, L, phi, bits, mu_hat, n, r, start, sig, slat, h, mx, buf_sum, buf_len,
+                     obs):
+    """The complete epoch's n = 2^{r+1} rewards become arm a's model N(mean, ln(T)^α/n); older
+    rewards are dropped, the budget resets to φ and the running maximum to −∞."""
+    size = np.int64(1) << (r[a] + 1)
+    mu_hat[a] = buf_sum[a] / size
+    n[a] = size
+    r[a] += 1
+    start[a] = obs[a] - size
+    sig[a] = np.sqrt(L / size)
+    if bits > 0:
+        slat[a] = gaussian_lattice_sigma(sig[a] * size, bits)
+    h[a] = phi
+    mx[a] = -np.inf
+    buf_sum[a] = 0.0
+    buf_len[a] = 0
+
+
 @njit(cache=True, nogil=True)
 def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ln(T)^α, φ (integer budget).
@@ -117,6 +207,7 @@ def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
     obs = np.zeros(K, np.int64)
     pending = np.zeros(K, np.int64)
     theta = np.zeros(K)
+    live = np.ones(K, np.bool_)
     n_rows = 0
     draws = 0
     witness = capture.shape[1] > 0
@@ -124,61 +215,16 @@ def _dp_ts_ucb(rng, env, T, K, stop, params, actions, rows, capture):
         if t <= K:
             a = t - 1
             x = draw_reward(rng, env, a, t - 1)
-            mu_hat[a] = x
-            n[a] = 1
-            r[a] = 0
-            start[a] = 0
-            sig[a] = np.sqrt(L)
-            if bits > 0:
-                slat[a] = gaussian_lattice_sigma(sig[a], bits)
-            h[a] = phi
-            mx[a] = -np.inf
-            obs[a] = 1
+            ts_ucb_first(a, x, L, phi, bits, mu_hat, n, r, start, sig, slat, h, mx, obs)
         else:
-            for j in range(K):
-                if h[j] >= 1:
-                    if bits > 0:
-                        theta[j] = lattice_gaussian(rng.bit_generator, mu_hat[j] * n[j] * unit, slat[j],
-                                                    n[j] * unit)
-                        pending[j] += 1
-                    else:
-                        noise, pending[j] = epoch_gaussian_noise(rng, sig[j], pending[j])
-                        theta[j] = mu_hat[j] + noise
-                    draws += 1
-                    h[j] -= 1
-                    if theta[j] > mx[j]:
-                        mx[j] = theta[j]
-                    if witness and j == 0:
-                        capture[0, 0] = theta[j]
-                        capture[1, 0] = mu_hat[j]
-                        witness = False
-                    # full capture (a (6, M) array): every fresh sample, its clean epoch mean,
-                    # σ and the observations [start, start + n) the mean averages
-                    capture_release(capture, theta[j], mu_hat[j], sig[j], j, start[j],
-                                    start[j] + n[j])
-                else:
-                    theta[j] = mx[j]
-            a, tie = argmax_first(theta)
-            if tie:
-                a = tie_break(theta, a, rng)
+            a, fresh, witness = ts_ucb_sweep(rng, bits, unit, mu_hat, n, sig, slat, h, mx, live,
+                                             theta, pending, start, capture, witness)
+            draws += fresh
             x = draw_reward(rng, env, a, t - 1)
-            obs[a] += 1
-            buf_sum[a] += x
-            buf_len[a] += 1
-            size = np.int64(1) << (r[a] + 1)
-            if buf_len[a] == size:
+            if ts_ucb_push(a, x, r, buf_sum, buf_len, obs):
                 n_rows = _flush(rows, n_rows, pending, a, start[a], n[a], r[a])
-                mu_hat[a] = buf_sum[a] / size
-                n[a] = size
-                r[a] += 1
-                start[a] = obs[a] - size
-                sig[a] = np.sqrt(L / size)
-                if bits > 0:
-                    slat[a] = gaussian_lattice_sigma(sig[a] * size, bits)
-                h[a] = phi
-                mx[a] = -np.inf
-                buf_sum[a] = 0.0
-                buf_len[a] = 0
+                ts_ucb_new_model(a, L, phi, bits, mu_hat, n, r, start, sig, slat, h, mx,
+                                 buf_sum, buf_len, obs)
         put_action(actions, t, a)
     for j in range(K):
         n_rows = _flush(rows, n_rows, pending, j, start[j], n[j], r[j])

@@ -50,6 +50,78 @@ from dpledger.policies.sink import put_action
 from dpledger.policies.rules import argmax_step, tie_break
 
 
+# ---- the rule as state updates (one source for the kernel and the step form) --------------------
+# State per arm: the reward sum S, the count k, 1/(k+1) (inv), √(c/(k+1)) (sig), the exact
+# sampler's s_k (slat), the last sample θ.  ``mts_sweep`` is a round's draws and argmax,
+# ``mts_pull`` takes the played arm's reward.  The kernel below and the step form
+# (:mod:`dpledger.policies.step_rules`) call the same two.
+
+@njit(cache=True, inline="always")
+def mts_sweep(rng, bits, unit, S, k, inv, sig, slat, live, theta, capture, full_capture,
+              witness, t):
+    """Round t's samples and arm: every live arm j draws θ_j ~ N(S_j/(k_j+1), c/(k_j+1)) (float:
+    the mean plus σ·z, numba's normal(0, σ) bit for bit; exact: (S·2^b + Z)/((k+1)·2^b),
+    Z ~ N_ℤ(0, s_k²)), in arm order, and the argmax is taken in the same sweep
+    (:func:`~dpledger.policies.rules.argmax_step`: argmax_random_tie's comparisons); ties
+    uniformly at random.  An arm that is not ``live`` (the step form's frozen arm: a read the
+    budget refused) draws nothing and keeps its last sample.  Capture as the kernel's
+    docstring says; returns (arm, witness still wanted)."""
+    best = 0.0
+    a = 0
+    tie = False
+    for j in range(theta.size):
+        mean = S[j] * inv[j]
+        if live[j]:
+            if bits > 0:
+                v = lattice_gaussian(rng.bit_generator, S[j] * unit, slat[j], (k[j] + 1.0) * unit)
+            else:
+                v = mean + sig[j] * rng.standard_normal()
+            theta[j] = v
+        else:
+            v = theta[j]
+        if j == 0:
+            best = v
+        else:
+            best, a, tie = argmax_step(v, j, best, a, tie)
+        if full_capture:
+            col = (t - 1) * theta.size + j
+            capture[0, col] = v
+            capture[1, col] = mean
+            if capture.shape[0] > 2:
+                capture[2, col] = slat[j] if bits > 0 else sig[j]
+        elif witness and j == 0 and k[0] > 0:
+            capture[0, 0] = v
+            capture[1, 0] = mean
+            witness = False
+    if tie:
+        a = tie_break(theta, a, rng)
+    return a, witness
+
+
+@njit(cache=True, inline="always")
+def prepull_arm(t, b, K, blocks):
+    """The arm of pre-pull round t ≤ bK: round robin (arm (t − 1) mod K), or with ``blocks``
+    arm by arm in index order (arm ⌊(t − 1)/b⌋: Ou et al.'s pre-pull order)."""
+    return (t - 1) // b if blocks else (t - 1) % K
+
+
+@njit(cache=True, inline="always")
+def mts_pull(a, x, c, bits, S, k, inv, sig, slat, tab_inv, tab_sig):
+    """Arm a's reward x joins its posterior: S_a += x, k_a += 1, then 1/(k+1) and √(c/(k+1))
+    (from the tables while k < their size: the same IEEE operations, so the same doubles) and,
+    exact sampler, s_k."""
+    S[a] += x
+    k[a] += 1
+    if k[a] < tab_inv.size:
+        inv[a] = tab_inv[k[a]]
+        sig[a] = tab_sig[k[a]]
+    else:
+        inv[a] = 1.0 / (k[a] + 1.0)
+        sig[a] = np.sqrt(c * inv[a])
+    if bits > 0:
+        slat[a] = _lattice_sigma_k(float(k[a]), c, bits)
+
+
 @njit(cache=True, nogil=True)
 def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     """params: b (pre-pulls per arm), c (variance scale), n and the two tables below, then the
@@ -85,58 +157,24 @@ def _mts_gaussian(rng, env, T, K, stop, params, actions, rows, capture):
     inv = np.ones(K)                     # 1/(k+1)
     sig = np.full(K, np.sqrt(c))         # √(c/(k+1))
     theta = np.zeros(K)
+    live = np.ones(K, np.bool_)
     draws = 0
     full_capture = capture.shape[1] >= stop * K and capture.shape[1] > 0
     witness = capture.shape[1] > 0 and not full_capture
     pre = b * K
     for t in range(1, stop + 1):
         if t <= pre:
-            a = (t - 1) // b if blocks else (t - 1) % K
+            a = prepull_arm(t, b, K, blocks)
             if full_capture:
                 for j in range(K):
                     for row in range(capture.shape[0]):
                         capture[row, (t - 1) * K + j] = np.nan
         else:
-            # draw and take the argmax in one sweep (argmax_step: argmax_random_tie's
-            # comparisons; σ·z is N(0, σ²) as numba's normal(0, σ) computes it, bit for bit)
-            best = 0.0
-            a = 0
-            tie = False
-            for j in range(K):
-                mean = S[j] * inv[j]
-                if bits > 0:
-                    v = lattice_gaussian(rng.bit_generator, S[j] * unit, slat[j], (k[j] + 1.0) * unit)
-                else:
-                    v = mean + sig[j] * rng.standard_normal()
-                theta[j] = v
-                if j == 0:
-                    best = v
-                else:
-                    best, a, tie = argmax_step(v, j, best, a, tie)
-                if full_capture:
-                    col = (t - 1) * K + j
-                    capture[0, col] = v
-                    capture[1, col] = mean
-                    if capture.shape[0] > 2:
-                        capture[2, col] = slat[j] if bits > 0 else sig[j]
-                elif witness and j == 0 and k[0] > 0:
-                    capture[0, 0] = v
-                    capture[1, 0] = mean
-                    witness = False
+            a, witness = mts_sweep(rng, bits, unit, S, k, inv, sig, slat, live, theta, capture,
+                                   full_capture, witness, t)
             draws += K                       # also at k = 0 (reads nothing, no record)
-            if tie:
-                a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
-        S[a] += x
-        k[a] += 1
-        if k[a] < n_tab:
-            inv[a] = tab_inv[k[a]]
-            sig[a] = tab_sig[k[a]]
-        else:
-            inv[a] = 1.0 / (k[a] + 1.0)
-            sig[a] = np.sqrt(c * inv[a])
-        if bits > 0:
-            slat[a] = _lattice_sigma_k(float(k[a]), c, bits)
+        mts_pull(a, x, c, bits, S, k, inv, sig, slat, tab_inv, tab_sig)
         put_action(actions, t, a)
     return stop, 0, draws
 

@@ -57,8 +57,10 @@ from dpledger.accounting import store_checkpoint as ckpt
 from dpledger.accounting.filters import BudgetExceeded
 from dpledger.accounting.ledger import RewardLedger
 from dpledger.accounting.store import LedgerStore
+from dpledger.accounting.store_backends import (StoreMissing, StoreUnreachable,
+                                                is_postgres_url, sqlite_path)
 from dpledger.errors import DpledgerError
-from dpledger.mechanisms.noise import LATTICE_BITS, laplace_draw, lattice_release
+from dpledger.mechanisms.noise import LATTICE_BITS, laplace_draw
 from dpledger.policies.environments import TABLE, Environment, to_lattice
 
 
@@ -136,13 +138,16 @@ class OnlinePolicy:
         self.pulls = np.zeros(K, np.int64)
         self.arrived = np.zeros(K, np.int64)         # rewards observed per arm
         self.frozen = np.zeros(K, np.bool_)
+        self.live = np.ones(K, np.bool_)             # ~frozen, as the compiled rules read it
+        self.refusals = 0                            # releases the budget refused
         self.outstanding: dict[int, tuple[int, int]] = {}     # round → (arm, generation)
+        self.contexts: dict[int, np.ndarray] = {}    # round → the played arm's context
         self.generation = 0
         self.n_recorded = 0                          # releases recorded by this process
         self._releases: dict[int, Any] = {}
         self._set_rng(run_seed_sequence(seed, run, 0))
-        rule.pulls = self.pulls
-        rule.engine = self
+        rule.bind(self)
+        rule.start(self.box)
 
     # -- the generator -------------------------------------------------------------------
     def _set_rng(self, seq: np.random.SeedSequence) -> None:
@@ -155,26 +160,34 @@ class OnlinePolicy:
         sampler, as the simulator records it)."""
         rel = self._releases.get(rid)
         if rel is None:
-            rel = self.rule.release(rid)
-            if self.bits:
-                rel = lattice_release(rel, self.bits)
-            self._releases[rid] = rel
+            rel = self._releases[rid] = self.rule.recorded_release(rid, self.bits)
         return rel
+
+    def _freeze(self, arm: int) -> None:
+        self.frozen[arm] = True
+        self.live[arm] = False
 
     # -- select ----------------------------------------------------------------------------
     def select(self, context=None) -> Ticket:
-        """The next round's ticket: its round number and the arm to play."""
-        if context is not None:
+        """The next round's ticket: its round number and the arm to play.  A contextual
+        policy takes the round's ``context``: one vector of its dimension d (one context per
+        round), or K of them, one per arm (``shared=True``)."""
+        if not self.rule.contextual and context is not None:
             raise DpledgerError(f"policy {self.policy.name!r} is K-armed: select() takes no "
                                 "context")
+        ctx = self.rule.check_context(context) if self.rule.contextual else None
         if self.horizon is not None and self.t >= self.horizon:
             raise DpledgerError(f"the horizon {self.horizon} is reached: no round "
                                 f"{self.t + 1} can be selected")
         t = self.t + 1
+        if ctx is not None:
+            self.rule.ctx = ctx
         a = self._choose(t)
         self.t = t
         self.pulls[a] += 1
         self.outstanding[t] = (a, self.generation)
+        if ctx is not None:
+            self.contexts[t] = np.array(ctx[a] if len(ctx) > 1 else ctx[0])
         return Ticket(self.run, t, a, self.generation)
 
     def _choose(self, t: int) -> int:
@@ -189,7 +202,30 @@ class OnlinePolicy:
                     waiting = [j for j in range(K) if rule.ready(j)] or list(range(K))
                 # a first release still missing (late rewards): play such arms first
                 return min(waiting, key=lambda j: (self.pulls[j], j))
+        if rule.select_releases:
+            self._record_select(t)
         return int(rule.select(self.box, t))
+
+    def _record_select(self, t: int) -> None:
+        """The releases round t's selection draws (a posterior read of every arm, a fresh
+        sample of a model), recorded before the draw with a checkpoint that finishes this
+        selection on restart.  A refused one freezes its arm — it draws nothing and is scored
+        on what it released before — and the others are recorded without it."""
+        due = self.rule.select_due(t)
+        while due:
+            rows = [(self.run, arm, start, stop, self.release(rid), 1)
+                    for arm, rid, start, stop in due]
+            try:
+                self._sink.record(rows, lambda: self._pack(select=t))
+            except BudgetExceeded as exc:
+                if self.frozen[exc.arm] or exc.arm not in {row[0] for row in due}:
+                    raise
+                self._freeze(exc.arm)
+                self.refusals += 1
+                due = self.rule.select_due(t)
+                continue
+            self.n_recorded += len(rows)
+            return
 
     # -- observe ---------------------------------------------------------------------------
     def observe(self, ticket, reward) -> None:
@@ -198,10 +234,11 @@ class OnlinePolicy:
         t, a = self._take(ticket, reward)
         x = self._rescale(reward)
         del self.outstanding[t]
+        ctx = self.contexts.pop(t, None)
         self.arrived[a] += 1
-        if self.frozen[a]:
+        if self.frozen[self.rule.stream_of(a)]:
             return
-        due = self.rule.push(a, x)
+        due = self.rule.push(a, x) if ctx is None else self.rule.push_record(a, ctx, x)
         if due:
             self._release_due(due)
 
@@ -212,15 +249,14 @@ class OnlinePolicy:
             self._sink.record(rows, lambda: self._pack(pending=due))
         except BudgetExceeded:
             for arm, _, _, _ in due:
-                self.frozen[arm] = True
+                self._freeze(arm)
+            self.refusals += 1
             raise
         self.n_recorded += len(rows)
         self._draw(due)
 
     def _draw(self, due: list) -> None:
-        for arm, rid, _, _ in due:
-            noise = self.rule.draw(self, rid)
-            self.rule.commit(arm, rid, noise)
+        self.rule.draw_due(self, due)
 
     def _take(self, ticket, reward) -> tuple[int, int]:
         if isinstance(ticket, Ticket):
@@ -263,20 +299,26 @@ class OnlinePolicy:
             raise DpledgerError(f"reward {r!r} lies outside the declared range "
                                 f"[{self.lo}, {self.hi}]")
         x = (r - self.lo) / (self.hi - self.lo)
-        return float(to_lattice(x, self.bits)) if self.bits else x
+        # the contextual rules round a record's statistic to the lattice themselves
+        return float(to_lattice(x, self.bits)) if self.bits and not self.rule.contextual else x
 
     # -- checkpoints -----------------------------------------------------------------------
-    def _pack(self, pending=()) -> bytes:
-        """The checkpoint: a JSON head (counters, generator state, pending releases, and the
-        name, dtype and shape of every array), a newline, then the arrays' bytes in order."""
+    def _pack(self, pending=(), select: int | None = None) -> bytes:
+        """The checkpoint: a JSON head (counters, generator state, pending releases — or the
+        round whose selection draws the releases just recorded — and the name, dtype and
+        shape of every array), a newline, then the arrays' bytes in order."""
         rounds = np.array(sorted(self.outstanding), dtype=np.int64)
         arrays = {f"rule.{k}": v for k, v in self.rule.state.items()}
         arrays.update(pulls=self.pulls, arrived=self.arrived, frozen=self.frozen,
                       out_round=rounds,
                       out_arm=np.array([self.outstanding[r][0] for r in rounds], np.int64),
                       out_gen=np.array([self.outstanding[r][1] for r in rounds], np.int64))
+        if self.rule.contextual:
+            arrays["out_ctx"] = np.array([self.contexts[r] for r in rounds],
+                                         np.float64).reshape(len(rounds), self.rule.dim)
         head = {"t": self.t, "generation": self.generation,
                 "rng": self.rng.bit_generator.state, "pending": [list(p) for p in pending],
+                "select": select,
                 "arrays": [[k, v.dtype.str, list(v.shape)] for k, v in arrays.items()]}
         return b"".join([json.dumps(head).encode(), b"\n"]
                         + [np.ascontiguousarray(v).tobytes() for v in arrays.values()])
@@ -307,13 +349,26 @@ class OnlinePolicy:
         self.pulls[:] = z["pulls"]
         self.arrived[:] = z["arrived"]
         self.frozen[:] = z["frozen"]
+        self.live[:] = ~self.frozen
         self.outstanding = {int(r): (int(a), int(g)) for r, a, g in
                             zip(z["out_round"], z["out_arm"], z["out_gen"], strict=True)}
+        if "out_ctx" in z:
+            self.contexts = {int(r): np.array(x)
+                             for r, x in zip(z["out_round"], z["out_ctx"], strict=True)}
         self.t = int(head["t"])
         # the releases recorded with this checkpoint, finished with the generator state saved
         # just before their noise: the values drawn before the crash, if they were drawn
         self.rng.bit_generator.state = head["rng"]
         self._draw([tuple(p) for p in head["pending"]])
+        t = head.get("select")
+        if t is not None:
+            # the selection of round t, whose releases were recorded: drawn again from the
+            # saved state, it takes the same samples and the same arm — its ticket (issued or
+            # not before the crash) stays valid
+            a = int(self.rule.select(self.box, t))
+            self.t = t
+            self.pulls[a] += 1
+            self.outstanding[t] = (a, int(head["generation"]))
         self.generation = generation
         self._set_rng(run_seed_sequence(self.seed, self.run, generation))
 
@@ -349,18 +404,46 @@ def _check_int(name: str, value, lo: int = 0) -> int:
     return int(value)
 
 
+def open_or_create_store(url: str, budget=None) -> LedgerStore:
+    """The store at ``url`` (an SQLite path or ``sqlite://`` URL, or a ``postgresql://`` URL),
+    created with ``budget`` if there is none yet.  Several servers starting at once on one
+    fresh PostgreSQL store: one creates it (one transaction), the others open it."""
+    if not is_postgres_url(url):
+        path = sqlite_path(url)
+        return LedgerStore.open(path) if os.path.exists(path) else \
+            LedgerStore.create(path, budget=budget)
+    try:
+        return LedgerStore.open(url)
+    except StoreMissing:
+        pass
+    try:
+        return LedgerStore.create(url, budget=budget)
+    except StoreUnreachable:
+        raise
+    except DpledgerError as exc:
+        try:
+            return LedgerStore.open(url)      # created meanwhile by another server
+        except StoreMissing:
+            raise exc from None               # the creation's own reason
+
+
 def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, seed=None,
            sampler: str = "float", reward_range=(0.0, 1.0), run: int = 0, budget=None,
+           dim: int | None = None, shared: bool = False, norm_bound: float = 1.0,
            **params) -> OnlinePolicy:
     """Policy ``name`` in step form over ``n_arms`` arms (see the module docstring).
 
     ``horizon``: the number of rounds, or None for an anytime policy (a horizon-bound one says
-    so); ``store``: a :class:`LedgerStore`, a store path (created if missing, with ``budget``),
-    or None to keep the records in memory; ``seed``: the run's seed (the generator of run
+    so); ``store``: a :class:`LedgerStore`, a store path or URL (``sqlite:///path`` or
+    ``postgresql://…``; created if missing, with ``budget``: :func:`open_or_create_store`), or
+    None to keep the records in memory; ``seed``: the run's seed (the generator of run
     ``run`` in ``dpledger run --seed``), or None for the operating system's entropy;
     ``sampler``: "float" or "exact" (rewards on the lattice 2^-16 of the range, exact
     discrete noise); ``reward_range``: the declared (lo, hi); ``params``: the policy's
-    parameters (``epsilon=…``)."""
+    parameters (``epsilon=…``).  Contextual policies (:mod:`~dpledger.policies.
+    step_rules_contextual`): ``dim`` the context dimension d, ``shared`` True for one context
+    per arm (one shared θ; else one context per round, a model per arm), ``norm_bound`` the
+    declared bound L on every context's Euclidean norm."""
     from dpledger.policies.registry import make_policy
     from dpledger.policies.step_rules import rule_for
     K = _check_int("n_arms", n_arms, 2)
@@ -368,8 +451,9 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
     rule_cls = rule_for(policy)
     if horizon is not None:
         horizon = _check_int("horizon", horizon, K)
-    elif not rule_cls.anytime:
-        raise DpledgerError(f"policy {name!r} needs a horizon ({rule_cls.horizon_reason})")
+    elif rule_cls.needs_horizon(policy):
+        raise DpledgerError(f"policy {name!r} needs a horizon "
+                            f"({rule_cls.needs_horizon(policy)})")
     if sampler not in ("float", "exact"):
         raise DpledgerError(f"sampler must be 'float' or 'exact', got {sampler!r}")
     if sampler == "exact" and not policy.exact_sampler:
@@ -383,9 +467,28 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
         raise DpledgerError(f"reward_range must be (lo, hi), got {reward_range!r}") from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise DpledgerError(f"reward_range must be finite with lo < hi, got {reward_range!r}")
-    rule = rule_cls(policy, K, horizon)
     identity = {"policy": name, "arms": K, "params": policy.public_params(),
                 "sampler": sampler, "range": [lo, hi], "horizon": horizon}
+    if rule_cls.contextual:
+        from dpledger.policies.step_rules_contextual import step_problem
+        dim = _check_int("dim", dim, 1)
+        if not isinstance(shared, (bool, np.bool_)):
+            raise DpledgerError(f"shared must be True or False, got {shared!r}")
+        try:
+            L = float(norm_bound)
+        except (TypeError, ValueError):
+            raise DpledgerError(f"norm_bound must be a number > 0, got {norm_bound!r}") \
+                from None
+        if not (math.isfinite(L) and L > 0):
+            raise DpledgerError(f"norm_bound must be a number > 0, got {norm_bound!r}")
+        problem = step_problem(K, horizon, dim, bool(shared), L, lo, hi,
+                               LATTICE_BITS if sampler == "exact" else 0)
+        rule = rule_cls(policy, K, horizon, problem)
+        identity.update(dim=dim, shared=bool(shared), norm_bound=L)
+    else:
+        if dim is not None or shared:
+            raise DpledgerError(f"policy {name!r} is K-armed: it takes no dim or shared")
+        rule = rule_cls(policy, K, horizon)
     owns = False
     if store is None:
         if budget is not None:
@@ -393,9 +496,7 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
         sink = _MemorySink()
     else:
         if isinstance(store, (str, os.PathLike)):
-            path = os.fspath(store)
-            store = (LedgerStore.open(path) if os.path.exists(path)
-                     else LedgerStore.create(path, budget=budget))
+            store = open_or_create_store(os.fspath(store), budget)
             owns = True
         elif not isinstance(store, LedgerStore):
             raise DpledgerError(f"store must be a ledger store or a path, got {store!r}")

@@ -14,13 +14,18 @@ A rule holds ``state`` (named numpy arrays: everything a checkpoint must keep) a
   kernels' own helper, and the rule's update with it;
 * ``release(rid)``: the release id's :class:`~dpledger.accounting.releases.Release` (as the
   float sampler records it; the engine maps it to the lattice one for the exact sampler);
-* ``ready(a)``: arm a has a released statistic (the engine plays arms without one first).
+* ``ready(a)``: arm a has a released statistic (the engine plays arms without one first);
+* with ``select_releases`` (the policies whose selection itself draws noise: a read of every
+  arm's posterior, a fresh sample of a model), ``select_due(t)``: the releases round t's
+  ``select`` will draw, ``[(arm, release id, start, stop), …]`` — the engine records them
+  before it calls ``select`` (the arms it froze, ``engine.live`` False, draw nothing).
 
 What a refused release leaves behind is the engine's rule for every policy (the arm is frozen on
 what it has released; :mod:`~dpledger.policies.step`).
 """
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import numpy as np
@@ -29,10 +34,18 @@ from numba import njit
 from dpledger.errors import DpledgerError
 from dpledger.accounting.releases import NonPrivateRelease
 from dpledger.accounting.releases import LaplaceRelease
+from dpledger.accounting.posterior_reads import (posterior_read_lattice_sigma,
+                                                 posterior_read_release)
 from dpledger.mechanisms.counters import binary_new, binary_push, binary_state_size, log_new
-from dpledger.policies import (anytime_lazy_ucb, azize2025, azize_basu, baselines, hu_hegde,
-                               mishra_thakurta)
+from dpledger.mechanisms.noise import lattice_release
+from dpledger.policies import (anytime_lazy_ucb, azize2025, azize_basu, baselines, dp_se,
+                               hu2025, hu_hegde, mishra_thakurta, ou)
+from dpledger.policies.rules import tie_break
 from dpledger.policies.step import laplace_step
+
+
+_NO_CAPTURE = np.zeros((0, 0))       # the kernels' capture argument, empty
+_NO_TABLE = np.zeros(0)              # a kernel's precomputed table, empty: computed instead
 
 
 class StepRule:
@@ -42,13 +55,45 @@ class StepRule:
     anytime: ClassVar[bool] = True            # needs no horizon
     horizon_reason: ClassVar[str] = ""
     initial_pulls: ClassVar[bool] = True      # rounds 1 … K play arm t − 1
+    select_releases: ClassVar[bool] = False   # select draws noise (select_due)
+    contextual: ClassVar[bool] = False        # select(context=…), push_record
 
     def __init__(self, policy, K: int, horizon: int | None):
         self.policy, self.K, self.horizon = policy, K, horizon
         self.state: dict[str, np.ndarray] = {}
 
+    def bind(self, engine) -> None:
+        """Called once by the engine (:class:`~dpledger.policies.step.OnlinePolicy`) that
+        drives this rule: its pull counts, frozen arms (``live``), sampler bits and generator."""
+        self.engine = engine
+        self.pulls = engine.pulls
+
+    def start(self, box) -> None:
+        """Called once the engine's generator is set, before the first round (draws a rule
+        makes before any data: none for the K-armed rules)."""
+
+    def stream_of(self, a: int) -> int:
+        """The ledger stream (the records' ``arm`` column) arm a's rewards join."""
+        return a
+
+    def draw_due(self, engine, due: list) -> None:
+        """Draw and commit the recorded releases ``due``, in order."""
+        for arm, rid, _, _ in due:
+            self.commit(arm, rid, self.draw(engine, rid))
+
+    @classmethod
+    def needs_horizon(cls, policy) -> str:
+        """Why ``policy`` needs a horizon ('' when it is anytime)."""
+        return "" if cls.anytime else cls.horizon_reason
+
     def release(self, rid: int):
         raise NotImplementedError
+
+    def recorded_release(self, rid: int, bits: int):
+        """Release ``rid`` as the ledger records it: :meth:`release`, or with the exact
+        sampler (``bits`` > 0) its lattice form, as the simulator records it."""
+        rel = self.release(rid)
+        return lattice_release(rel, bits) if bits else rel
 
     def draw(self, engine, rid: int) -> float:
         """Laplace noise of release ``rid`` (float, or lattice with the exact sampler)."""
@@ -300,7 +345,8 @@ class DPIMEDStep(PhaseStep):
 
 @njit(cache=True)
 def _dp_ucb_select(box, lt, sl, ca, cb, cc, idx):
-    return mishra_thakurta.dp_ucb_select(box.rng, lt, sl, ca, cb, cc, idx)
+    a, tie = mishra_thakurta.dp_ucb_argmax(lt, sl, ca, cb, cc, idx)
+    return tie_break(idx, a, box.rng) if tie else a
 
 
 @njit(cache=True)
@@ -347,10 +393,9 @@ class DPUCBStep(StepRule):
 
     def commit(self, a, rid, noise):
         s = self.state
-        root = mishra_thakurta.dp_ucb_root(s["n"][a] + 1.0)
-        mishra_thakurta.dp_ucb_commit(a, 0, s["value"][a], noise, s["bfs"], s["bis"], s["r"],
-                                      s["n"], s["ca"], s["cb"], s["cc"], self.gamma,
-                                      self.experimental, root)
+        s["r"][a], s["n"][a], s["ca"][a], s["cb"][a], s["cc"][a] = \
+            mishra_thakurta.dp_ucb_commit(s["bfs"][a], s["bis"][a], 0, s["value"][a] + noise,
+                                          s["n"][a], self.gamma, self.experimental, _NO_TABLE)
 
 
 @njit(cache=True)
@@ -521,14 +566,453 @@ class IMEDStep(NonPrivateStep):
         azize2025.imed_push(a, x, s["sums"], s["n"], s["p"])
 
 
+# ---- TS-Gaussian, M-TS-Gaussian (policies/ou.py): releases drawn at select -----------------------
+
+
+
+@njit(cache=True)
+def _mts_select(box, bits, unit, S, k, inv, sig, slat, live, theta, capture, t):
+    return ou.mts_sweep(box.rng, bits, unit, S, k, inv, sig, slat, live, theta, capture, False,
+                        False, t)[0]
+
+
+@njit(cache=True)
+def _mts_pull(a, x, c, bits, S, k, inv, sig, slat, tab):
+    ou.mts_pull(a, x, c, bits, S, k, inv, sig, slat, tab, tab)
+
+
+class MTSGaussianStep(StepRule):
+    """M-TS-Gaussian (TS-Gaussian: b = 0): rounds 1 … bK play the pre-pulls in the policy's
+    order (:func:`~dpledger.policies.ou.prepull_arm`); every later round draws one sample of
+    every arm's posterior N(S/(k+1), c/(k+1)) — a read of the arm's k observed rewards (in
+    arrival order) — so a selection records, before its draws, one row per arm with
+    k ≥ 1 over observations [0, k), release id k (the posterior read of
+    :func:`~dpledger.accounting.posterior_reads.posterior_read_release`; the simulator keeps the
+    same reads as one posterior-read record per arm).  A read the budget refuses freezes its
+    arm: it draws no more samples and is scored on its last one (a released value), and no
+    later reward of it is read."""
+
+    name = "mts-gaussian"
+    initial_pulls = False
+    select_releases = True
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.b, self.c = policy.b, policy.c
+        self.blocks = policy.prepull == "arm-blocks"
+        self.state = dict(S=np.zeros(K), k=np.zeros(K, np.int64), inv=np.ones(K),
+                          sig=np.full(K, np.sqrt(self.c)), slat=np.ones(K, np.int64),
+                          theta=np.zeros(K))
+
+    def bind(self, engine):
+        super().bind(engine)
+        if engine.bits:              # s_k at k = 0, as the kernel starts
+            self.state["slat"][:] = posterior_read_lattice_sigma(0.0, self.c, engine.bits)
+
+    def release(self, rid):
+        return posterior_read_release(rid, self.c)
+
+    def recorded_release(self, rid, bits):
+        return posterior_read_release(rid, self.c, bits)
+
+    def select_due(self, t):
+        if t <= self.b * self.K:
+            return []
+        k, live = self.state["k"], self.engine.live
+        return [(j, int(k[j]), 0, int(k[j])) for j in range(self.K) if live[j] and k[j] >= 1]
+
+    def select(self, box, t):
+        if t <= self.b * self.K:
+            return int(ou.prepull_arm(t, self.b, self.K, self.blocks))
+        s, e = self.state, self.engine
+        return _mts_select(box, e.bits, 2.0 ** e.bits, s["S"], s["k"], s["inv"], s["sig"],
+                           s["slat"], e.live, s["theta"], _NO_CAPTURE, t)
+
+    def push(self, a, x):
+        s = self.state
+        _mts_pull(a, x, self.c, self.engine.bits, s["S"], s["k"], s["inv"], s["sig"], s["slat"],
+                  _NO_TABLE)
+        return None
+
+
+class TSGaussianStep(MTSGaussianStep):
+    name = "ts-gaussian"
+
+
+# ---- DP-TS-UCB (policies/hu2025.py): releases drawn at select ------------------------------------
+
+@njit(cache=True)
+def _ts_ucb_select(box, bits, unit, mu_hat, n, sig, slat, h, mx, live, theta, pending, start,
+                   capture):
+    return hu2025.ts_ucb_sweep(box.rng, bits, unit, mu_hat, n, sig, slat, h, mx, live, theta,
+                               pending, start, capture, False)[0]
+
+
+@njit(cache=True)
+def _ts_ucb_observe(a, x, L, phi, bits, mu_hat, n, r, start, sig, slat, h, mx, buf_sum, buf_len,
+                    obs):
+    if n[a] == 0:
+        hu2025.ts_ucb_first(a, x, L, phi, bits, mu_hat, n, r, start, sig, slat, h, mx, obs)
+    elif hu2025.ts_ucb_push(a, x, r, buf_sum, buf_len, obs):
+        hu2025.ts_ucb_new_model(a, L, phi, bits, mu_hat, n, r, start, sig, slat, h, mx, buf_sum,
+                                buf_len, obs)
+
+
+class DPTSUCBStep(StepRule):
+    """DP-TS-UCB: an arm's first observed reward is its epoch-0 model, each later epoch of 2^r
+    rewards replaces it; a selection draws one fresh sample of every model with budget left —
+    one Gaussian release (id r) over the model's observations [start, start + 2^r) each,
+    recorded before the draws (the simulator keeps one row per model with the count of its
+    samples) — and reuses the running maximum of the others.  A sample the budget refuses
+    freezes its arm on its running maximum (the policy's own rule once a budget φ is spent);
+    no later reward of it is read."""
+
+    name = "dp-ts-ucb"
+    anytime = False
+    horizon_reason = "its models' variance ln(T)^α and sampling budget φ depend on T"
+    select_releases = True
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.L = hu2025.variance_scale(horizon, policy.params["alpha"])
+        self.phi = policy.phi(horizon)
+        self._rels = policy.releases(horizon, K)
+        self.state = dict(mu_hat=np.zeros(K), sig=np.zeros(K), slat=np.ones(K, np.int64),
+                          n=np.zeros(K, np.int64), r=np.zeros(K, np.int64),
+                          start=np.zeros(K, np.int64), h=np.zeros(K, np.int64),
+                          mx=np.full(K, -np.inf), buf_sum=np.zeros(K),
+                          buf_len=np.zeros(K, np.int64), obs=np.zeros(K, np.int64),
+                          pending=np.zeros(K, np.int64), theta=np.zeros(K))
+
+    def release(self, rid):
+        return self._rels[rid]
+
+    def ready(self, a):
+        return self.state["n"][a] > 0
+
+    def select_due(self, t):
+        s, live = self.state, self.engine.live
+        return [(j, int(s["r"][j]), int(s["start"][j]), int(s["start"][j] + s["n"][j]))
+                for j in range(self.K) if live[j] and s["h"][j] >= 1]
+
+    def select(self, box, t):
+        s, e = self.state, self.engine
+        return _ts_ucb_select(box, e.bits, 2.0 ** e.bits, s["mu_hat"], s["n"], s["sig"],
+                              s["slat"], s["h"], s["mx"], e.live, s["theta"], s["pending"],
+                              s["start"], _NO_CAPTURE)
+
+    def push(self, a, x):
+        s = self.state
+        _ts_ucb_observe(a, x, self.L, self.phi, self.engine.bits, s["mu_hat"], s["n"], s["r"],
+                        s["start"], s["sig"], s["slat"], s["h"], s["mx"], s["buf_sum"],
+                        s["buf_len"], s["obs"])
+        return None
+
+
+# ---- synchronised batches: DP-SE, private TS (DP-TS-MT) ------------------------------------------
+
+class BatchStep(StepRule):
+    """Rules whose releases come in synchronised batches: every arm of a set plays a fixed
+    number of rounds, round robin in arm order, and when each has that many rewards the set's
+    releases are drawn together, in arm order (the kernel's order).
+
+    Select side: an arm of the set with the fewest pulls issued in the current batch, the
+    lowest first (with rewards observed before the next select, as in the simulator: the
+    kernel's round robin).  Observe side: a batch of n per arm covers an arm's first n
+    observations after the batch started.  Late rewards (our choice): rounds selected while a
+    batch waits for its last rewards go on round robin over the set; a reward arriving for an
+    arm whose batch share is already in is not read (no release covers it: it costs utility,
+    never privacy), and the next batch's pull counts start from zero when the batch is
+    released.  A batch the budget refuses freezes its arms: their rewards are no longer read,
+    so the batch never completes and play goes on round robin over the set — the last set
+    chosen from released statistics."""
+
+    initial_pulls = False
+
+    def _round_robin(self, members):
+        issued = self.state["issued"]
+        a = min(members, key=lambda j: (issued[j], j))
+        issued[a] += 1
+        return a
+
+
+@njit(cache=True)
+def _dp_se_epoch(e, m, eps, beta):
+    return dp_se.epoch_length(e, m, eps, beta)
+
+
+@njit(cache=True)
+def _dp_se_end(members, m, mu, alive, r_e, l8, l4, eps):
+    return dp_se.dp_se_eliminate(members, m, mu, alive, r_e, l8, l4, eps)
+
+
+class DPSEStep(BatchStep):
+    """DP-SE: epoch e pulls every surviving arm n_e = ⌈R_e⌉ times and releases each arm's
+    epoch sum with Lap(1/ε); the eliminations follow (:func:`~dpledger.policies.dp_se.
+    dp_se_eliminate`); once one arm is left it is played to the end (see :class:`BatchStep`
+    for late rewards).  An epoch the horizon cuts is never released (its rewards never
+    complete it), as in the kernel.  β = 1/T by default: without ``beta`` the policy needs a
+    horizon."""
+
+    name = "dp-se"
+
+    @classmethod
+    def needs_horizon(cls, policy):
+        return "its default β = 1/T; give beta=… to serve it without one" \
+            if policy.params["beta"] is None else ""
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.eps = float(policy.params["epsilon"])
+        self.beta = float(policy.params["beta"] if policy.params["beta"] is not None
+                          else 1.0 / horizon)
+        self._rel = policy.releases(horizon, K)[0]
+        # ep: epoch e, survivors m, n_e, releases left to commit; fl: R_e, ln(8|S|e²/β),
+        # ln(4|S|e²/β)
+        self.state = dict(alive=np.ones(K, np.bool_), members=np.arange(K, dtype=np.int64),
+                          ep=np.zeros(4, np.int64), fl=np.zeros(3), cnt=np.zeros(K, np.int64),
+                          sums=np.zeros(K), start=np.zeros(K, np.int64),
+                          seen=np.zeros(K, np.int64), mu=np.zeros(K),
+                          issued=np.zeros(K, np.int64))
+        self.state["ep"][1] = K
+        self._next_epoch()
+
+    def _next_epoch(self):
+        s = self.state
+        ep, fl = s["ep"], s["fl"]
+        ep[0] += 1
+        m = int(ep[1])
+        k = 0
+        for j in range(self.K):
+            if s["alive"][j]:
+                s["members"][k] = j
+                k += 1
+        r_e, l8, l4 = _dp_se_epoch(int(ep[0]), m, self.eps, self.beta)
+        fl[:] = (r_e, l8, l4)
+        ep[2] = int(math.ceil(r_e))
+        s["cnt"][:] = 0
+        s["sums"][:] = 0.0
+        s["issued"][:] = 0
+        s["start"][:] = s["seen"]
+
+    def release(self, rid):
+        return self._rel
+
+    def select(self, box, t):
+        s = self.state
+        m = int(s["ep"][1])
+        if m == 1:
+            return int(s["members"][0])
+        return self._round_robin([int(j) for j in s["members"][:m]])
+
+    def push(self, a, x):
+        s = self.state
+        s["seen"][a] += 1
+        m, n_e = int(s["ep"][1]), int(s["ep"][2])
+        if m == 1 or not s["alive"][a] or s["cnt"][a] >= n_e:
+            return None                      # the last arm, an eliminated one, or surplus
+        s["sums"][a] += x
+        s["cnt"][a] += 1
+        members = [int(j) for j in s["members"][:m]]
+        if any(s["cnt"][j] < n_e for j in members):
+            return None
+        s["ep"][3] = m
+        return [(j, 0, int(s["start"][j]), int(s["start"][j]) + n_e) for j in members]
+
+    def commit(self, a, rid, noise):
+        s = self.state
+        ep, fl = s["ep"], s["fl"]
+        dp_se.dp_se_commit(a, s["sums"][a], noise, float(ep[2]), s["mu"])
+        ep[3] -= 1
+        if ep[3] == 0:                       # the epoch's last release: eliminate, go on
+            ep[1] = _dp_se_end(s["members"], int(ep[1]), s["mu"], s["alive"], fl[0], fl[1],
+                               fl[2], self.eps)
+            k = 0
+            for j in range(self.K):
+                if s["alive"][j]:
+                    s["members"][k] = j
+                    k += 1
+            if ep[1] > 1:
+                self._next_epoch()
+
+
+@njit(cache=True)
+def _private_ts_select(box, rsum, n_tree, n_tot, tree_mode, theta):
+    return mishra_thakurta.private_ts_select(box.rng, rsum, n_tree, n_tot, tree_mode, theta)
+
+
+@njit(cache=True)
+def _private_ts_commit(a, code, noisy, bfs, bis, rsum):
+    mishra_thakurta.private_ts_commit(a, code, noisy, bfs, bis, rsum)
+
+
+@njit(cache=True)
+def _top_two_gap(mu):
+    return mishra_thakurta._top_two_gap(mu)
+
+
+@njit(cache=True)
+def _psum_first_obs(s0, offset, P):
+    return mishra_thakurta.psum_first_obs(s0, offset, P)
+
+
+class PrivateTSStep(BatchStep):
+    """Private Thompson sampling (Mishra & Thakurta 2015, Algorithm 2): gap-estimation batches
+    of m_j pulls per arm, each arm's batch sum released with Lap(2K/ε) (release id 0) and
+    Δ̂ halved until the top two private means differ by more than Δ̂; then P random pulls per
+    arm, each arm's total inserted as its tree's first item; then Thompson sampling on the
+    trees (one p-sum release per reward, one row each: the simulator keeps one tree record per
+    arm plus a row for the random-pull item's first P − 1 observations).  Batches follow
+    :class:`BatchStep` (late rewards); the horizon fixes m_j, P and the trees' bound T − τ,
+    and a batch the horizon cuts is never released, as in the kernel."""
+
+    name = "dp-ts-mt"
+    anytime = False
+    horizon_reason = ("its batch sizes m_j = ⌈192·K·ln T·4^j/ε⌉ and trees of T − τ leaves "
+                      "depend on T")
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        T = horizon
+        sch = policy.schedule(T, K)
+        self.m = [int(m) for m in sch["m"]]
+        self.exits = {x["e"]: x for x in sch["exits"]}
+        self.levels = policy._tree_levels(T, K)
+        self._rels = policy.releases(T, K)
+        self.gap = bool(policy.params["gap_estimation"])
+        self.tree_mode = policy.params["n_mode"] == "tree"
+        self.T = T
+        fs0, _ = binary_new(T, 0)
+        # ph: phase (0 gap, 1 random pulls, 2 Thompson), gap iteration j, exit e, releases left
+        self.state = dict(ph=np.zeros(4, np.int64), delta=np.ones(1), cnt=np.zeros(K, np.int64),
+                          bsum=np.zeros(K), start=np.zeros(K, np.int64),
+                          seen=np.zeros(K, np.int64), mu=np.zeros(K), n_tot=np.zeros(K),
+                          n_tree=np.zeros(K), rsum=np.zeros(K), issued=np.zeros(K, np.int64),
+                          bfs=np.zeros((K, fs0.size)), bis=np.zeros((K, 4), np.int64),
+                          code=np.zeros(K, np.int64), value=np.zeros(K), theta=np.zeros(K))
+        if not self.gap:
+            self._exit(0)
+
+    # the phases
+    def _batch_size(self):
+        ph = self.state["ph"]
+        if ph[0] == 0:
+            j = int(ph[1])
+            return self.m[j] if j < len(self.m) else self.T + 1     # no batch fits any more
+        return int(self.exits[int(ph[2])]["P"]) if ph[0] == 1 else 0
+
+    def _exit(self, e):
+        """Gap estimation ends after e iterations: the trees' bound T − τ_e, then the random
+        pulls (or, with P = 0, the trees at once)."""
+        s = self.state
+        s["ph"][2] = e
+        self._start_batch()
+        x = self.exits.get(e)
+        if x is None or x["L"] <= 0 or min(x["P"], self.T + 1) * self.K > x["L"]:
+            s["ph"][0] = 1          # no tree item fits within T: round robin to the end
+            s["ph"][2] = -1
+            return
+        fs0, is0 = binary_new(int(max(x["L"], 1)), 0)
+        s["bfs"][:, :] = 0.0
+        s["bis"][:, :] = is0
+        if self.P > 0:
+            s["ph"][0] = 1
+        else:
+            s["bis"][:, 2] = s["seen"]
+            s["ph"][0] = 2
+
+    @property
+    def P(self) -> int:
+        """The random pulls per arm of the exit taken (the tree's first item spans P)."""
+        return min(int(self.exits[int(self.state["ph"][2])]["P"]), self.T + 1)
+
+    @property
+    def rid(self) -> int:
+        """The release id of the trees' p-sums (by the exit's tree levels)."""
+        return 1 + self.levels.index(self.exits[int(self.state["ph"][2])]["levels"])
+
+    def _start_batch(self):
+        s = self.state
+        s["cnt"][:] = 0
+        s["bsum"][:] = 0.0
+        s["issued"][:] = 0
+        s["start"][:] = s["seen"]
+
+    def release(self, rid):
+        return self._rels[rid]
+
+    def select(self, box, t):
+        s = self.state
+        if s["ph"][0] == 2:
+            return int(_private_ts_select(box, s["rsum"], s["n_tree"], s["n_tot"],
+                                          self.tree_mode, s["theta"]))
+        return self._round_robin(range(self.K))
+
+    def push(self, a, x):
+        s = self.state
+        s["seen"][a] += 1
+        ph = s["ph"]
+        if ph[0] == 2:
+            s["n_tot"][a] += 1.0
+            s["n_tree"][a] += 1.0
+            code, value, s0, s1 = _binary_push_arm(s["bfs"], s["bis"], a, x)
+            s["code"][a], s["value"][a] = code, value
+            ph[3] = 1
+            return [(a, self.rid, int(_psum_first_obs(s0, s["bis"][a, 2], self.P)), int(s1))]
+        if ph[2] < 0:
+            return None                      # nothing is released any more (see _exit)
+        n = self._batch_size()
+        if s["cnt"][a] >= n:
+            return None                      # surplus of a batch share already in
+        s["bsum"][a] += x
+        s["cnt"][a] += 1
+        if (s["cnt"] < n).any():
+            return None
+        s["n_tot"] += n
+        ph[3] = self.K
+        if ph[0] == 0:
+            return [(j, 0, int(s["start"][j]), int(s["start"][j]) + n) for j in range(self.K)]
+        due = []
+        for j in range(self.K):              # each arm's total is its tree's first item
+            s["bis"][j, 2] = s["start"][j] + n - 1
+            code, value, s0, s1 = _binary_push_arm(s["bfs"], s["bis"], j, s["bsum"][j])
+            s["code"][j], s["value"][j] = code, value
+            due.append((j, self.rid, int(s0) - (self.P - 1), int(s1)))
+        return due
+
+    def commit(self, a, rid, noise):
+        s = self.state
+        ph = s["ph"]
+        ph[3] -= 1
+        if ph[0] == 0:
+            mishra_thakurta.gap_commit(a, s["bsum"][a], noise, float(self._batch_size()), s["mu"])
+            if ph[3] == 0:                   # the batch's last release: halve Δ̂, exit or go on
+                s["delta"][0] /= 2.0
+                ph[1] += 1
+                if _top_two_gap(s["mu"]) > s["delta"][0]:
+                    self._exit(int(ph[1]))
+                else:
+                    self._start_batch()
+            return
+        _private_ts_commit(a, int(s["code"][a]), s["value"][a] + noise, s["bfs"], s["bis"],
+                           s["rsum"])
+        if ph[0] == 1:
+            s["n_tree"][a] += self.P
+            if ph[3] == 0:
+                ph[0] = 2
+
+
 RULES: dict[str, type[StepRule]] = {cls.name: cls for cls in (
-    UCB1Step, KLUCBStep, BetaTSStep, IMEDStep, LazyDPTSStep, DPUCBStep, DPTSStep, AnytimeLazyUCBStep, AdaPUCBStep, AdaPKLUCBStep, DPKLUCBStep, DPIMEDStep)}
+    UCB1Step, KLUCBStep, BetaTSStep, IMEDStep, LazyDPTSStep, DPUCBStep, DPTSStep,
+    AnytimeLazyUCBStep, AdaPUCBStep, AdaPKLUCBStep, DPKLUCBStep, DPIMEDStep, TSGaussianStep,
+    MTSGaussianStep, DPTSUCBStep, DPSEStep, PrivateTSStep)}
 
 
 def rule_for(policy) -> type[StepRule]:
     """The step rule of ``policy``, or a one-line refusal naming those that have one."""
-    cls = RULES.get(policy.name)
+    from dpledger.policies.step_rules_contextual import CONTEXTUAL_RULES
+    cls = RULES.get(policy.name) or CONTEXTUAL_RULES.get(policy.name)
     if cls is None:
         raise DpledgerError(f"policy {policy.name!r} has no step form yet; step forms: "
-                            f"{', '.join(sorted(RULES))}")
+                            f"{', '.join(sorted(RULES) + sorted(CONTEXTUAL_RULES))}")
     return cls

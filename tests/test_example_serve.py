@@ -1,4 +1,5 @@
-"""examples/serve_bandit.py at small size (CI): two HTTP workers on one store, a bounded load
+"""examples/serve_bandit.py at small size (CI): two HTTP worker processes on one store — an
+SQLite file, and a PostgreSQL schema on the test server (tests/pg_server.py) — a bounded load
 generator, then verify and status on the store."""
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from dpledger.accounting.store import verify_store
 PATH = pathlib.Path(__file__).resolve().parents[1] / "examples" / "serve_bandit.py"
 
 
-def test_served_example(tmp_path, capsys):
+def test_served_example(store_url, capsys):
     spec = importlib.util.spec_from_file_location("serve_example", PATH)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    store = tmp_path / "live.db"
+    store = store_url
     out = mod.main(["--requests", "400", "--timeout", "120", "--epsilon", "0.5",
                     "--store", str(store)])
     stats, status = out["stats"], out["status"]

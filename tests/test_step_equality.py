@@ -20,6 +20,7 @@ import json
 import numpy as np
 import pytest
 
+from dpledger.accounting.posterior_reads import posterior_read_release
 from dpledger.accounting.releases import release_to_json
 from dpledger.accounting.store import LedgerStore
 from dpledger.mechanisms.noise import LATTICE_BITS
@@ -34,14 +35,37 @@ CONFIGS = {
     "lazy-dp-ts": (3, 300, {"epsilon": 0.5}),
     "dp-klucb": (3, 400, {"epsilon": 0.5}),
     "dp-imed": (3, 400, {"epsilon": 0.5}),
+    "mts-gaussian": (3, 300, {"b": 3, "c": 1.5}),
+    # epochs of R_e rewards per arm: two epochs and an elimination (the skewed table below)
+    "dp-se": (3, 7000, {"epsilon": 4.0, "beta": 0.5}),
+    # gap estimation (three batches, then the exit), P random pulls, the trees
+    "dp-ts-mt": (2, 1500, {"epsilon": 200.0, "random_pulls": 5}),
 }
+# further configurations of policies whose rule has branches the defaults do not reach
+EXTRA = [
+    ("mts-gaussian", (3, 200, {"b": 3, "prepull": "arm-blocks"})),
+    ("dp-ts-mt", (3, 400, {"gap_estimation": False, "random_pulls": 7})),
+    ("dp-ts-mt", (3, 300, {"gap_estimation": False, "random_pulls": 0, "n_mode": "tree"})),
+]
 
 
 def _cases():
-    for name in sorted(RULES):
-        pol = make_policy(name)
+    configs = [(name, CONFIGS.get(name, (3, 300, {}))) for name in sorted(RULES)] + EXTRA
+    for name, config in configs:
+        pol = make_policy(name, **config[2])
         for sampler in (("float", "exact") if pol.exact_sampler else ("float",)):
-            yield name, sampler
+            extra = ",".join(f"{k}={v}" for k, v in config[2].items())
+            yield pytest.param(name, sampler, config, id=f"{name}-{sampler}-{extra}")
+
+
+def reward_table(T: int, K: int) -> np.ndarray:
+    """Rewards on the grid 1/16 (every partial sum is exact, so a kernel that sums a stretch of
+    rewards at once — the event-driven fast paths — gets the very doubles the step form gets
+    adding them one by one), arm a uniform on {0, …, h_a}/16 with h_a = 16 − ⌊8a/(K − 1)⌋:
+    means 1/2 down to 1/4, far enough apart for eliminations and gap estimates to end."""
+    rng = np.random.default_rng(11)
+    highs = 17 - (8 * np.arange(K)) // (K - 1)
+    return rng.integers(0, highs, (T, K)) / 16.0
 
 
 def _key(rel) -> str:
@@ -72,13 +96,10 @@ def _per_reward(recs) -> collections.Counter:
     return out
 
 
-@pytest.mark.parametrize("name,sampler", list(_cases()))
-def test_step_form_equals_simulator(name, sampler, tmp_path):
-    K, T, params = CONFIGS.get(name, (3, 300, {}))
-    # rewards on the grid 1/16: every partial sum is exact, so a kernel that sums a stretch of
-    # rewards at once (the event-driven fast paths) gets the very doubles the step form gets
-    # adding them one by one
-    table = np.random.default_rng(11).integers(0, 17, (T, K)) / 16.0
+@pytest.mark.parametrize("name,sampler,config", list(_cases()))
+def test_step_form_equals_simulator(name, sampler, config, tmp_path):
+    K, T, params = config
+    table = reward_table(T, K)
     env = E.table(table)
     seed = 5
     pol = make_policy(name, **params)
@@ -86,14 +107,12 @@ def test_step_form_equals_simulator(name, sampler, tmp_path):
     kenv = env.with_lattice(LATTICE_BITS) if sampler == "exact" else env
     g = run_generator(seed, 0)
     # the kernel itself (the per-round signature every caller shares), with the full white-box
-    # capture: every release it draws, with its arm and observation range
-    cap = np.zeros((6, 4 * T + 8))
+    # capture of the tree policies: every release it draws, with its arm and observation range
+    # (a (6, M) array with M < T·K: M ≥ T·K is M-TS-Gaussian's per-round capture)
+    cap = np.zeros((6, 2 * T + 8))
     type(pol).kernel(g, kenv.as_tuple(), T, K, T, pol.kernel_params(T, K),
                      np.zeros(T, np.int64), np.zeros((5, max(pol.row_capacity(T, K), 1)),
                                                      np.int64), cap)
-    n_cap = int(cap[5, 0])
-    captured = collections.Counter((int(a), int(s), int(e)) for a, s, e in
-                                   cap[3:6, 1:1 + n_cap].T)
 
     p = online(name, K, T, store=tmp_path / "s.db", seed=seed, sampler=sampler, **params)
     actions = []
@@ -114,11 +133,33 @@ def test_step_form_equals_simulator(name, sampler, tmp_path):
         # one row per p-sum released — exactly the p-sums the kernel's capture lists; the
         # simulator's tree record (one per arm) counts every completed node, exact for a
         # tree's first item and an upper bound for the others (policies/mishra_thakurta.py)
+        captured = collections.Counter((int(a), int(s), int(e)) for a, s, e in
+                                       cap[3:6, 1:1 + int(cap[5, 0])].T)
         assert collections.Counter((a, s, e) for a, s, e, _, c in mine for _ in range(c)) \
             == captured
         step, simul = _per_reward(mine), _per_reward(sim)
         assert set(step) == set(simul)
         assert all(step[k] <= simul[k] for k in step)
+    elif RULES[name].select_releases:
+        # releases drawn at select: the simulator counts an arm's draws from one statistic in
+        # one row (DP-TS-UCB) or one posterior-read record per arm (TS-Gaussian, expanded to
+        # one row per prefix length k with its count); the step form records each selection's
+        # draws as they are made, one row each — the same draws of the same statistics
+        if res.ledger.posterior_reads["run"].size:
+            pr = res.ledger.posterior_read_rows()
+            bits = LATTICE_BITS if sampler == "exact" else 0
+            sim = [(int(a), 0, int(k), _key(posterior_read_release(int(k), pol.c, bits)),
+                    int(c))
+                   for a, k, c in zip(pr["arm"], pr["stop"], pr["count"], strict=True)]
+        assert _counted(mine) == _counted(sim)
     else:
         assert mine == sim
     p.close()
+
+
+def _counted(recs) -> collections.Counter:
+    """Draws per (arm, start, stop, release): rows with their counts, order ignored."""
+    out = collections.Counter()
+    for a, s, e, r, c in recs:
+        out[(a, s, e, r)] += c
+    return out

@@ -20,6 +20,27 @@ from dpledger.policies import step as step_mod
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+class Killed(BaseException):
+    """A process dying at a chosen point (raised by a patched method)."""
+
+
+def _serve_late(p, rounds: int, lag: int, reward, last: float, seed: int) -> None:
+    """Serve ``rounds`` selections with rewards late and out of order: once more than 2·lag
+    tickets are outstanding, lag of them, shuffled, are observed (``reward(rng, arm)``); the
+    rest at the end, with reward ``last``."""
+    rng = np.random.default_rng(seed)
+    pending = []
+    for _ in range(rounds):
+        pending.append(p.select())
+        if len(pending) > 2 * lag:
+            rng.shuffle(pending)
+            for t in pending[:lag]:
+                p.observe(t, reward(rng, t.arm))
+            pending = pending[lag:]
+    for t in pending:
+        p.observe(t, last)
+
+
 def _serve(p, table, rounds):
     for _ in range(rounds):
         t = p.select()
@@ -60,9 +81,6 @@ def test_crash_between_record_and_draw_resumes_with_the_same_release(tmp_path, m
     _serve(p, table, 60)
     n_before = p.store.n_records()
 
-    class Killed(BaseException):
-        pass
-
     def die(self, due):
         raise Killed
     monkeypatch.setattr(step_mod.OnlinePolicy, "_draw", die)
@@ -89,19 +107,22 @@ def test_crash_between_record_and_draw_resumes_with_the_same_release(tmp_path, m
 
 
 @pytest.mark.slow
-def test_kill_9_at_random_points_never_double_spends(tmp_path):
-    """CI: 3 restarts (≈ 10 s); DPLEDGER_FULL=1: 12."""
-    _kill_test(tmp_path, restarts=12 if os.environ.get("DPLEDGER_FULL") else 3)
+def test_kill_9_at_random_points_never_double_spends(store_url):
+    """CI: 3 restarts (≈ 10 s) on each backend; DPLEDGER_FULL=1: 12."""
+    _kill_test(store_url, restarts=12 if os.environ.get("DPLEDGER_FULL") else 3)
 
 
-def _kill_test(tmp_path, restarts):
+def _server_env() -> dict:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+
+
+def _kill_test(path, restarts):
     """A server killed with SIGKILL at random moments and restarted: the ledger verifies, every
     reward is in at most one release (Lazy-DP-TS's uninterrupted spend: ε), every restart took
     a new generation."""
-    path = str(tmp_path / "live.db")
     rng = np.random.default_rng(17)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    env = _server_env()
     for k in range(restarts):
         proc = subprocess.Popen([sys.executable, os.path.join(HERE, "step_server.py"), path,
                                  str(k)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -120,21 +141,44 @@ def _kill_test(tmp_path, restarts):
         assert gen is not None and int(gen[1].decode()) == restarts - 1
 
 
+def test_racing_servers_never_pass_the_budget(store_url):
+    """Three servers started at once on one store (made by ``ledger init`` first, as a
+    deployment does), all serving run 0 (the same rewards, as a replica started beside a live
+    one would): they race for every reward's budget (eps=0.5, one Lap(2) release of ε = 0.5
+    each).  Whoever loses a race is refused (BudgetExceeded) and freezes the arm; no reward's
+    spend passes the budget, the ledger verifies, and the races were real (refusals
+    happened)."""
+    LedgerStore.create(store_url, budget="eps=0.5").close()
+    env = _server_env()
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "step_server.py"), store_url,
+                               str(k), "150"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env, cwd=os.path.dirname(HERE))
+             for k in range(3)]
+    # all three open the store before any serves: each starts fresh (a new generation, no
+    # checkpoint of another to resume), so they release the same rewards' first epochs
+    for proc in procs:
+        assert proc.stdout.readline().strip() == b"ready", proc.stderr.read().decode()[-2000:]
+    for proc in procs:
+        proc.stdin.write(b"go\n")
+        proc.stdin.flush()
+    refused = 0
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()[-2000:]
+        refused += int(out.decode().split()[-1])
+    assert refused > 0
+    assert verify_store(store_url) == []
+    with LedgerStore.open(store_url, readonly=True) as store:
+        st = store.status()
+        assert st["records"] > 3
+        assert st["privacy"]["pure_epsilon"] <= 0.5 and st["budget_spent"] <= 0.5
+
+
 def test_late_and_out_of_order_rewards(tmp_path):
     """Tickets observed in a shuffled order, several rounds late: every reward still lies in
     exactly one release (pure ε = ε per reward), the ledger verifies."""
     p = online("adap-ucb", 4, store=tmp_path / "s.db", seed=2, epsilon=0.5)
-    rng = np.random.default_rng(0)
-    pending = []
-    for _ in range(600):
-        pending.append(p.select())
-        if len(pending) > 20:
-            rng.shuffle(pending)
-            for t in pending[:10]:
-                p.observe(t, float(rng.random() < 0.3 + 0.1 * t.arm))
-            pending = pending[10:]
-    for t in pending:
-        p.observe(t, 1.0)
+    _serve_late(p, 600, 10, lambda rng, arm: float(rng.random() < 0.3 + 0.1 * arm), 1.0, seed=0)
     st = p.store.status()
     assert st["privacy"]["pure_epsilon"] == 0.5
     assert p.store.n_records() > 12
@@ -236,3 +280,75 @@ def test_reward_range_and_exact_sampler_rescale(tmp_path):
         a.observe(ta, table[t, ta.arm])
         b.observe(tb, -1.0 + 4.0 * table[t, tb.arm])
     assert np.array_equal(a.rule.state["mu"], b.rule.state["mu"])
+
+
+def test_crash_after_a_selections_records_resumes_the_same_selection(tmp_path, monkeypatch):
+    """M-TS-Gaussian draws its releases at select (a read of every arm's posterior): a process
+    dying after the selection's reads are committed and before their samples are drawn resumes
+    that selection from the saved generator — the uninterrupted run's arm for that round, its
+    ticket outstanding — and records nothing twice."""
+    table = np.random.default_rng(5).random((60, 3))
+    ref = online("mts-gaussian", 3, seed=2, b=1)
+    arms = []
+    for t in range(41):
+        tk = ref.select()
+        arms.append(tk.arm)
+        ref.observe(tk, table[t, tk.arm])
+    path = tmp_path / "s.db"
+    p = online("mts-gaussian", 3, store=path, seed=2, b=1)
+    _serve(p, table, 40)
+    n_before = p.store.n_records()
+
+    def die(self, box, t):
+        raise Killed
+    monkeypatch.setattr(type(p.rule), "select", die)
+    with pytest.raises(Killed):
+        p.select()                        # round 41: its reads recorded, then killed
+    assert p.store.n_records() == n_before + 3
+    p.store.close()
+    monkeypatch.undo()
+    q = online("mts-gaussian", 3, store=path, seed=2, b=1)
+    assert q.t == 41 and q.outstanding[41][0] == arms[40]
+    assert q.store.n_records() == n_before + 3
+    q.observe(step_mod.Ticket(0, 41, arms[40], 0), 0.5)   # the ticket issued before the crash
+    _serve(q, table, 10)
+    q.close()
+    assert verify_store(path) == []
+
+
+def test_select_time_reads_refused_freeze_their_arms(tmp_path):
+    """TS-Gaussian under a per-reward budget: once a reward's reads would exceed it, its arm's
+    read is refused — nothing stored for it, the arm frozen on its last sample — and the other
+    arms keep being read; every reward's spend stays within the budget."""
+    p = online("ts-gaussian", 2, store=tmp_path / "s.db", budget="mu=1.0", seed=3)
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        tk = p.select()
+        p.observe(tk, float(rng.random() < 0.5))
+    assert p.frozen.all() and p.refusals == 2
+    st = p.store.status()
+    assert st["budget_spent"] <= 1.0
+    n = p.store.n_records()
+    for _ in range(20):                   # both frozen: select still answers, nothing recorded
+        p.observe(p.select(), 1.0)
+    assert p.store.n_records() == n
+    p.close()
+    assert verify_store(tmp_path / "s.db") == []
+
+
+@pytest.mark.parametrize("name,params", [
+    ("dp-se", {"epsilon": 4.0, "beta": 0.5}),
+    ("dp-ts-mt", {"epsilon": 1.0, "gap_estimation": False, "random_pulls": 4}),
+])
+def test_batches_with_late_and_out_of_order_rewards(tmp_path, name, params):
+    """Synchronised batches served with rewards up to 30 rounds late, shuffled: a batch is
+    released when every arm's share is in, surplus rewards are not read, so every reward lies
+    in at most the releases an uninterrupted run gives it (pure ε ≤ ε); the ledger verifies."""
+    p = online(name, 3, 2000, store=tmp_path / "s.db", seed=4, **params)
+    _serve_late(p, 2000, 15, lambda rng, arm: float(rng.random() < 0.8 - 0.25 * arm), 0.5,
+                seed=2)
+    st = p.store.status()
+    assert p.store.n_records() >= 3
+    assert st["privacy"]["pure_epsilon"] <= params["epsilon"] * (1 + 1e-12)
+    p.close()
+    assert verify_store(tmp_path / "s.db") == []

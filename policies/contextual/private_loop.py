@@ -204,57 +204,99 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
     scratch = np.zeros((K if env.kind == LINEAR else 1, d))
     store = delay < T
     q = queue_new(delay if store else 0, T, d)
-    unit_g, unit_r, inv_g, inv_r = units[0], units[1], units[2], units[3]
-    root = np.sqrt(lam)
-    if stat == STAT_REWARD:
-        for m in range(M):
-            for i in range(d):
-                chol[m, i, i] = root
+    init_models(stat, chol, lam)
     k = 0
     n_obs = 0
     sums = np.zeros(2)
     for t in range(1, T + 1):
         ctx, row = round_context(env, rng, t, scratch)
-        for m in range(M):
-            g = m if stat == STAT_REWARD else 0
-            ver = tree_version(tr, g)
-            if ver == cached[m]:
-                continue
-            cached[m] = ver
-            info[1] += 1
-            pre = tree_prefix(tr, g)
-            if stat == STAT_JOINT:
-                info[0] += refresh_joint(pre, m, E, d, unit_g, consts, chol, theta, widths,
-                                         jstate, b, W, work)
-            elif stat == STAT_ENTRIES:
-                info[0] += refresh_entries(pre, m, E, d, unit_g, unit_r, consts, chol, theta,
-                                           widths, jstate, b, W, work)
-            else:
-                for i in range(d):
-                    b[i] = pre[i] * unit_r
-                _solve_theta(chol[m], b, theta[m], work)
-                widths[m] = consts[C_WIDTH]
-        if rule == UCB:
-            linucb_scores_widths(chol, theta, ctx, shared, widths, values, work)
-        else:
-            lints_scores(chol, theta, ctx, shared, consts[C_WIDTH], values, work, work2, rng)
+        private_select(rng, stat, rule, tr, ctx, shared, units, consts, chol, theta, widths,
+                       jstate, cached, info, values, b, W, work, work2)
         k, due = settle_round(env, rng, ctx, row, pick(values, rng), t, shared, delay, store, q,
                               k, actions, regret, sums)
         if due:
             s, rnd, rs, xs = queue_pop(q)
-            if stat == STAT_REWARD:
-                cholesky_rank1_update(chol[s], xs, work)
-                fill_item(stat, item, 0, E, xs, rs, inv_g, inv_r, vx)
-                tree_push(tr, s, item, rng, spec, pad, A, capture)
-                for e in range(E):
-                    item[e] = 0.0
-                obs_stream[n_obs] = s
-            else:
-                fill_item(stat, item, s, E, xs, rs, inv_g, inv_r, vx)
-                tree_push(tr, 0, item, rng, spec, pad, A, capture)
-                for e in range(s * E, (s + 1) * E):
-                    item[e] = 0.0
-                obs_stream[n_obs] = 0
+            g = stage_record(stat, tr, s, xs, rs, item, units, chol, vx, work)
+            tree_push(tr, g, item, rng, spec, pad, A, capture)
+            clear_record(stat, s, E, item)
+            obs_stream[n_obs] = g
             obs_round[n_obs] = rnd
             n_obs += 1
     return k, n_obs, sums[0], sums[1]
+
+
+# the rule's pieces (one source for run_private above and the step form,
+# :mod:`dpledger.policies.step_rules`)
+
+@njit(cache=True, inline="always")
+def init_models(stat, chol, lam):
+    """Reward privacy: every model's exact Gram factor starts at √λ·I (A = λ·I); the record-
+    private models are factored from their trees at the first refresh."""
+    if stat == STAT_REWARD:
+        root = np.sqrt(lam)
+        for m in range(chol.shape[0]):
+            for i in range(chol.shape[1]):
+                chol[m, i, i] = root
+
+
+@njit(cache=True, inline="always")
+def private_select(rng, stat, rule, tr, ctx, shared, units, consts, chol, theta, widths, jstate,
+                   cached, info, values, b, W, work, work2):
+    """A round's scores (into ``values``; the arm is :func:`pick` of them): every model whose
+    tree has a new item since its cached factorisation is refreshed from the tree's noisy
+    prefix (:func:`refresh_joint`, :func:`refresh_entries`, or the reward-private θ̂ =
+    A⁻¹·(noisy Σ r·x)), then the UCB indices with each model's width, or the linear TS
+    samples (post-processing of released statistics)."""
+    M = chol.shape[0]
+    d = chol.shape[1]
+    D = tr[1].shape[2]
+    E = D if stat == STAT_REWARD else D // M
+    unit_g, unit_r = units[0], units[1]
+    for m in range(M):
+        g = m if stat == STAT_REWARD else 0
+        ver = tree_version(tr, g)
+        if ver == cached[m]:
+            continue
+        cached[m] = ver
+        info[1] += 1
+        pre = tree_prefix(tr, g)
+        if stat == STAT_JOINT:
+            info[0] += refresh_joint(pre, m, E, d, unit_g, consts, chol, theta, widths,
+                                     jstate, b, W, work)
+        elif stat == STAT_ENTRIES:
+            info[0] += refresh_entries(pre, m, E, d, unit_g, unit_r, consts, chol, theta,
+                                       widths, jstate, b, W, work)
+        else:
+            for i in range(d):
+                b[i] = pre[i] * unit_r
+            _solve_theta(chol[m], b, theta[m], work)
+            widths[m] = consts[C_WIDTH]
+    if rule == UCB:
+        linucb_scores_widths(chol, theta, ctx, shared, widths, values, work)
+    else:
+        lints_scores(chol, theta, ctx, shared, consts[C_WIDTH], values, work, work2, rng)
+
+
+@njit(cache=True, inline="always")
+def stage_record(stat, tr, s, xs, rs, item, units, chol, vx, work):
+    """Record (xs, rs) of stream s (its model) written into ``item`` for its tree; under
+    reward privacy the model's exact Gram factor takes x first (contexts are public).  Returns
+    the tree g the item goes to (the ledger's stream: s under reward privacy, 0 under record
+    privacy)."""
+    M = chol.shape[0]
+    D = tr[1].shape[2]
+    E = D if stat == STAT_REWARD else D // M
+    if stat == STAT_REWARD:
+        cholesky_rank1_update(chol[s], xs, work)
+        fill_item(stat, item, 0, E, xs, rs, units[2], units[3], vx)
+        return s
+    fill_item(stat, item, s, E, xs, rs, units[2], units[3], vx)
+    return 0
+
+
+@njit(cache=True, inline="always")
+def clear_record(stat, s, E, item):
+    """Zero the block (E numbers) of ``item`` that :func:`stage_record` wrote for stream s."""
+    lo = 0 if stat == STAT_REWARD else s * E
+    for e in range(lo, lo + E):
+        item[e] = 0.0
