@@ -223,7 +223,7 @@ class PrivateRidgeStep(ContextualStep):
         self._A = np.zeros((p, p))
         self._capture = np.zeros((0, D + 1))
         self._values, self._b = np.zeros(K), np.zeros(d)
-        self._W, self._work, self._work2 = np.zeros(d * d), np.zeros(d), np.zeros(d)
+        self._W, self._work, self._work2 = np.zeros((d, d)), np.zeros(d), np.zeros(d)
         self._vx, self._item = np.zeros(d + 1), np.zeros(D)
 
     @property
