@@ -5,9 +5,6 @@ into a memory estimate *before* anything is loaded (refused with the estimate wh
 fit)."""
 from __future__ import annotations
 
-import hashlib
-import os
-import stat
 import zipfile
 
 import numpy as np
@@ -22,31 +19,18 @@ _PARSE_FACTOR = 3               # parsed arrays and a block of text beside them:
 
 def regular_file(path: str, option: str, what: str) -> int:
     """The size of ``path``, which must be a regular file (not a folder, a device such as
-    /dev/zero, or a pipe)."""
+    /dev/zero, or a pipe): :func:`dpledger.inputs.check_input_file`, the memory left to the
+    caller's own estimate (:func:`check_fits`)."""
+    from dpledger.inputs import check_input_file
     if not isinstance(path, str) or path == "":
         raise DpledgerError(f"{option} needs a file name")
-    if "\0" in path:
-        raise DpledgerError(f"{option} {path!r} contains a NUL character")
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise DpledgerError(f"{option}: no such file: {path}") from None
-    except OSError as exc:
-        raise DpledgerError(f"{option}: cannot read {path}: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise DpledgerError(f"{option} {path} is a directory; {what} was expected")
-    if not stat.S_ISREG(st.st_mode):
-        raise DpledgerError(f"{option} {path} is not a regular file (a device, pipe or "
-                            f"socket); {what} was expected")
-    return int(st.st_size)
+    return check_input_file(path, what, read_factor=0.0, option=option)
 
 
 def file_sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    """The sha256 of the file at ``path`` (:func:`dpledger.inputs.sha256_file`)."""
+    from dpledger.inputs import sha256_file
+    return sha256_file(path)[0]
 
 
 def check_fits(need: int, what: str) -> None:
