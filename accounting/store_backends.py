@@ -192,9 +192,21 @@ class SqliteBackend(Backend):
         self.path = path
         self.name = path
         self.readonly = readonly
+        self._building: str | None = None
         if create:
             if os.path.exists(path):
                 raise DpledgerError(f"{path} already exists; not overwriting it")
+            # built under a name of its own, then published whole (create_tables): a process
+            # opening ``path`` meanwhile finds either nothing or a complete store, never the
+            # empty file SQLite makes before its tables
+            folder, base = os.path.split(os.path.abspath(path))
+            self._building = os.path.join(
+                folder, f".{base}.creating-{os.getpid()}-{os.urandom(4).hex()}")
+            try:
+                self.conn = _sqlite_connect(self._building, readonly)
+            except DpledgerError as exc:         # name the store, not the building file
+                raise DpledgerError(str(exc).replace(self._building, path)) from None
+            return
         elif not os.path.exists(path):
             raise DpledgerError(f"no ledger store at {path}")
         elif not is_sqlite_file(path):
@@ -210,6 +222,9 @@ class SqliteBackend(Backend):
         self.conn.executemany(sql, rows)
 
     def create_tables(self, meta, fill=None):
+        """Into the file being built, then :meth:`_publish`: the store appears at its path
+        complete or not at all (several processes creating one store at once: one wins, the
+        others are refused with "already exists" and can open it)."""
         self.enable_wal()
         with self.conn:
             self.conn.execute("BEGIN")
@@ -223,6 +238,31 @@ class SqliteBackend(Backend):
             self.conn.executemany("INSERT INTO meta VALUES (?, ?)", meta)
             if fill is not None:
                 fill()
+        if self._building is not None:
+            self._publish()
+
+    def _publish(self) -> None:
+        """Give the built file its path without ever replacing one there: a hard link
+        (atomic, refused when the name exists), then the building name removed.  Closing first
+        folds the WAL into the file, so the one file is the whole store."""
+        building, self._building = self._building, None
+        self.conn.close()
+        try:
+            try:
+                os.link(building, self.path)
+            except FileExistsError:
+                raise DpledgerError(f"{self.path} already exists; not overwriting it") from None
+            except OSError:
+                # a file system without hard links: a no-overwrite rename is not portable, so
+                # check and rename (the window is the only difference)
+                if os.path.exists(self.path):
+                    raise DpledgerError(f"{self.path} already exists; "
+                                        "not overwriting it") from None
+                os.replace(building, self.path)
+        finally:
+            _remove_building(building)
+        self.conn = _sqlite_connect(self.path, self.readonly)
+        self.enable_wal()
 
     def enable_wal(self) -> None:
         """Write-ahead logging with full syncs, for a writable connection to a checked store (a
@@ -265,6 +305,17 @@ class SqliteBackend(Backend):
 
     def close(self):
         self.conn.close()
+        if self._building is not None:          # a creation that failed: leave nothing
+            _remove_building(self._building)
+            self._building = None
+
+
+def _remove_building(path: str) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.unlink(path + suffix)
+        except FileNotFoundError:
+            pass
 
 
 CHECKPOINTS_SQL = ("CREATE TABLE checkpoints(name TEXT PRIMARY KEY, batches INTEGER NOT NULL, "

@@ -407,11 +407,21 @@ def _check_int(name: str, value, lo: int = 0) -> int:
 def open_or_create_store(url: str, budget=None) -> LedgerStore:
     """The store at ``url`` (an SQLite path or ``sqlite://`` URL, or a ``postgresql://`` URL),
     created with ``budget`` if there is none yet.  Several servers starting at once on one
-    fresh PostgreSQL store: one creates it (one transaction), the others open it."""
+    fresh store: one creates it (PostgreSQL: one transaction; SQLite: built aside and linked
+    into place whole), the others open it."""
     if not is_postgres_url(url):
         path = sqlite_path(url)
-        return LedgerStore.open(path) if os.path.exists(path) else \
-            LedgerStore.create(path, budget=budget)
+        if os.path.exists(path):
+            return LedgerStore.open(path)
+        try:
+            return LedgerStore.create(path, budget=budget)
+        except DpledgerError as exc:
+            if not os.path.exists(path):
+                raise
+            try:
+                return LedgerStore.open(path)     # created meanwhile by another process
+            except DpledgerError:
+                raise exc from None
     try:
         return LedgerStore.open(url)
     except StoreMissing:

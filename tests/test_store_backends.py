@@ -341,6 +341,63 @@ def test_racing_writers_spend_exactly_the_budget(store_url, tmp_path):
         assert pt.start.size == 8 and np.all(values == 1.0) and limit == 1.0
 
 
+CREATOR = textwrap.dedent("""
+    import os, sys, time
+    from dpledger.policies.step import open_or_create_store
+    from dpledger.accounting.releases import LaplaceRelease
+    url, k, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    open(f"{go}.ready{k}", "w").close()
+    while not os.path.exists(go):
+        time.sleep(0.001)
+    store = open_or_create_store(url, budget="eps=1")
+    store.append(arm=k, start=0, stop=1, release=LaplaceRelease.from_epsilon(0.5))
+    store.close()
+""")
+
+
+def test_racing_creators_of_one_fresh_store(store_url, tmp_path):
+    """Six processes start at once on a store that does not exist yet and each creates or opens
+    it (``open_or_create_store``, as six servers started together would), then appends one
+    record.  Every process succeeds, the store holds exactly 6 records under one budget and
+    verifies clean, and nothing is left beside an SQLite store.  (Before the SQLite store was
+    built aside and linked into place, a process opening it between the file's creation and its
+    tables was refused with "not a ledger store" or "database is locked".)"""
+    script = tmp_path / "creator.py"
+    script.write_text(CREATOR)
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, str(script), store_url, str(k), str(go)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+             for k in range(6)]
+    t_end = time.time() + 120
+    while not all(os.path.exists(f"{go}.ready{k}") for k in range(6)):
+        assert time.time() < t_end and all(p.poll() is None for p in procs), "creators died"
+        time.sleep(0.02)
+    go.write_text("")
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+    assert verify_store(store_url) == []
+    with LedgerStore.open(store_url, readonly=True) as s:
+        assert s.rows_array().shape[0] == 6
+        assert s.budget.to_json() == Budget.parse("eps=1").to_json()
+    if not store_url.startswith("postgresql://"):
+        assert [f for f in os.listdir(os.path.dirname(store_url)) if "store.db" in f] \
+            == ["store.db"]
+
+
+def test_failed_sqlite_creation_leaves_nothing(tmp_path, monkeypatch):
+    """A creation interrupted inside its transaction leaves no file at the path nor beside it."""
+    from dpledger.accounting import store_backends
+
+    def boom(self, meta, fill=None):
+        self.conn.execute("CREATE TABLE meta(key TEXT)")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(store_backends.SqliteBackend, "create_tables", boom)
+    with pytest.raises(KeyboardInterrupt):
+        LedgerStore.create(str(tmp_path / "s.db"), "eps=1")
+    assert os.listdir(tmp_path) == []
+
+
 class _HoldingStore(LedgerStore):
     """A writer that, inside its write transaction (budget checked, batch inserted, not yet
     committed), announces it and waits to be let go."""
