@@ -14,6 +14,7 @@ import pytest
 from dpledger.accounting.filters import BudgetExceeded
 from dpledger.accounting.store import LedgerStore, verify_store
 from dpledger.errors import DpledgerError
+from dpledger.policies.registry import make_policy
 from dpledger.policies import online
 from dpledger.policies import step as step_mod
 
@@ -107,9 +108,12 @@ def test_crash_between_record_and_draw_resumes_with_the_same_release(tmp_path, m
 
 
 @pytest.mark.slow
-def test_kill_9_at_random_points_never_double_spends(store_url):
-    """CI: 3 restarts (≈ 10 s) on each backend; DPLEDGER_FULL=1: 12."""
-    _kill_test(store_url, restarts=12 if os.environ.get("DPLEDGER_FULL") else 3)
+@pytest.mark.parametrize("policy", ["lazy-dp-ts", "dp-ucb", "jdp-linucb"])
+def test_kill_9_at_random_points_never_double_spends(store_url, policy):
+    """CI: 3 restarts (≈ 10 s) on each backend, for a lazy policy (one release per reward), a
+    tree counter (each reward in up to 1 + ⌈log₂ T⌉ nodes, resumed mid-tree) and a
+    record-private contextual policy (one tree over all records); DPLEDGER_FULL=1: 12."""
+    _kill_test(store_url, restarts=12 if os.environ.get("DPLEDGER_FULL") else 3, policy=policy)
 
 
 def _server_env() -> dict:
@@ -117,26 +121,39 @@ def _server_env() -> dict:
         [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
 
 
-def _kill_test(path, restarts):
-    """A server killed with SIGKILL at random moments and restarted: the ledger verifies, every
-    reward is in at most one release (Lazy-DP-TS's uninterrupted spend: ε), every restart took
-    a new generation."""
+def _kill_test(path, restarts, policy="lazy-dp-ts"):
+    """A server killed with SIGKILL at random moments and restarted: the ledger verifies, no
+    release was recorded twice (same stream, range and release), and no record lost more
+    privacy than one uninterrupted run lets it: Lazy-DP-TS, every reward in at most one release
+    (pure ε ≤ 0.5); DP-UCB, pure ε ≤ its certificate at T = 4000; jdp-linucb, ε(δ = 0.1) ≤ the
+    requested 1 (its accounted σ meets it exactly); every restart took a new generation."""
     rng = np.random.default_rng(17)
-    env = _server_env()
+    env = dict(_server_env(), STEP_POLICY=policy)
     for k in range(restarts):
         proc = subprocess.Popen([sys.executable, os.path.join(HERE, "step_server.py"), path,
                                  str(k)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=env, cwd=os.path.dirname(HERE))
-        first = proc.stdout.readline()        # serving (compiled, resumed)
-        assert first, proc.stderr.read().decode()[-2000:]
+        first = proc.stdout.readline()        # "start T": resumed
+        assert first.startswith(b"start"), proc.stderr.read().decode()[-2000:]
+        proc.stdout.readline()                # one step served (compiled), or the horizon
         time.sleep(float(rng.uniform(0.05, 0.6)))
         proc.kill()
         proc.wait()
     assert verify_store(path) == []
     with LedgerStore.open(path, readonly=True) as store:
-        st = store.status()
+        st = store.status([0.1])
         assert st["records"] > 3
-        assert st["privacy"]["pure_epsilon"] <= 0.5            # one Lap(2) release per reward
+        # no release made twice: every (run, stream, first, last observation, release) once
+        keys = store.rows_array()[:, :5]
+        assert np.unique(keys, axis=0).shape[0] == keys.shape[0]
+        if policy == "lazy-dp-ts":
+            assert st["privacy"]["pure_epsilon"] <= 0.5        # one Lap(2) release per reward
+        elif policy == "dp-ucb":
+            cert = make_policy("dp-ucb", epsilon=0.5).certificate(4000, 3)
+            bound = max(c.pure_epsilon() for c in cert.compositions)
+            assert 0 < st["privacy"]["pure_epsilon"] <= bound
+        else:
+            assert 0 < st["privacy"]["epsilon_at_delta"]["0.1"] <= 1.0
         gen = store.checkpoint("online/run-0/generation")
         assert gen is not None and int(gen[1].decode()) == restarts - 1
 
