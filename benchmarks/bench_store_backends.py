@@ -16,6 +16,9 @@ Measured, each durable at commit (SQLite: WAL, ``synchronous=FULL``; PostgreSQL:
    accepted, every reward's spend exactly 1, ``verify`` clean (target on PostgreSQL: 4 ≥ 2 × 1);
    beside them the floor: 4 processes each on a store of its own (no shared lock at all), what
    the machine gives 4 writers whatever the locking;
+   before them, one writer's share of the machine (its wall and CPU per append, and the cores
+   busy meanwhile from /proc/stat): one writer keeping x of c cores busy bounds any number of
+   writers, on any protocol, to c / x times one (on 2 cores the ×2 target needs x ≤ 1);
 4. **status of a 10⁶-record PostgreSQL store** (batches of 10⁴, random ranges as
    ``bench_store.py``): the full privacy block over the maximal per-reward compositions, from a
    fresh read-only handle, and ``dpledger ledger status URL`` in a fresh process (target ≤ 2 s).
@@ -149,6 +152,39 @@ def writers(url: str, procs: int) -> float:
     return ok / elapsed
 
 
+def _busy_jiffies() -> tuple[int, int]:
+    """(busy, total) CPU jiffies of the whole machine so far (/proc/stat's first line)."""
+    with open("/proc/stat") as fh:
+        v = [int(x) for x in fh.readline().split()[1:]]
+    idle = v[3] + v[4]                                    # idle + iowait
+    return sum(v) - idle, sum(v)
+
+
+def one_writer_cpu(url: str, n: int) -> dict:
+    """One process appending ``n`` single records as fast as it can: wall time per append, its
+    own CPU per append, and the machine's busy cores meanwhile (client, server backend, WAL
+    writer, kernel: /proc/stat).  If one writer keeps ``x`` of the machine's ``c`` cores busy,
+    no number of writers on any protocol can append faster than ``c / x`` times one — the
+    bound the target ×2 meets only when ``x ≤ c / 2``.  Run on an idle machine: /proc/stat
+    counts every process."""
+    rel = LaplaceRelease.from_epsilon(COST)
+    with LedgerStore.create(url, "eps=1000000") as s:
+        for j in range(50):                                   # warm the caches
+            a, i = REWARDS[j % len(REWARDS)]
+            s.append(arm=a, start=i, stop=i + 1, release=rel)
+        b0, t0 = _busy_jiffies()
+        w0, c0 = time.perf_counter(), time.process_time()
+        for j in range(n):
+            a, i = REWARDS[j % len(REWARDS)]
+            s.append(arm=a, start=i, stop=i + 1, release=rel)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        b1, t1 = _busy_jiffies()
+    cores = os.cpu_count() or 1
+    busy = cores * (b1 - b0) / max(1, t1 - t0)               # cores busy on average
+    return {"wall_ms": 1e3 * wall / n, "client_cpu_ms": 1e3 * cpu / n, "busy_cores": busy,
+            "cores": cores, "bound": cores / busy if busy > 0 else float("inf")}
+
+
 def big_status(url: str, n: int, batch: int) -> dict:
     out = {"append_s": fill_store(url, n, batch, "eps=1000,delta=1e-6")}
     for label in ("first", "again"):
@@ -176,6 +212,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--cpu-appends", type=int, default=3000)
     args = ap.parse_args()
     import pg_server as pgs
     server = pgs.PgServer()
@@ -189,6 +226,13 @@ def main() -> None:
                 print(f"{name}: a step recording one release: median {med:.2f} ms, 90% "
                       f"{p90:.2f} ms ({args.steps} appends, budgeted store of 10^4 records)")
             print(f"disk again: {fsync_ms(d):.2f} ms")
+            for name, url in (("PostgreSQL", server.store_url("cpu")),
+                              ("SQLite", os.path.join(d, "cpu.db"))):
+                c = one_writer_cpu(url, args.cpu_appends)
+                print(f"{name}: one writer, {args.cpu_appends} appends: {c['wall_ms']:.2f} ms "
+                      f"each, client CPU {c['client_cpu_ms']:.2f} ms; the machine "
+                      f"{c['busy_cores']:.2f} of {c['cores']} cores busy meanwhile, so no "
+                      f"number of writers can exceed x{c['bound']:.2f} of one")
             for name, mk in (("PostgreSQL", lambda k: server.store_url(f"w{k}_")),
                              ("SQLite", lambda k: os.path.join(d, f"w{k}.db"))):
                 rates = {p: writers(mk(p), p) for p in (1, 4)}
