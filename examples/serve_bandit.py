@@ -27,7 +27,9 @@ keep-alive is enough for two endpoints on loopback: each worker is one process w
 would add a dependency for nothing the example shows; the cost per request is dominated by the
 policy step and, for a release, by the durable commit.  A service behind a real front end would
 run the same two handlers in any WSGI/ASGI framework.  The store is created by
-``dpledger ledger init STORE --budget eps=ε`` before the workers start (either backend).
+``dpledger ledger init STORE --budget eps=ε`` before the workers start (either backend), so its
+budget is set once, by the operator; workers given a missing store would create it themselves
+(one of them wins; docs/online.md).
 """
 from __future__ import annotations
 
