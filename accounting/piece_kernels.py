@@ -9,7 +9,7 @@ itself does not need numba.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 
 @njit(cache=True)

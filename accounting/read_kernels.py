@@ -6,7 +6,7 @@ no per-reward memory.  Imported lazily: the accounting package itself does not n
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.accounting import posterior_reads as _pr
 from dpledger.accounting.releases import lattice_sigma

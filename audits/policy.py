@@ -41,7 +41,7 @@ import time
 from typing import Callable
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.audits.pairs import NeighbourPair, default_pair
 from dpledger.audits.result import (AuditResult, certificate_summary, currency_of, GDP_DELTA,

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.errors import DpledgerError
 from dpledger.mechanisms.matrix import block_draw

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.accounting.ledger import RewardLedger, RowBuffer
 from dpledger.accounting.releases import Release

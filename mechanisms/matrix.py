@@ -71,7 +71,7 @@ policy each own a tree (its items are that arm's records), and tree g's records 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from numba.np.random.distributions import random_standard_exponential as _standard_exponential
 from numba.np.random.generator_core import next_uint64 as _next_uint64

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 from numba.core.extending import overload
 
 from dpledger.accounting.ledger import RowBuffer, RewardLedger

@@ -58,7 +58,9 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
-from numba import njit, objmode
+from numba import objmode
+
+from dpledger._jit import njit
 from numba.core.extending import overload
 from numba.np.random.generator_core import next_uint64 as _next_uint64
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness

@@ -30,7 +30,7 @@ import functools
 import math
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.accounting.certificate import Certificate, Theorem
 from dpledger.accounting.releases import Release

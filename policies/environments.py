@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 from numba.core.extending import overload
 
 from dpledger.errors import DpledgerError, check_real

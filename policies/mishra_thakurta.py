@@ -41,7 +41,7 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness

@@ -36,7 +36,7 @@ witness release: arm 0's first sample that reads a reward (θ, clean mean).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.base import push_segment

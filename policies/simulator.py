@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.ledger import RewardLedger

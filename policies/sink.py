@@ -26,15 +26,18 @@ needs more columns, the pass goes on counting the columns it would write without
 replays the run (same Generator seed, so the same play) into a table of that size.  No column
 is silently dropped.
 
-``put_action`` is compiled into every kernel that calls it, and numba's on-disk cache of a
-kernel is keyed on the kernel's own file only: after changing the sink's layout here, remove the
-cached kernels (``__pycache__/*.nbi``, ``*.nbc``).  A stale kernel is caught, not silent:
-:func:`finish_sink` checks that the rounds digested account for the rounds played.
+``put_action`` is compiled into every kernel that calls it.  numba's on-disk cache of a kernel
+is keyed on the kernel's own file only; :mod:`dpledger._jit` adds a hash of every compiled
+module of the package, so changing the sink's layout here recompiles its callers.  A stale
+kernel would still be caught, not silent: :func:`finish_sink` checks that the rounds digested
+account for the rounds played.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import types
+
+from dpledger._jit import njit
 from numba.extending import overload
 
 from dpledger.interrupt import Stopped, watch

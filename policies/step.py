@@ -50,7 +50,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit, types
+from numba import types
+
+from dpledger._jit import njit
 from numba.experimental import jitclass
 
 from dpledger.accounting import store_checkpoint as ckpt

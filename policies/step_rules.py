@@ -29,7 +29,7 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.errors import DpledgerError
 from dpledger.accounting.releases import NonPrivateRelease

@@ -33,7 +33,7 @@ depend on T.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.accounting.releases import NonPrivateRelease
 from dpledger.errors import DpledgerError

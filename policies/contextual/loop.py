@@ -27,7 +27,7 @@ delay, the policy's select and observe functions (:mod:`~dpledger.policies.conte
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.policies.contextual.environments import LINEAR, REPLAY, SUPERVISED
 from dpledger.policies.contextual.ridge import (dot, linucb_scores, lints_scores, pick,

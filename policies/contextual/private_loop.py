@@ -41,7 +41,7 @@ succeeds, starting from the block's last j and trying one step below it every 32
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.mechanisms.matrix import (add_outer_packed, add_outer_packed_lattice,
                                         packed_index, tree_prefix, tree_push, tree_version)

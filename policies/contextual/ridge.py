@@ -18,7 +18,7 @@ O(M·d²) memory for the models.  The width √(xᵀA⁻¹x) = ‖L⁻¹x‖ is 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.policies.rules import argmax_first, tie_break
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-from numba import njit
+from dpledger._jit import njit
 
 from dpledger.accounting.ledger import RewardLedger
 from dpledger.errors import DpledgerError
