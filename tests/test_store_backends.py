@@ -309,26 +309,34 @@ HAMMER = textwrap.dedent("""
 """)
 
 
+def _start_together(tmp_path, source: str, store_url: str, n: int) -> list:
+    """Run ``source`` as ``n`` processes (arguments: the store, k, the go file), each
+    announcing itself ready (``go.ready{k}``) and then waiting for the go file, so that they
+    all start at once; their (stdout, stderr) once every one exited 0."""
+    script = tmp_path / f"script{n}.py"
+    script.write_text(source)
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, str(script), store_url, str(k), str(go)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+             for k in range(n)]
+    t_end = time.time() + 120
+    while not all(os.path.exists(f"{go}.ready{k}") for k in range(n)):
+        assert time.time() < t_end and all(p.poll() is None for p in procs), "processes died"
+        time.sleep(0.02)
+    go.write_text("")
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+    return outs
+
+
 def test_racing_writers_spend_exactly_the_budget(store_url, tmp_path):
     """Four processes each try 10 records of ε = 1/8 on each of 8 rewards of an ε = 1 store, in
     their own random orders, all at once.  Every reward admits exactly 8 (the costs are dyadic,
     so the spends are exact): exactly 64 records are accepted and 256 refused, whatever the
     interleaving; every reward's spend is exactly 1; verify is clean."""
     LedgerStore.create(store_url, "eps=1").close()
-    script = tmp_path / "hammer.py"
-    script.write_text(HAMMER)
-    go = tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, str(script), store_url, str(k), str(go)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-             for k in range(4)]
-    t_end = time.time() + 120
-    while not all(os.path.exists(f"{go}.ready{k}") for k in range(4)):   # all opened: race
-        assert time.time() < t_end and all(p.poll() is None for p in procs), "writers died"
-        time.sleep(0.02)
-    go.write_text("")
-    outs = [p.communicate(timeout=300) for p in procs]
-    for p, (_out, err) in zip(procs, outs, strict=True):
-        assert p.returncode == 0, err
+    outs = _start_together(tmp_path, HAMMER, store_url, 4)
     ok = sum(int(o.split()[0]) for o, _ in outs)
     no = sum(int(o.split()[1]) for o, _ in outs)
     assert (ok, no) == (64, 256)
@@ -362,20 +370,7 @@ def test_racing_creators_of_one_fresh_store(store_url, tmp_path):
     verifies clean, and nothing is left beside an SQLite store.  (Before the SQLite store was
     built aside and linked into place, a process opening it between the file's creation and its
     tables was refused with "not a ledger store" or "database is locked".)"""
-    script = tmp_path / "creator.py"
-    script.write_text(CREATOR)
-    go = tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, str(script), store_url, str(k), str(go)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-             for k in range(6)]
-    t_end = time.time() + 120
-    while not all(os.path.exists(f"{go}.ready{k}") for k in range(6)):
-        assert time.time() < t_end and all(p.poll() is None for p in procs), "creators died"
-        time.sleep(0.02)
-    go.write_text("")
-    outs = [p.communicate(timeout=300) for p in procs]
-    for p, (_out, err) in zip(procs, outs, strict=True):
-        assert p.returncode == 0, err
+    _start_together(tmp_path, CREATOR, store_url, 6)
     assert verify_store(store_url) == []
     with LedgerStore.open(store_url, readonly=True) as s:
         assert s.rows_array().shape[0] == 6
