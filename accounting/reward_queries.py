@@ -652,6 +652,28 @@ def pareto_candidates(ints: np.ndarray, g: np.ndarray, tol: np.ndarray,
     same set; it only costs O(n·32·d) instead of O(n·|front|·d) for the bulk.  (A store of 1e6
     random records: 6.8e5 candidates, a front of 294; the scan alone took 2.1 s.)"""
     n = g.size
+    if n > 1:
+        # equal points are never dropped, so a scan over many copies of one point kept them
+        # all in its front: O(n²) (2·10⁶ records of a tree counter, nearly all with the same
+        # nodes, ran for hours).  Scan one copy of each distinct (ints, g, tol) and keep every
+        # copy of a kept one: the same set, since a point and its copies are dominated alike.
+        rows = np.column_stack([ints.astype(np.int64, copy=False),
+                                np.ascontiguousarray(g, dtype=np.float64).view(np.int64),
+                                np.ascontiguousarray(tol, dtype=np.float64).view(np.int64)])
+        uniq, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        if uniq.shape[0] < n:
+            kept = _pareto_distinct(ints[first], g[first], tol[first], block)
+            mask = np.zeros(first.size, dtype=bool)
+            mask[kept] = True
+            return np.flatnonzero(mask[inverse.reshape(-1)])
+    return _pareto_distinct(ints, g, tol, block)
+
+
+def _pareto_distinct(ints: np.ndarray, g: np.ndarray, tol: np.ndarray,
+                     block: int) -> np.ndarray:
+    """:func:`pareto_candidates` on points without exact copies (copies would still be
+    handled correctly, only slowly)."""
+    n = g.size
     if n > 4 * _SENTINEL_POOL:
         by_sum = np.argsort(-ints.sum(axis=1), kind="stable")[:_SENTINEL_POOL] \
             if ints.shape[1] else np.zeros(0, dtype=np.int64)

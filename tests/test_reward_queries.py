@@ -270,6 +270,26 @@ def test_pareto_candidates_against_pairwise_definition():
         assert want <= wide
 
 
+def test_pareto_candidates_with_many_copies_equals_the_plain_scan():
+    """Inputs that are mostly copies of a few points (a tree counter's records: nearly all in
+    the same nodes) — the scan over distinct points, every copy of a kept one returned, gives
+    what the plain scan over every point gives (which keeps all copies in its front and was
+    O(n²) on them); with and without a tolerance, below and above the pruning threshold."""
+    rng = np.random.default_rng(8)
+    for n in (3000, 12_000):
+        base = rng.integers(0, 4, (40, 3))
+        base[0] = 3                                           # the common point: maximal
+        gs = rng.choice([0.0, 0.25, 1.0], 40)
+        gs[0] = 1.0
+        pick = rng.choice(40, n, p=np.r_[0.9, np.full(39, 0.1 / 39)])
+        ints, g = base[pick], gs[pick]
+        for tol in (np.zeros(n), 1e-9 * g):
+            got = rq.pareto_candidates(ints, g, tol)
+            want = rq._pareto_scan(ints, g, tol, 512)
+            assert np.array_equal(got, want)
+            assert np.any(np.bincount(pick[got]) > 1000)     # the copies are all there
+
+
 def test_exact_front_equals_the_plain_definition():
     """:func:`rq.exact_front` (a Pareto scan) returns what composition.maximal_compositions
     (the O(n²) definition) does, in the same order — with repeated compositions, releases of
