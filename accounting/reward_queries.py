@@ -660,8 +660,8 @@ def pareto_candidates(ints: np.ndarray, g: np.ndarray, tol: np.ndarray,
         rows = np.column_stack([ints.astype(np.int64, copy=False),
                                 np.ascontiguousarray(g, dtype=np.float64).view(np.int64),
                                 np.ascontiguousarray(tol, dtype=np.float64).view(np.int64)])
-        uniq, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-        if uniq.shape[0] < n:
+        _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        if first.size < n:
             kept = _pareto_distinct(ints[first], g[first], tol[first], block)
             mask = np.zeros(first.size, dtype=bool)
             mask[kept] = True

@@ -59,10 +59,10 @@ from fractions import Fraction
 
 import numpy as np
 from numba import objmode
-
-from dpledger._jit import njit
 from numba.core.extending import overload
 from numba.np.random.generator_core import next_uint64 as _next_uint64
+
+from dpledger._jit import njit
 
 S_MIN = 1 << 12              # smallest s this sampler takes (noise.py uses CKS20 below)
 S_MAX = 1 << 50              # largest s (the lattice sampler's documented range)

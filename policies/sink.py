@@ -36,10 +36,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-
-from dpledger._jit import njit
 from numba.extending import overload
 
+from dpledger._jit import njit
 from dpledger.interrupt import Stopped, watch
 
 SINK_CHUNK = 1 << 15            # rounds per digest (a power of two: the flush test is a mask)

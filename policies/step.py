@@ -51,10 +51,9 @@ from typing import Any
 
 import numpy as np
 from numba import types
-
-from dpledger._jit import njit
 from numba.experimental import jitclass
 
+from dpledger._jit import njit
 from dpledger.accounting import store_checkpoint as ckpt
 from dpledger.accounting.filters import BudgetExceeded
 from dpledger.accounting.ledger import RewardLedger
