@@ -57,7 +57,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -69,6 +69,11 @@ from dpledger.accounting.store_backends import (CHECKPOINTS_SQL, Backend, Sqlite
                                                 StoreUnreachable, _first_line, is_postgres_url, is_sqlite_file,
                                                 open_backend, sqlite_path)
 from dpledger.errors import DpledgerError
+
+# A check run inside a write transaction: (get a checkpoint's bytes, the database's clock) ->
+# (checkpoint writes, result); it may raise to refuse (LedgerStore.update_checkpoints)
+Guard = Callable[[Callable[[str], "bytes | None"], Callable[[], float]],
+                 "tuple[dict[str, bytes | None], Any]"]
 
 FORMAT = "dpledger-store"
 VERSION = 3        # 3: labels (policy, arms) and checkpoints (issue 24); 2: the record chain
@@ -454,13 +459,17 @@ class LedgerStore:
         return self.append_many([(run, arm, start, stop, release, count)])
 
     def append_many(self, records: Iterable[tuple],
-                    checkpoint: tuple[str, bytes] | None = None) -> int:
+                    checkpoint: tuple[str, bytes] | None = None, guard: Guard | None = None
+                    ) -> int:
         """A batch of ``(run, arm, start, stop, release, count)`` in one transaction: all
         stored, or (budget refusal, bad input, crash) none.  Returns the number of records
         appended, once committed (durable).  ``checkpoint`` = (name, bytes): the caller's state
         after these releases, stored under ``name`` in the same transaction (a policy server
         that restarts reads it back with :meth:`checkpoint` and never re-draws the noise of a
-        release it recorded); with no records, only the checkpoint is written."""
+        release it recorded); with no records, only the checkpoint is written.  ``guard``:
+        checked inside the transaction, as :meth:`update_checkpoints`'s ``update`` (it may
+        refuse, and its writes go with the records) — a step-form server's lease, so that a
+        server that lost its run to another writes nothing."""
         if self.readonly:
             raise DpledgerError("store opened read-only")
         recs = list(records)
@@ -469,7 +478,9 @@ class LedgerStore:
         checkpoint = _check_checkpoint(checkpoint)
         if not recs:
             if checkpoint is not None:
-                self.save_checkpoint(*checkpoint)
+                self.save_checkpoint(*checkpoint, guard=guard)
+            elif guard is not None:
+                self.update_checkpoints(guard)
             return 0
         releases = [r[4] for r in recs]
         ints = np.empty((len(recs), 5), dtype=object)
@@ -484,7 +495,7 @@ class LedgerStore:
                 k = uniq[id(rel)] = len(distinct)
                 distinct.append(rel)
             which[i] = k
-        return self._append(cols, distinct, which, checkpoint)
+        return self._append(cols, distinct, which, checkpoint, guard)
 
     def append_columns(self, arm, start, stop, releases: Sequence[Release], which=0, count=1,
                        run=0) -> int:
@@ -511,7 +522,8 @@ class LedgerStore:
         return self._append(cols, releases, which)
 
     def _append(self, cols: list[np.ndarray], distinct: list[Release], which: np.ndarray,
-                checkpoint: tuple[str, bytes] | None = None) -> int:
+                checkpoint: tuple[str, bytes] | None = None, guard: Guard | None = None
+                ) -> int:
         if cols[0].size == 0:
             return 0
         db = self._db
@@ -522,6 +534,7 @@ class LedgerStore:
             # under the writer lock: the head read here is the store's state until our
             # commit, so the budget check below sees every record any writer committed
             meta, recent = self._begin_append()
+            guarded = guard(self._checkpoint_data, db.now)[0] if guard is not None else {}
             ids = np.array([self._intern(rel) for rel in distinct], dtype=np.int64)[which]
             data = np.stack([cols[0], cols[1], cols[2], cols[3], ids, cols[4]], axis=1)
             new_spend = self._check_budget(data, meta, recent) if self.budget is not None \
@@ -530,6 +543,8 @@ class LedgerStore:
             seq, link = self._link_batch(meta, data.shape[0], blob)
             if checkpoint is not None:
                 self._write_checkpoint(checkpoint[0], seq, checkpoint[1])
+            for name, blob_ in guarded.items():
+                self._put_checkpoint(name, seq, blob_)
             self._before_commit()
             db.commit()
             self._after_commit()
@@ -702,18 +717,38 @@ class LedgerStore:
                 "head": meta.get("head")}
 
     # -- checkpoints ---------------------------------------------------------------------------
-    def save_checkpoint(self, name: str, data: bytes) -> None:
+    def save_checkpoint(self, name: str, data: bytes, guard: Guard | None = None) -> None:
         """Store ``data`` under ``name`` (one transaction, under the writer lock), beside the
         number of batches committed so far.  Checkpoints are a writer's own state, outside the
-        record chain: they carry no privacy (the records do)."""
+        record chain: they carry no privacy (the records do).  ``guard``: as in
+        :meth:`append_many`."""
+        name, data = _check_checkpoint((name, data))
+
+        def update(get, now):
+            writes = dict(guard(get, now)[0]) if guard is not None else {}
+            writes[name] = data
+            return writes, None
+        self.update_checkpoints(update)
+
+    def update_checkpoints(self, update: Guard) -> Any:
+        """A read-modify-write of checkpoints in one write transaction, under the writer lock
+        (SQLite ``BEGIN IMMEDIATE``, PostgreSQL the head row's lock), so that two processes
+        doing it at once are ordered: the second reads what the first wrote (issue 30 §1).
+        ``update(get, now)`` reads checkpoints with ``get(name)`` (the bytes or None) and the
+        database's clock with ``now()`` (seconds since the epoch; PostgreSQL's own, so several
+        hosts agree), and returns (writes, result): ``writes`` maps names to new bytes (None
+        deletes); the result is returned once committed.  An exception from ``update``
+        (a refusal) rolls everything back."""
         if self.readonly:
             raise DpledgerError("store opened read-only")
-        name, data = _check_checkpoint((name, data))
         self._require_checkpoints()
         db = self._db
         try:
             meta, _ = self._begin_append()
-            self._write_checkpoint(name, int(meta["batches"]), data)
+            writes, result = update(self._checkpoint_data, db.now)
+            batches = int(meta["batches"])
+            for name, data in writes.items():
+                self._put_checkpoint(name, batches, data)
             db.commit()
         except BaseException as exc:
             db.rollback()
@@ -721,6 +756,18 @@ class LedgerStore:
                 raise DpledgerError(f"{self.path}: the checkpoint failed, nothing was stored "
                                     f"({_first_line(exc)})") from None
             raise
+        return result
+
+    def _checkpoint_data(self, name: str) -> bytes | None:
+        got = self.checkpoint(name)
+        return None if got is None else got[1]
+
+    def _put_checkpoint(self, name: str, batches: int, data: bytes | None) -> None:
+        if data is None:
+            self._db.execute("DELETE FROM checkpoints WHERE name = ?", (str(name),))
+        else:
+            name, data = _check_checkpoint((name, data))
+            self._write_checkpoint(name, batches, data)
 
     def checkpoint(self, name: str) -> tuple[int, bytes] | None:
         """(the number of batches committed when it was written, the bytes) of the checkpoint

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 import urllib.parse
 from typing import Any, Iterable, Sequence
 
@@ -148,6 +149,11 @@ class Backend:
 
     def begin_read(self) -> None:
         raise NotImplementedError
+
+    def now(self) -> float:
+        """The store's clock, in seconds since the epoch (leases, issue 30 §1): this host's for
+        an SQLite file, the server's for PostgreSQL (so servers on several hosts agree)."""
+        return time.time()
 
     def read_snapshot(self, reads: Sequence[str]) -> list[list]:
         """The rows of ``reads`` (parameter-free SELECTs), all from one snapshot."""
@@ -469,6 +475,10 @@ class PostgresBackend(Backend):
             out.append(cur.fetchall())
             cur.nextset()
         return out
+
+    def now(self):
+        return float(self.conn.execute(
+            "SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0])
 
     def begin_read(self):
         self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")

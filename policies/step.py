@@ -42,10 +42,13 @@ line.  :meth:`OnlinePolicy.checkpoint` writes one on demand (e.g. at shutdown).
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import secrets
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,12 +99,17 @@ class Ticket:
 
 def run_seed_sequence(seed: int | None, run: int, generation: int) -> np.random.SeedSequence:
     """Generation 0 of run ``run``: the simulator's run generator (``SeedSequence(seed,
-    spawn_key=(run,))``); generation g ≥ 1: ``spawn_key=(run, g)``, a stream no earlier
-    generation used.  ``seed`` None: 128 bits of the operating system's entropy."""
+    spawn_key=(run,))``), so a first opening steps exactly as ``dpledger run``; generation
+    g ≥ 1: the seed *and 128 fresh bits of the operating system's entropy*, ``spawn_key=(run,
+    g)`` (issue 30 §1): reproducing a restart buys nothing, and a generation handed out again
+    (a store restored from a backup) must never repeat an earlier process's noise.  ``seed``
+    None: the operating system's entropy alone."""
     if seed is None:
         return np.random.SeedSequence(secrets.randbits(128))
-    key = (int(run),) if generation == 0 else (int(run), int(generation))
-    return np.random.SeedSequence(entropy=int(seed), spawn_key=key)
+    if generation == 0:
+        return np.random.SeedSequence(entropy=int(seed), spawn_key=(int(run),))
+    return np.random.SeedSequence(entropy=(int(seed), secrets.randbits(128)),
+                                  spawn_key=(int(run), int(generation)))
 
 
 class _MemorySink:
@@ -118,14 +126,31 @@ class _MemorySink:
 class _StoreSink:
     def __init__(self, store: LedgerStore, run: int):
         self.store, self.run = store, run
+        self.lease: ckpt.Lease | None = None      # set once the run is bound
 
     def record(self, rows, checkpoint) -> None:
         self.store.append_many(rows, checkpoint=(
-            None if checkpoint is None else ckpt.writer(self.run, checkpoint())))
+            None if checkpoint is None else ckpt.writer(self.run, checkpoint())),
+            guard=None if self.lease is None else ckpt.guard(self.store, self.lease))
+
+
+def _locked(method):
+    """Run ``method`` holding the policy's lock: one select, observe or checkpoint at a time, so
+    threads of one server may share a policy (its state and its generator are not safe to
+    interleave)."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return call
 
 
 class OnlinePolicy:
-    """A policy in step form (see the module docstring).  Make one with :func:`online`."""
+    """A policy in step form (see the module docstring).  Make one with :func:`online`.
+
+    Thread-safe: :meth:`select`, :meth:`observe`, :meth:`checkpoint`, :meth:`renew_lease` and
+    :meth:`close` hold one lock each, so a threaded server may share one policy (calls are
+    serialised, which their shared state and generator need anyway)."""
 
     def __init__(self, policy, rule, K: int, horizon: int | None, sink, seed, sampler: str,
                  lo: float, hi: float, run: int, store: LedgerStore | None, identity: dict):
@@ -146,6 +171,9 @@ class OnlinePolicy:
         self.generation = 0
         self.n_recorded = 0                          # releases recorded by this process
         self._releases: dict[int, Any] = {}
+        self._lock = threading.RLock()
+        self.lease: ckpt.Lease | None = None         # the run's lease, with a store
+        self._renew_at = math.inf                    # time.monotonic() to renew it at
         self._set_rng(run_seed_sequence(seed, run, 0))
         rule.bind(self)
         rule.start(self.box)
@@ -169,6 +197,7 @@ class OnlinePolicy:
         self.live[arm] = False
 
     # -- select ----------------------------------------------------------------------------
+    @_locked
     def select(self, context=None) -> Ticket:
         """The next round's ticket: its round number and the arm to play.  A contextual
         policy takes the round's ``context``: one vector of its dimension d (one context per
@@ -177,6 +206,8 @@ class OnlinePolicy:
             raise DpledgerError(f"policy {self.policy.name!r} is K-armed: select() takes no "
                                 "context")
         ctx = self.rule.check_context(context) if self.rule.contextual else None
+        if time.monotonic() >= self._renew_at:
+            self.renew_lease()
         if self.horizon is not None and self.t >= self.horizon:
             raise DpledgerError(f"the horizon {self.horizon} is reached: no round "
                                 f"{self.t + 1} can be selected")
@@ -229,6 +260,7 @@ class OnlinePolicy:
             return
 
     # -- observe ---------------------------------------------------------------------------
+    @_locked
     def observe(self, ticket, reward) -> None:
         """The reward of ``ticket`` (a :class:`Ticket`, or an arm: its oldest outstanding
         ticket).  Due releases are recorded, then drawn."""
@@ -338,10 +370,20 @@ class OnlinePolicy:
             raise DpledgerError("checkpoint: its size does not match its head")
         return head, arrays
 
+    @_locked
     def checkpoint(self) -> None:
         """Write the current state to the store (one transaction; nothing pending)."""
         if self.store is not None:
-            ckpt.save(self.store, self.run, self._pack())
+            ckpt.save(self.store, self.run, self._pack(), self.lease)
+
+    @_locked
+    def renew_lease(self) -> None:
+        """Extend this server's lease on its run (``select`` does it every third of the
+        lease's length; a server idle for longer should call it, or its run may be taken
+        over — after which every write of this one is refused)."""
+        if self.store is not None and self.lease is not None:
+            ckpt.renew(self.store, self.lease)
+            self._renew_at = time.monotonic() + self.lease.seconds / 3
 
     def _resume(self, data: bytes, generation: int) -> None:
         head, z = self._unpack(data)
@@ -373,12 +415,19 @@ class OnlinePolicy:
         self.generation = generation
         self._set_rng(run_seed_sequence(self.seed, self.run, generation))
 
+    @_locked
     def close(self) -> None:
-        """Checkpoint and close the store (if this policy opened it)."""
+        """Checkpoint, give the run's lease back and close the store (if this policy opened
+        it)."""
         if self.store is not None:
-            self.checkpoint()
-            if getattr(self, "_owns_store", False):
-                self.store.close()
+            try:
+                self.checkpoint()
+                if self.lease is not None:
+                    ckpt.release(self.store, self.lease)
+                    self.lease = None
+            finally:
+                if getattr(self, "_owns_store", False):
+                    self.store.close()
 
     def __enter__(self):
         return self
@@ -441,6 +490,7 @@ def open_or_create_store(url: str, budget=None) -> LedgerStore:
 def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, seed=None,
            sampler: str = "float", reward_range=(0.0, 1.0), run: int = 0, budget=None,
            dim: int | None = None, shared: bool = False, norm_bound: float = 1.0,
+           lease_seconds: float = ckpt.LEASE_SECONDS, take_over: bool = False,
            **params) -> OnlinePolicy:
     """Policy ``name`` in step form over ``n_arms`` arms (see the module docstring).
 
@@ -454,7 +504,13 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
     parameters (``epsilon=…``).  Contextual policies (:mod:`~dpledger.policies.
     step_rules_contextual`): ``dim`` the context dimension d, ``shared`` True for one context
     per arm (one shared θ; else one context per round, a model per arm), ``norm_bound`` the
-    declared bound L on every context's Euclidean norm."""
+    declared bound L on every context's Euclidean norm.
+
+    With a store, the opening takes run ``run``'s lease (one live server per run,
+    :mod:`~dpledger.accounting.store_checkpoint`): ``lease_seconds`` its length (renewed by
+    ``select``), ``take_over`` True to take it from a holder known to be gone (a crashed
+    server on another host; a holder on this host whose process is gone is taken over
+    without it).  A run served by another live process is refused in one line."""
     from dpledger.policies.registry import make_policy
     from dpledger.policies.step_rules import rule_for
     K = _check_int("n_arms", n_arms, 2)
@@ -472,6 +528,16 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
     if seed is not None:
         seed = _check_int("seed", seed)
     run = _check_int("run", run)
+    try:
+        lease_seconds = float(lease_seconds)
+    except (TypeError, ValueError):
+        raise DpledgerError(f"lease_seconds must be a number > 0, got {lease_seconds!r}") \
+            from None
+    if not (math.isfinite(lease_seconds) and 0 < lease_seconds <= 86400 * 366):
+        raise DpledgerError(f"lease_seconds must be a number from 0 (excluded) to a year, got "
+                            f"{lease_seconds!r}")
+    if not isinstance(take_over, (bool, np.bool_)):
+        raise DpledgerError(f"take_over must be True or False, got {take_over!r}")
     try:
         lo, hi = (float(v) for v in reward_range)
     except (TypeError, ValueError):
@@ -520,7 +586,9 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
     pol._owns_store = owns
     if store is not None:
         try:
-            gen = ckpt.bind(store, identity, run)
+            gen, lease = ckpt.bind(store, identity, run, lease_seconds, bool(take_over))
+            pol.lease = sink.lease = lease
+            pol._renew_at = time.monotonic() + lease_seconds / 3
             if gen > 0:
                 data = ckpt.latest(store, run)
                 if data is not None:

@@ -7,8 +7,9 @@ T = 4000, unit-ball contexts).
 
     python tests/step_server.py STORE SEED             # "start T", then until killed (or T)
     python tests/step_server.py STORE SEED ROUNDS      # "ready", waits for a line on stdin,
-                                                       # ROUNDS rounds, then "refused N"
-                                                       # (releases the budget refused)
+                                                       # opens run 0: "lease-held …" (another
+                                                       # server has it) or ROUNDS rounds, then
+                                                       # "refused N" (the budget's refusals)
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import sys
 import numpy as np
 
 from dpledger.accounting.filters import BudgetExceeded
+from dpledger.accounting.store_checkpoint import LeaseHeld
 from dpledger.policies import online
 
 KILL_HORIZON = 4000
@@ -40,9 +42,14 @@ def main() -> None:
             p = online("lazy-dp-ts", 3, store=path, seed=0, epsilon=0.5)
         print(f"start {p.t}", flush=True)
     else:                     # racing servers (the test made the store, with its budget)
-        p = online("lazy-dp-ts", 3, store=path, seed=seed, epsilon=0.5)
         print("ready", flush=True)
-        sys.stdin.readline()  # every server has opened the store: none resumes another's state
+        sys.stdin.readline()  # every server is started: they open run 0 at once
+        try:
+            p = online("lazy-dp-ts", 3, store=path, seed=seed, epsilon=0.5)
+        except LeaseHeld as exc:
+            print(f"lease-held {exc}", flush=True)
+            return
+        print(f"serving generation {p.generation}", flush=True)
     traffic = np.random.default_rng([seed, p.generation])
     means = (0.7, 0.5, 0.3)
     pending = []

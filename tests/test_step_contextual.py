@@ -143,7 +143,7 @@ def test_contextual_late_rewards_and_restart(tmp_path):
             p.observe(tk, float(rng.random() < 0.5))
     p.checkpoint()
     p.store.close()
-    q = online("dp-linucb-mt", K, 200, store=path, seed=1, dim=D)
+    q = online("dp-linucb-mt", K, 200, store=path, seed=1, dim=D, take_over=True)
     assert q.t == 100 and set(q.contexts) == {tk.round for tk in pending}
     for tk in pending:
         assert np.array_equal(q.contexts[tk.round], x[tk.round - 1])

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from dpledger.accounting.filters import BudgetExceeded
+from dpledger.accounting import store_checkpoint as ckpt
 from dpledger.accounting.store import LedgerStore, verify_store
 from dpledger.errors import DpledgerError
 from dpledger.policies.registry import make_policy
@@ -92,7 +93,7 @@ def test_crash_between_record_and_draw_resumes_with_the_same_release(tmp_path, m
     p.store.close()
     monkeypatch.undo()
 
-    q = online("lazy-dp-ts", 3, store=path, seed=4, epsilon=0.5)
+    q = online("lazy-dp-ts", 3, store=path, seed=4, epsilon=0.5, take_over=True)
     assert q.generation == 1 and q.t == rounds
     assert q.store.n_records() == n_before + 1              # nothing recorded again
     # the interrupted release was finished with the uninterrupted run's noise: same statistics
@@ -155,40 +156,46 @@ def _kill_test(path, restarts, policy="lazy-dp-ts"):
         else:
             assert 0 < st["privacy"]["epsilon_at_delta"]["0.1"] <= 1.0
         gen = store.checkpoint("online/run-0/generation")
-        assert gen is not None and int(gen[1].decode()) == restarts - 1
+        assert gen is not None and ckpt.generation_of(gen[1]) == restarts - 1
 
 
-def test_racing_servers_never_pass_the_budget(store_url):
+def test_racing_servers_on_one_run_one_serves(store_url):
     """Three servers started at once on one store (made by ``ledger init`` first, as a
-    deployment does), all serving run 0 (the same rewards, as a replica started beside a live
-    one would): they race for every reward's budget (eps=0.5, one Lap(2) release of ε = 0.5
-    each).  Whoever loses a race is refused (BudgetExceeded) and freezes the arm; no reward's
-    spend passes the budget, the ledger verifies, and the races were real (refusals
-    happened)."""
+    deployment does), all opening run 0 with the *same* seed (issue 30 §1: replicas of one run
+    would hold copies of one tree state and generator, and draw the same noise on different
+    records).  Exactly one takes the run's lease and serves; the other two are refused with one
+    line naming the live server, having written nothing; the ledger verifies and no reward's
+    spend passes the budget."""
     LedgerStore.create(store_url, budget="eps=0.5").close()
     env = _server_env()
     procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "step_server.py"), store_url,
-                               str(k), "150"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               "7", "150"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=env, cwd=os.path.dirname(HERE))
-             for k in range(3)]
-    # all three open the store before any serves: each starts fresh (a new generation, no
-    # checkpoint of another to resume), so they release the same rewards' first epochs
+             for _ in range(3)]
     for proc in procs:
         assert proc.stdout.readline().strip() == b"ready", proc.stderr.read().decode()[-2000:]
     for proc in procs:
         proc.stdin.write(b"go\n")
         proc.stdin.flush()
-    refused = 0
+    outs = []
     for proc in procs:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err.decode()[-2000:]
-        refused += int(out.decode().split()[-1])
-    assert refused > 0
+        outs.append(out.decode().splitlines())
+    served = [o for o in outs if o[0].startswith("serving")]
+    held = [o for o in outs if o[0].startswith("lease-held")]
+    assert len(served) == 1 and len(held) == 2
+    assert served[0][0] == "serving generation 0"
+    for o in held:
+        assert len(o) == 1 and "run 0 is served by another live process" in o[0]
     assert verify_store(store_url) == []
     with LedgerStore.open(store_url, readonly=True) as store:
         st = store.status()
         assert st["records"] > 3
         assert st["privacy"]["pure_epsilon"] <= 0.5 and st["budget_spent"] <= 0.5
+        gen = store.checkpoint("online/run-0/generation")
+        assert ckpt.generation_of(gen[1]) == 0            # the refused took no generation
+        assert store.checkpoint("online/run-0/lease") is None    # given back at close
 
 
 def test_late_and_out_of_order_rewards(tmp_path):
@@ -324,7 +331,7 @@ def test_crash_after_a_selections_records_resumes_the_same_selection(tmp_path, m
     assert p.store.n_records() == n_before + 3
     p.store.close()
     monkeypatch.undo()
-    q = online("mts-gaussian", 3, store=path, seed=2, b=1)
+    q = online("mts-gaussian", 3, store=path, seed=2, b=1, take_over=True)
     assert q.t == 41 and q.outstanding[41][0] == arms[40]
     assert q.store.n_records() == n_before + 3
     q.observe(step_mod.Ticket(0, 41, arms[40], 0), 0.5)   # the ticket issued before the crash
