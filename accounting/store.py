@@ -61,6 +61,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from dpledger.accounting import store_anchor as anchor
 from dpledger.accounting import store_chain as chain
 from dpledger.accounting.filters import Budget, BudgetExceeded, CURRENCY_OF
 from dpledger.accounting.ledger import ARM_LIMIT as _MAX_ARM
@@ -76,6 +77,9 @@ Guard = Callable[[Callable[[str], "bytes | None"], Callable[[], float]],
                  "tuple[dict[str, bytes | None], Any]"]
 
 FORMAT = "dpledger-store"
+# the store's ``anchor`` setting (meta): a store made with its head anchor (the genesis covers
+# the setting), or one made before anchors whose anchor was added later (store_anchor)
+ANCHOR_HEADS, ANCHOR_ADDED = "heads", "added"
 VERSION = 3        # 3: labels (policy, arms) and checkpoints (issue 24); 2: the record chain
 READ_VERSIONS = (1, 2, 3)     # (issue 25 §3); older versions are read, and migrated on a
 _U = 2.0 ** -53               # writable open
@@ -284,6 +288,11 @@ class LedgerStore:
         self.version = VERSION
         self._genesis = chain.genesis(None)
         self._release_links: list[bytes] = []
+        # the head anchor (store_anchor): its file, and a note for status (e.g. "started on
+        # this host at batch N")
+        self.anchor_path: str | None = None
+        self.anchor_note: str | None = None
+        self._anchor_pending = False    # a read inside a snapshot left the check to its end
 
     @property
     def backend(self) -> str:
@@ -302,12 +311,15 @@ class LedgerStore:
         labels = _check_labels(policy, arms)
         db = open_backend(url, readonly=False, create=True)
         budget_json = json.dumps(budget.to_json(), allow_nan=False) if budget else None
-        g = chain.genesis(budget_json, labels_text(labels))
+        # the genesis covers the anchor setting: a store whose anchor and setting were both
+        # removed no longer verifies
+        g = chain.genesis(budget_json, labels_text({**labels, "anchor": ANCHOR_HEADS}))
         try:
             db.create_tables([("format", FORMAT), ("version", str(VERSION)), ("head", g.hex()),
                               ("batches", "0"), ("records", "0")]
                              + ([("budget", budget_json)] if budget else [])
-                             + [(k, str(v)) for k, v in labels.items()])
+                             + [(k, str(v)) for k, v in labels.items()]
+                             + [("anchor", ANCHOR_HEADS)])
         except db.db_errors as exc:
             db.close()
             raise DpledgerError(f"{db.name}: cannot create a ledger store ({exc})") from None
@@ -317,6 +329,13 @@ class LedgerStore:
         store = cls(db, budget, readonly=False)
         store._genesis = g
         store.policy, store.arms = labels.get("policy"), labels.get("arms")
+        store.anchor_path = _anchor_path(db)
+        try:
+            anchor.replace(store.anchor_path, 0, 0, g.hex())
+        except OSError as exc:
+            store.close()
+            raise DpledgerError(f"{db.name}: created, but its head anchor "
+                                f"{store.anchor_path} cannot be written ({exc})") from None
         return store
 
     @classmethod
@@ -360,10 +379,15 @@ class LedgerStore:
             store = cls(db, budget, readonly)
             store.version = int(meta["version"])
             store.policy, store.arms = have.get("policy"), have.get("arms")
-            store._genesis = chain.genesis(meta.get("budget"), labels_text(have))
+            genesis_labels = dict(have)
+            if meta.get("anchor") == ANCHOR_HEADS:
+                genesis_labels["anchor"] = ANCHOR_HEADS
+            store._genesis = chain.genesis(meta.get("budget"), labels_text(genesis_labels))
             store._load_releases()
             if store.version < VERSION and not readonly:
                 store._migrate()
+                meta = store._meta()
+            store._open_anchor(meta, readonly)
         except DpledgerError as exc:
             db.close()
             if name in str(exc):
@@ -397,6 +421,8 @@ class LedgerStore:
             self._snapshot_depth = 0
             if self._db.in_transaction:
                 self._db.commit()
+        if self._anchor_pending:
+            self._check_anchor_now()
 
     def __enter__(self) -> "LedgerStore":
         return self
@@ -561,6 +587,7 @@ class LedgerStore:
         if new_spend is not None:
             self._spend.update(new_spend)
             self._spend_at = (seq, link)
+        self._anchor_commit(seq, int(meta["records"]) + int(data.shape[0]), link)
         return int(data.shape[0])
 
     def _meta(self) -> dict:
@@ -599,6 +626,7 @@ class LedgerStore:
         got = self._db.begin_write(reads)
         meta = dict(got[0])
         self._check_last_batch(meta, got[1][0] if got[1] else None)
+        self._check_anchor(meta)
         self._load_releases(got[2])
         return meta, (got[3] if since is not None else None)
 
@@ -713,8 +741,113 @@ class LedgerStore:
         with self.snapshot():
             meta = self._meta()
             self._check_last_batch(meta)
+        self._check_anchor_now()
         return {"batches": int(meta.get("batches", 0)), "records": int(meta.get("records", 0)),
                 "head": meta.get("head")}
+
+    # -- the head anchor (issue 30 §2) ---------------------------------------------------------
+    def _open_anchor(self, meta: dict, readonly: bool) -> None:
+        """Find the anchor; start one where the store may have none yet: a store made before
+        anchors (its setting ``added``, not covered by its genesis), an empty store, or a
+        PostgreSQL store this host has not written to (trust on first use)."""
+        if self.version < 2:
+            return
+        path = _anchor_path(self._db)
+        setting = meta.get("anchor")
+        exists = os.path.exists(path)
+        if setting is None and not readonly:
+            head, n_batches, n_records = self._head_fields(meta)
+            anchor.start(path, n_batches, n_records, head)
+            self._db.begin_write([])
+            try:
+                self._db.execute("INSERT INTO meta VALUES ('anchor', ?)", (ANCHOR_ADDED,))
+                self._db.commit()
+            except BaseException:
+                self._db.rollback()
+                raise
+            setting = ANCHOR_ADDED
+            self.anchor_note = (f"head anchor started at batch {n_batches} (a store made "
+                                "before anchors)")
+        elif setting is not None and not exists and not readonly and (
+                self.backend != "sqlite" or meta.get("batches") == "0"):
+            head, n_batches, n_records = self._head_fields(meta)
+            anchor.start(path, n_batches, n_records, head)
+            exists = True
+            if self.backend != "sqlite":
+                self.anchor_note = (f"this host's head anchor started at batch {n_batches} "
+                                    "(its first writing opening of this store)")
+        if setting is None:
+            self.anchor_note = "no head anchor (a store made before anchors, opened read-only)"
+            return
+        if self.backend != "sqlite" and not os.path.exists(path):
+            self.anchor_note = ("no head anchor on this host (no writer here); only the chain "
+                                "and --head can be checked")
+            return
+        self.anchor_path = path
+
+    def _anchor_problem(self, meta: dict, got=False) -> str | None:
+        """Whether the store continues its anchor's newest head (one line), under the writer
+        lock or in a snapshot begun after the anchor was read (``got``: the anchor's newest
+        head, already read): the anchored batch must be there with that link."""
+        if self.anchor_path is None:
+            return None
+        try:
+            if got is False or got is None:
+                got = anchor.newest(self.anchor_path)
+        except FileNotFoundError:
+            return (f"{self.path}: its head anchor {self.anchor_path} is missing: the store's "
+                    "truncation or rollback could not be told (restore the anchor, or check the"
+                    " store with `dpledger verify --head DIGEST`: docs/ledger-store.md"
+                    "#what-is-detected)")
+        except (OSError, DpledgerError) as exc:
+            return f"{self.path}: its head anchor cannot be read ({_first_line(exc)})"
+        if got is None:
+            return f"{self.path}: its head anchor {self.anchor_path} is empty"
+        head, n_batches, _ = self._head_fields(meta)
+        if got.batches == n_batches:
+            link = head
+        elif got.batches == 0:
+            link = self._genesis.hex()
+        elif got.batches < n_batches:
+            row = self._db.execute("SELECT link FROM batches WHERE seq = ?",
+                                   (got.batches,)).fetchone()
+            link = None if row is None else str(row[0])
+        else:
+            link = None
+        return anchor.mismatch(self.path, self.anchor_path, got, n_batches, link)
+
+    def _check_anchor_now(self) -> None:
+        """The anchor check for a reader: the anchor read first, then the store in a snapshot
+        begun after it (an anchor line is written after its commit, so that snapshot holds
+        every batch the anchor names; a reader's older snapshot may not)."""
+        if self.anchor_path is None:
+            return
+        if self._snapshot_depth or self._db.in_transaction:
+            self._anchor_pending = True     # inside a caller's snapshot: checked as it ends
+            return
+        self._anchor_pending = False
+        try:
+            got = anchor.newest(self.anchor_path)
+        except (OSError, DpledgerError):
+            got = None              # _anchor_problem says what
+        with self.snapshot():
+            self._check_anchor(self._meta(), got)
+
+    def _check_anchor(self, meta: dict, got: "anchor.Anchored | None | bool" = False) -> None:
+        problem = self._anchor_problem(meta, got)
+        if problem:
+            raise DpledgerError(problem)
+
+    def _anchor_commit(self, seq: int, records: int, link: str) -> None:
+        """After a commit: its head onto the anchor (the store is durable already: a failure
+        here is said, and the next append still accepts the store one batch ahead)."""
+        if self.anchor_path is None:
+            return
+        try:
+            anchor.append(self.anchor_path, seq, records, link)
+        except OSError as exc:
+            raise DpledgerError(f"{self.path}: batch {seq} is stored, but its head anchor "
+                                f"{self.anchor_path} could not be written ({exc})") from None
 
     # -- checkpoints ---------------------------------------------------------------------------
     def save_checkpoint(self, name: str, data: bytes, guard: Guard | None = None) -> None:
@@ -925,6 +1058,8 @@ class LedgerStore:
             if not check:
                 self._check_head(meta, count, total)
                 self._load_releases()          # release ids written by another writer
+        if not check:
+            self._check_anchor_now()
         if not blob:
             return np.zeros((0, 6), dtype=np.int64)
         data = np.frombuffer(blob, dtype="<i8").reshape(-1, 6).astype(np.int64, copy=False)
@@ -1108,14 +1243,20 @@ def _n_streams(data: np.ndarray) -> int:
     return int(1 + np.count_nonzero(k[1:] != k[:-1]))
 
 
-def verify_store(path: str | os.PathLike, since: tuple[int, str] | None = None) -> list[str]:
+def verify_store(path: str | os.PathLike, since: tuple[int, str] | None = None,
+                 head: str | None = None) -> list[str]:
     """Every problem found in the store at ``path`` (a URL or path; empty: clean).  Opens
     read-only: SQLite's quick_check (an SQLite store), the format, every batch's size and sha256, the record chain (every link
     recomputed; the first bad batch or release named; the head and counts against the last
     batch), rows (0 ≤ start < stop, count ≥ 1, known release ids), releases that parse, the
     budget re-derived from its parameters, and every reward's spend recomputed from the rows
     within the budget.  ``since`` = (batches, head) written down earlier: the store must have
-    grown from it (the recomputed link of that batch equals that head)."""
+    grown from it (the recomputed link of that batch equals that head).  ``head``: a digest
+    written down earlier (``dpledger ledger head``), without its batch number: some batch's
+    recomputed link must equal it.  The head anchor (:mod:`.store_anchor`): every head it
+    records must be the recomputed link of its batch (a store truncated or rolled back below
+    an anchored head, or rewritten, is named); a store made with an anchor that has lost it
+    is named too."""
     problems: list[str] = []
     try:
         store = LedgerStore.open(path, readonly=True)
@@ -1124,14 +1265,40 @@ def verify_store(path: str | os.PathLike, since: tuple[int, str] | None = None) 
     except DpledgerError as exc:
         return [str(exc)]
     try:
-        return _verify_open_store(store, problems, since)
+        return _verify_open_store(store, problems, since, head)
     except (*store._db.db_errors, DpledgerError) as exc:
         return problems + [f"damaged ledger store: {_first_line(exc)}"]
     finally:
         store.close()
 
 
-def _chain_problems(store: "LedgerStore", since: tuple[int, str] | None) -> list[str]:
+def _anchored_heads(store: "LedgerStore") -> tuple[dict[int, str], list[str]]:
+    """Every head the store's anchor records (batch → link), and what is wrong with the anchor
+    itself (missing where the store was made with one and holds batches)."""
+    path = store.anchor_path
+    if path is None:
+        return {}, []
+    try:
+        lines = anchor.read_all(path)
+    except FileNotFoundError:
+        if store.backend == "sqlite" and store._meta().get("batches", "0") != "0":
+            return {}, [f"head anchor: {path} is missing — this store was made with one, so "
+                        "its truncation or rollback cannot be told (docs/ledger-store.md"
+                        "#what-is-detected)"]
+        return {}, []
+    except (OSError, DpledgerError) as exc:
+        return {}, [f"head anchor: {_first_line(exc)}"]
+    out: dict[int, str] = {}
+    problems: list[str] = []
+    for a in lines:
+        if out.setdefault(a.batches, a.head) != a.head:
+            problems.append(f"head anchor: {path} records two heads for batch {a.batches}: "
+                            "the store was replaced by another")
+    return out, problems
+
+
+def _chain_problems(store: "LedgerStore", since: tuple[int, str] | None,
+                    head_digest: str | None = None) -> list[str]:
     """The record chain recomputed from the file (:mod:`.store_chain`): the first release and
     the first batch whose link does not match, and the head and counts against the last batch.
     A version 1 store has no chain: said once (``since`` cannot be checked)."""
@@ -1140,6 +1307,13 @@ def _chain_problems(store: "LedgerStore", since: tuple[int, str] | None) -> list
         return (["a version 1 store has no record chain: --since cannot be checked (opening it "
                  "for writing, e.g. `dpledger ledger record`, adds one)"] if since else [])
     out: list[str] = []
+    anchored, anchor_bad = _anchored_heads(store)
+    head_digest = None if head_digest is None else head_digest.lower()
+    digest_at = 0 if head_digest == store._genesis.hex() else None
+    late: list[str] = []          # the anchor's findings, after the chain's own
+    if anchored.pop(0, store._genesis.hex()) != store._genesis.hex():
+        late.append(f"head anchor: {store.anchor_path} records another store's genesis: the "
+                   "store was replaced by another (docs/ledger-store.md#what-is-detected)")
     texts = [t for _, t in conn.execute("SELECT id, json FROM releases ORDER BY id")]
     rel_links = chain.release_links(store._genesis, texts)
     prev, expect, n_rows, last_link = store._genesis, 1, 0, store._genesis.hex()
@@ -1173,8 +1347,19 @@ def _chain_problems(store: "LedgerStore", since: tuple[int, str] | None) -> list
         if bad:
             out.append(bad)
             broken = True
-        elif since is not None and seq == since[0]:
-            since_link = prev.hex()
+        else:
+            if since is not None and seq == since[0]:
+                since_link = prev.hex()
+            if head_digest is not None and digest_at is None and prev.hex() == head_digest:
+                digest_at = seq
+            want = anchored.get(seq)
+            if want is not None and want != prev.hex():
+                late.append(f"head anchor: batch {seq}'s recomputed link is not the head its "
+                           f"anchor ({store.anchor_path}) records: the store was rewritten or "
+                           "rolled back to another copy (docs/ledger-store.md#what-is-detected)")
+                anchored = {}
+            elif want is not None:
+                anchored.pop(seq)
         expect += 1
         n_rows += int(n)
     total = len(rows)
@@ -1185,6 +1370,18 @@ def _chain_problems(store: "LedgerStore", since: tuple[int, str] | None) -> list
                    f"({meta.get('records')} records), the file holds {total} ({n_rows} records) "
                    "or another last link: batches were deleted or added at the end outside "
                    "dpledger, or the head was edited")
+    if anchored and not broken:
+        top = max(anchored)
+        if top > 0:
+            late.append(f"head anchor: {store.anchor_path} records batch {top}, the store holds "
+                       f"{total}: batches were deleted at the end, or the store was restored "
+                       "from an older copy (docs/ledger-store.md#what-is-detected)")
+    out += anchor_bad + late
+    if head_digest is not None and not broken and digest_at is None:
+        out.append(f"--head: no batch of the store links to {head_digest[:16]}…: the store did "
+                   "not grow from that head (truncated, rolled back or rewritten)")
+    elif head_digest is not None and broken and digest_at is None:
+        out.append("--head: not checked past the chain's first bad link")
     if since is not None:
         n_since, head_since = since
         if n_since == 0:
@@ -1219,7 +1416,8 @@ def row_problems(data: np.ndarray, n_releases: int) -> list[str]:
 
 
 def _verify_open_store(store: "LedgerStore", problems: list[str],
-                       since: tuple[int, str] | None = None) -> list[str]:
+                       since: tuple[int, str] | None = None, head: str | None = None
+                       ) -> list[str]:
     """The checks of :func:`verify_store` on an open, read-only store (one snapshot)."""
     problems += store._db.integrity_check()
     with store.snapshot():                  # one snapshot for every check below
@@ -1228,7 +1426,7 @@ def _verify_open_store(store: "LedgerStore", problems: list[str],
         except DpledgerError as exc:
             return problems + [str(exc)]
         rows_bad = row_problems(data, len(store._releases))
-        problems += _chain_problems(store, since) + rows_bad
+        problems += _chain_problems(store, since, head) + rows_bad
         if store.budget is not None and data.size and not rows_bad:
             spent, where = max_spend(store, data)
             if not spent <= store.budget.limit:
@@ -1298,8 +1496,10 @@ def copy_store(src: str | os.PathLike, dst: str | os.PathLike) -> dict:
         points = [] if s.version < 3 else [
             (str(a), int(b), bytes(c)) for a, b, c in
             s._db.execute("SELECT name, batches, data FROM checkpoints ORDER BY name")]
-    keys = ("format", "head", "batches", "records", "budget", "policy", "arms")
+    keys = ("format", "head", "batches", "records", "budget", "policy", "arms", "anchor")
     rows = [(k, meta[k]) for k in keys if k in meta] + [("version", str(VERSION))]
+    if "anchor" not in meta:
+        rows.append(("anchor", ANCHOR_ADDED))       # not covered by the copied genesis
     final = None if is_postgres_url(dst) else sqlite_path(dst)
     if final is not None:
         if os.path.exists(final):
@@ -1334,11 +1534,18 @@ def copy_store(src: str | os.PathLike, dst: str | os.PathLike) -> dict:
                 for leftover in (target, target + "-wal", target + "-shm"):
                     if os.path.exists(leftover):
                         os.unlink(leftover)
+    anchor.replace(anchor.path_for("sqlite", final, final) if final else _anchor_path(db),
+                   int(meta.get("batches", 0)),
+                   int(meta.get("records", 0)), str(meta.get("head")))
     problems = verify_store(dst)
     if problems:
         raise DpledgerError(f"{_name(dst)}: the copy does not verify: {problems[0]}")
     with LedgerStore.open(dst, readonly=True) as d:
         return d.head()
+
+
+def _anchor_path(db: Backend) -> str:
+    return anchor.path_for(db.kind, db.name, db.path if db.kind == "sqlite" else None)
 
 
 def _name(url) -> str:

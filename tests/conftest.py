@@ -8,6 +8,9 @@ below its certificate — audited bound, μ_lower against GDP μ, and the KOV bo
 """
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 import pytest
 
@@ -15,6 +18,11 @@ import audit_guard
 from contextual_data import unit_rows
 
 audit_guard.install()
+
+# PostgreSQL stores keep their head anchors on the writing host (accounting/store_anchor.py):
+# the suite's go to a folder of its own, not the user's ~/.local/state (subprocesses inherit it)
+if "DPLEDGER_ANCHOR_DIR" not in os.environ:
+    os.environ["DPLEDGER_ANCHOR_DIR"] = tempfile.mkdtemp(prefix="dpledger-anchors-")
 
 
 @pytest.fixture(autouse=True)

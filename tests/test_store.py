@@ -508,7 +508,8 @@ def test_store_paths_with_uri_characters_and_foreign_files(tmp_path):
     with LedgerStore.open(odd, readonly=True) as s:
         assert s.n_records() == 1
     assert sorted(p.name for p in tmp_path.iterdir()
-                  if not p.name.endswith(("-wal", "-shm"))) == ["q%41 #1?.db", "qA.db"]
+                  if not p.name.endswith(("-wal", "-shm"))) == [
+        "q%41 #1?.db", "q%41 #1?.db.heads", "qA.db", "qA.db.heads"]     # each its head anchor
     r = _cli("ledger", "status", str(odd))
     assert r.returncode == 0 and "records: 1" in r.stdout, r.stderr
     foreign = tmp_path / "foreign.db"

@@ -20,7 +20,7 @@ import pytest
 
 from dpledger.accounting import store_chain as chain
 from dpledger.accounting.releases import GaussianRelease, LaplaceRelease
-from dpledger.accounting.store import LedgerStore, verify_store
+from dpledger.accounting.store import LedgerStore, labels_text, verify_store
 from dpledger.cli import main
 from dpledger.errors import DpledgerError
 
@@ -59,7 +59,8 @@ def test_deleting_the_last_records_is_detected_and_refused(tmp_path, capsys):
     _store(p)
     _edit(p, "DELETE FROM batches WHERE seq >= 4")
     problems = verify_store(p)
-    assert len(problems) == 1 and "head says 5 batches" in problems[0]
+    assert len(problems) == 2 and "head says 5 batches" in problems[0]
+    assert "anchor" in problems[1] and "records batch 5, the store holds 3" in problems[1]
     with LedgerStore.open(p, readonly=True) as s, pytest.raises(DpledgerError,
                                                                match="chain does not match"):
         s.status()
@@ -136,8 +137,10 @@ def _rewrite_consistently(path):
     """What a chain cannot stop: edit batch 1's data and recompute every later link and the
     head (anyone can: there is no secret)."""
     conn = sqlite3.connect(path)
-    budget = dict(conn.execute("SELECT key, value FROM meta").fetchall()).get("budget")
-    g = chain.genesis(budget)
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    g = chain.genesis(meta.get("budget"),
+                      labels_text({"anchor": meta["anchor"]}) if meta.get("anchor") == "heads"
+                      else "")
     rel = chain.release_links(g, [t for _, t in conn.execute(
         "SELECT id, json FROM releases ORDER BY id")])
     blob = np.array([[0, 0, 0, 1, 0, 1]], dtype="<i8").tobytes()
@@ -163,10 +166,14 @@ def test_an_earlier_head_shows_the_store_only_grew(tmp_path, capsys):
     assert main(["verify", str(p), "--since", written]) == 0
     assert "grown from batch 3" in capsys.readouterr().out
     _rewrite_consistently(p)
-    assert verify_store(p) == []            # the file alone cannot tell (no secret) …
+    # the file alone cannot tell (no secret); its head anchor beside it can …
+    problems = verify_store(p)
+    assert len(problems) == 1 and "head anchor" in problems[0] and "rewritten" in problems[0]
+    os.remove(str(p) + ".heads")
     n, head = written.split(":")
     problems = verify_store(p, (int(n), head))
-    assert len(problems) == 1 and "did not grow from it" in problems[0]   # … the head can
+    # … and so can the head written down, with the anchor gone too
+    assert any("did not grow from it" in q for q in problems)
     assert main(["verify", str(p), "--since", "3:xyz"]) == 2
     assert main(["verify", str(p), "--since", "9:" + "0" * 64]) == 1
     capsys.readouterr()

@@ -227,6 +227,25 @@ def parse_since(text: str) -> tuple[int, str]:
     return int(n), head
 
 
+def parse_head(text: str) -> str:
+    """A chain head (64 hex digits) as ``dpledger ledger head`` prints it (``BATCHES:HEAD``
+    is taken too: the count is then not needed)."""
+    head = str(text).strip().lower().rpartition(":")[2]
+    if len(head) != 64 or any(c not in "0123456789abcdef" for c in head):
+        raise DpledgerError(f"--head must be the 64 hex digits `dpledger ledger head` prints, "
+                            f"got {text!r}")
+    return head
+
+
+def _anchor_words(url: str) -> str:
+    """What the head anchor added to a clean verify, in a few words."""
+    from dpledger.accounting.store import LedgerStore
+    with LedgerStore.open(url, readonly=True) as store:
+        if store.anchor_path is not None:
+            return f", head anchor ({store.anchor_path})"
+        return f" ({store.anchor_note})" if store.anchor_note else ""
+
+
 def _verify(args) -> int:
     from dpledger.accounting.store import verify_store
     from dpledger.accounting.store_backends import redact
@@ -238,7 +257,8 @@ def _verify(args) -> int:
     if getattr(args, "resimulate", False):
         raise DpledgerError("--resimulate does not apply to a ledger store (no simulation)")
     since = parse_since(args.since) if getattr(args, "since", None) is not None else None
-    problems = verify_store(args.file, since)
+    head = parse_head(args.head) if getattr(args, "head", None) is not None else None
+    problems = verify_store(args.file, since, head)
     name = redact(args.file)
     if problems:
         sys.stderr.write(f"{name}: {len(problems)} problem(s)\n")
@@ -248,6 +268,8 @@ def _verify(args) -> int:
         return 1
     sys.stdout.write(f"{name}: ok — store format, record chain"
                      + (f" (grown from batch {since[0]}'s head)" if since else "")
+                     + (" (grown from the head given)" if head else "")
+                     + _anchor_words(args.file)
                      + ", batch checksums, rows, releases and every reward's spend within the "
                      "budget checked\n")
     return 0

@@ -35,6 +35,11 @@ def register(sub) -> None:
                    help="ledger stores only: the head printed earlier by `dpledger ledger "
                         "head`; the store must have grown from it (its record chain passes "
                         "through that head; default: no earlier head is checked)")
+    p.add_argument("--head", default=None, metavar="DIGEST",
+                   help="ledger stores only: a head (64 hex digits) an operator wrote down "
+                        "from `dpledger ledger head`; some batch of the store must link to it "
+                        "(the store only grew from it: docs/ledger-store.md#what-is-detected; "
+                        "default: the head anchor alone)")
     p.set_defaults(func=run)
 
 
@@ -64,6 +69,8 @@ def run(args) -> int:
     from dpledger.errors import DpledgerError
     if args.since is not None:
         raise DpledgerError("--since applies to ledger stores only")
+    if args.head is not None:
+        raise DpledgerError("--head applies to ledger stores only")
     workers = _int("workers", args.workers, 1, MAX_WORKERS)
     if not args.resimulate and args.workers != "1":
         raise DpledgerError("--workers applies to --resimulate only")
