@@ -215,3 +215,13 @@ def test_legacy_store_gets_an_anchor_when_opened_for_writing(tmp_path):
         assert "before anchors" in s.anchor_note and os.path.exists(path)
     _truncate_to(url, 5)
     assert any("records batch 6" in p for p in verify_store(url))
+
+
+def test_deleting_the_anchor_and_its_setting_breaks_the_genesis(tmp_path):
+    url = str(tmp_path / "s.db")
+    path, _ = _build(url)
+    _truncate_to(url, 4)
+    os.remove(path)
+    _sql(url, "DELETE FROM meta WHERE key = 'anchor'")
+    problems = verify_store(url)
+    assert problems and "batch 1" in problems[0] and "does not link" in problems[0]
