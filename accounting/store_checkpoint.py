@@ -210,7 +210,7 @@ def served_runs(store) -> list[dict]:
         if held is not None:
             h = json.loads(held[1].decode())
             lease = {"pid": h.get("pid"), "host": h.get("host"),
-                     "expires": _when(float(h.get("expires", 0)))}
+                     "expires": _when(float(h.get("expires", 0))), "alive": _holder_alive(h)}
         out.append({"run": run, "generation": int(info["generation"]),
                     "entropy": info.get("entropy", "seed"), "lease": lease})
     return sorted(out, key=lambda r: r["run"])

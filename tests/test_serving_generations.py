@@ -219,3 +219,24 @@ def test_lease_arguments_are_checked(tmp_path):
             online("lazy-dp-ts", 3, store=tmp_path / "s.db", lease_seconds=bad)
     with pytest.raises(DpledgerError, match="take_over"):
         online("lazy-dp-ts", 3, store=tmp_path / "s.db", take_over="yes")
+
+
+def test_status_names_each_served_run(tmp_path, capsys):
+    from dpledger.cli import main
+    url = str(tmp_path / "s.db")
+    for _ in range(2):
+        p = online("lazy-dp-ts", 3, store=url, seed=1, epsilon=0.5)
+        _serve(p, 20, 0)
+        p.close()
+    p = online("lazy-dp-ts", 3, store=url, seed=1, epsilon=0.5)
+    assert main(["ledger", "status", url, "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    run = st["served_runs"][0]
+    assert (run["run"], run["generation"], run["entropy"]) == (0, 2, "seed+os")
+    assert run["lease"]["pid"] == os.getpid()
+    assert st["head_anchor"]["path"] == url + ".heads"
+    p.close()
+    assert main(["ledger", "status", url]) == 0
+    out = capsys.readouterr().out
+    assert "served run 0: generation 2 (noise from the seed and fresh OS entropy); lease free" \
+        in out

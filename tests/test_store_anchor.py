@@ -82,6 +82,11 @@ def _refused_everywhere(url, needle: str, capsys) -> None:
     assert main(["ledger", "status", url]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "anchor" in err
+    assert main(["ledger", "record", url, "--arm", "1", "--start", "0", "--stop", "1",
+                 "laplace:eps=0.25"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "anchor" in err
+    assert len(_rows(url, "SELECT seq FROM batches")) == n
 
 
 @pytest.mark.parametrize("damage, needle", [

@@ -137,13 +137,34 @@ def run_status(args: argparse.Namespace) -> int:
     from dpledger.accounting.store import LedgerStore
     from dpledger.inputs import parse_deltas
     deltas = parse_deltas("--delta", args.delta) if args.delta else None
+    from dpledger.accounting.store_checkpoint import served_runs
     with LedgerStore.open(args.store, readonly=True) as store:
         st = store.status(deltas)
+        st["head_anchor"] = {"path": store.anchor_path, "note": store.anchor_note}
+        st["served_runs"] = served_runs(store)
     if args.json:
         sys.stdout.write(dumps(st))
         return 0
-    sys.stdout.write(format_status(st))
+    sys.stdout.write(format_status(st) + format_serving(st))
     return 0
+
+
+def format_serving(st: dict) -> str:
+    """The head anchor and the runs step-form servers opened (generation, its noise's
+    entropy, the lease), for ``ledger status``."""
+    a = st.get("head_anchor") or {}
+    lines = [f"head anchor: {a['path']}" + (f" ({a['note']})" if a.get("note") else "")
+             if a.get("path") else f"head anchor: none ({a.get('note') or 'not kept'})"]
+    for r in st.get("served_runs") or []:
+        noise = {"seed": "the seed alone", "seed+os": "the seed and fresh OS entropy"}.get(
+            r["entropy"], r["entropy"])
+        lease = r["lease"]
+        held = (f"lease held by pid {lease['pid']} on {lease['host']} until {lease['expires']}"
+                + ("" if lease.get("alive", True) else " (that process is gone: the next "
+                   "opening on this host takes it over)") if lease else "lease free")
+        lines.append(f"served run {r['run']}: generation {r['generation']} (noise from "
+                     f"{noise}); {held}")
+    return "\n".join(lines) + "\n"
 
 
 _NUMBER_NAMES = {"pure_epsilon": "pure ε", "gdp_mu": "GDP μ", "zcdp_rho": "zCDP ρ"}
