@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from dpledger.errors import DpledgerError
 
 SUFFIX = ".heads"
-_TAIL = 4096          # the newest lines: concurrent writers append in commit order, give or take
-#                       the few that commit at the same moment
+_TAIL = 1024          # the newest lines (about a dozen): concurrent writers append in commit
+#                       order, give or take the few that commit at the same moment
 
 
 @dataclass(frozen=True)
@@ -61,13 +61,15 @@ def path_for(kind: str, name: str, sqlite_file: str | None = None) -> str:
     return os.path.join(anchor_dir(), hashlib.sha256(name.encode()).hexdigest() + SUFFIX)
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
 def _parse(line: str, path: str, number: int) -> Anchored:
     try:
         b, r, h = line.split()
-        bytes.fromhex(h)
-        if len(h) != 64:
+        if len(h) != 64 or not _HEX.issuperset(h):
             raise ValueError
-        return Anchored(int(b), int(r), h.lower())
+        return Anchored(int(b), int(r), h)
     except ValueError:
         raise DpledgerError(f"{path}: line {number} of the head anchor is not 'batches records "
                             "head'") from None
@@ -96,8 +98,14 @@ def newest(path: str) -> Anchored | None:
         lines = lines[:-1]
     if size > _TAIL:
         lines = lines[1:]                    # the first may be cut by the seek
-    got = [_parse(ln, path, 0) for ln in lines if ln]
-    return max(got, key=lambda a: a.batches) if got else None
+    best, top = None, -1
+    for ln in lines:                         # only the newest line is parsed whole
+        first = ln.split(" ", 1)[0]
+        if first.isdigit() and int(first) > top:
+            best, top = ln, int(first)
+        elif ln and not first.isdigit():
+            _parse(ln, path, 0)              # raises: a line that is not an anchor line
+    return None if best is None else _parse(best, path, 0)
 
 
 def append(path: str, batches: int, records: int, head: str) -> None:
