@@ -62,6 +62,29 @@ def report_deltas(policy, problem, deltas: Sequence[float] | None) -> list[float
     return deltas
 
 
+def privacy_unit(policy, env) -> dict:
+    """What one unit of privacy is in this run (issue 30 §3; docs/concepts.md#privacy-unit):
+    ``unit`` (a reward, or a record: a round's context and reward), ``relation`` (the
+    neighbouring streams the certificate is about) and, for a replay, ``log_rows`` (why the
+    certificate is not one of the log's rows)."""
+    record = policy.privacy_model == "record-private"
+    unit = "record" if record else "reward"
+    what = ("one record (a round's context and reward)" if record
+            else "one reward (contexts public)")
+    out = {"unit": unit,
+           "relation": f"streams differing in {what} of the stream the policy observed, in "
+                       "its arrival order"}
+    if getattr(env, "is_replay", False):
+        out["relation"] = (f"streams differing in {what} of the simulated online stream: the "
+                           "log rows the policy accepted, in acceptance order")
+        out["log_rows"] = (
+            "not certified: whether a log row is accepted depends on the policy's action, "
+            "which depends on that row's context, so one changed row can add or remove a "
+            "record and shift every later record's position in the policy's statistics; no "
+            "bound short of every later release is given (docs/concepts.md#privacy-unit)")
+    return out
+
+
 def build_contextual_report(res: ContextualResult, deltas: Sequence[float] | None = None) -> dict:
     policy, problem, env = res.policy, res.problem, res.env
     deltas = report_deltas(policy, problem, deltas)
@@ -94,6 +117,7 @@ def build_contextual_report(res: ContextualResult, deltas: Sequence[float] | Non
                    else regret_block(res.points, res.regret)),
         "reward": reward_block(res),
         "privacy": privacy_section(deltas, theorem, certificate, realized),
+        "privacy_unit": privacy_unit(policy, env),
         "ledger": _ledger_block(res.ledger, res),
     }
     report["ledger"].update(LEDGER_NOT_WRITTEN)

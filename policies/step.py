@@ -21,6 +21,12 @@ rewards.  Until every arm has a first release, a round after the K initial pulls
 robin, an arm still waiting for one (our choice for late rewards; with rewards observed before
 the next select, as in the simulator, it never happens).
 
+**Arrival order is the relation.**  The certificate is about neighbouring streams with the same
+arrival order: it holds when delays do not depend on the rewards (or are public).  A delay that
+depends on a reward's value shifts the records delivered in between, and a tree then changes
+about one node per shifted record (docs/concepts.md#privacy-unit; tests/test_arrival_order.py).
+:attr:`OnlinePolicy.privacy_unit` says so.
+
 **Record before draw.**  A due release is appended to the store — the budget check and the
 append one transaction — and only then is its noise drawn.  A release the budget refuses is not
 made (:class:`~dpledger.accounting.filters.BudgetExceeded`, one line): its arm is *frozen* — the
@@ -197,6 +203,11 @@ class OnlinePolicy:
         self.live[arm] = False
 
     # -- select ----------------------------------------------------------------------------
+    privacy_unit = {
+        "relation": "streams differing in one reward (record) of the stream as it reached "
+                    "observe(), in its arrival order: the certificate holds when delays do not "
+                    "depend on the rewards (docs/concepts.md#privacy-unit)"}
+
     @_locked
     def select(self, context=None) -> Ticket:
         """The next round's ticket: its round number and the arm to play.  A contextual

@@ -50,7 +50,12 @@ def test_run_verify_resimulate(case, data, tmp_path, capsys):
     assert "resimulation (run.json and ledger file bytes identical)" in capsys.readouterr().out
     assert main(["show", str(out)]) == 0
     assert main(["curve", str(out)]) == 0
+    # issue 30 §3: the privacy unit; a replay certifies the simulated stream, not log rows
+    assert rep["privacy_unit"]["unit"] == "reward"
+    assert ("log_rows" in rep["privacy_unit"]) == case.startswith("replay")
     if case.startswith("replay"):
+        assert "accepted" in rep["privacy_unit"]["relation"]
+        assert rep["privacy_unit"]["log_rows"].startswith("not certified")
         assert rep["regret"]["status"].startswith("not_applicable")
         assert rep["reward"]["accepted_rows"] == rep["contextual"]["rounds"]
         assert rep["reward"]["uniform_mean_reward"] == pytest.approx(
@@ -292,3 +297,20 @@ def test_obd_fetch_from_the_registry(tmp_path, capsys):
     assert code == 0
     rep = json.loads(out.read_text())
     assert 50 < min(rep["reward"]["accepted_rows"]) <= max(rep["reward"]["accepted_rows"]) < 250
+
+
+def test_run_prints_the_privacy_unit(data, tmp_path, capsys):
+    """``run`` says what one unit of privacy is: a record-private run reports per record, and a
+    replay says its certificate is the simulated stream's, not the log's rows (issue 30)."""
+    capsys.readouterr()
+    assert main(["run", "linucb", "--env", "replay", "--log", str(data / "log.csv"), "--seed",
+                 "1", "--out", str(tmp_path / "a.json")]) == 0
+    out = capsys.readouterr().out
+    assert "privacy unit: streams differing in one reward (contexts public) of the simulated " \
+        "online stream" in out
+    assert "the log's rows: not certified" in out
+    assert main(["run", "jdp-linucb", "--env", "linear", "--dim", "3", "--arms", "3",
+                 "--horizon", "200", "--seed", "1", "--out", str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    assert "privacy (per record, worst case):" in out and "worst-off record:" in out
+    assert json.loads((tmp_path / "b.json").read_text())["privacy_unit"]["unit"] == "record"

@@ -36,7 +36,8 @@ def summary_text(rep: dict) -> str:
     w = real.get("worst_reward")
     if w:
         where = ("log row" if env.get("name") == "replay" and unit == "stream" else "round")
-        lines.append(f"worst-off reward: observation {w.get('index')} of {unit} {w.get('arm')} in "
+        noun = (rep.get("privacy_unit") or {}).get("unit", "reward")
+        lines.append(f"worst-off {noun}: observation {w.get('index')} of {unit} {w.get('arm')} in "
                      f"run {w.get('run')} (these count from 0), observed at {where} "
                      f"{w.get('round')} ({where}s count from 1)")
     cols = [d]
@@ -48,7 +49,8 @@ def summary_text(rep: dict) -> str:
             cols.append(k)
     header = f"  {'':12s} {'pure ε':>10s} {'GDP μ':>10s}" + "".join(
         f" {'ε(δ=' + c + ')':>16s}" for c in cols)
-    lines.append("privacy (per reward, worst case):")
+    pu = rep.get("privacy_unit") or {}
+    lines.append(f"privacy (per {pu.get('unit', 'reward')}, worst case):")
     lines.append(header)
     for name in ("theorem", "certificate", "realized"):
         b = priv[name]
@@ -101,6 +103,12 @@ def _contextual_head(rep: dict, params: str, seed: str) -> list[str]:
              f"({_n(ctx['streams'], 'stream')}), delay {ctx['delay']}, T={rep['horizon']}, "
              f"{_n(rep['runs'], 'run')}, {seed}",
              f"privacy model: {ctx['privacy_model']}"]
+    pu = rep.get("privacy_unit") or {}
+    if pu.get("relation"):
+        lines.append(f"privacy unit: {pu['relation']}")
+    if pu.get("log_rows"):
+        lines.append(f"  the log's rows: {pu['log_rows'].split(':')[0]} (one changed row can "
+                     "move every later record: docs/concepts.md#privacy-unit)")
     if "final_mean" in reg:
         lines.append(f"regret at T: mean {reg['final_mean']:.6g}, std {_fmt(reg['final_std'])}")
     else:
