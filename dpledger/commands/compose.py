@@ -1,6 +1,8 @@
 """``dpledger compose RELEASE... [--delta D ...] [--json]``: the privacy calculator."""
 from __future__ import annotations
 
+from dpledger.outward import up
+
 import argparse
 import sys
 
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _cell(value, status) -> str:
     if value is not None:
-        return f"{value:.6g}"
+        return up(value)       # certified numbers round toward less privacy
     return {"unbounded": "∞", "not_applicable": "n/a"}.get(status, status.replace("skipped:", "skip:"))
 
 

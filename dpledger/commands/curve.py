@@ -1,6 +1,8 @@
 """``dpledger curve run.json``: ε(δ) and δ(ε) of the worst reward under each accountant."""
 from __future__ import annotations
 
+from dpledger.outward import up
+
 import sys
 
 
@@ -100,7 +102,8 @@ def narrow_table(data: dict, deltas, epsilons) -> str:
 
 
 def _cell(v, w: int, fmt: str) -> str:
-    return f"{v:>{w}{fmt}}" if v is not None else f"{'—':>{w}s}"
+    # privacy numbers round toward less privacy at the last printed digit (dpledger.outward)
+    return f"{up(v, int(fmt[1:-1])):>{w}s}" if v is not None else f"{'—':>{w}s}"
 
 
 def _best_cell(data: dict, block: str, which: int, i: int, fmt: str) -> str:
@@ -112,7 +115,7 @@ def _best_cell(data: dict, block: str, which: int, i: int, fmt: str) -> str:
     by = next((n.partition("/")[2] for n in data if n.startswith(block + "/")
                and not n.endswith("/best") and data[n][which][i] is not None
                and abs(data[n][which][i] - v) <= 1e-12 * max(abs(v), 1e-300)), "mixed")
-    return f"  {v:>12{fmt}}  {by:<5s}"
+    return f"  {up(v, int(fmt[1:-1])):>12s}  {by:<5s}"
 
 
 def run(args) -> int:

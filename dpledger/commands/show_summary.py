@@ -8,6 +8,12 @@ def _fmt(v) -> str:
     return f"{v:.6g}"
 
 
+def _up(v) -> str:
+    """A privacy number, rounded toward less privacy (dpledger.outward)."""
+    from dpledger.outward import up
+    return "—" if v is None else up(v)
+
+
 from dpledger.errors import counted as _n
 
 
@@ -54,8 +60,8 @@ def summary_text(rep: dict) -> str:
     lines.append(header)
     for name in ("theorem", "certificate", "realized"):
         b = priv[name]
-        lines.append(f"  {name:12s} {_fmt(b['pure_epsilon']):>10s} {_fmt(b['gdp_mu']):>10s}"
-                     + "".join(f" {_fmt(b['epsilon_at_delta'][c]):>16s}" for c in cols))
+        lines.append(f"  {name:12s} {_up(b['pure_epsilon']):>10s} {_up(b['gdp_mu']):>10s}"
+                     + "".join(f" {_up(b['epsilon_at_delta'][c]):>16s}" for c in cols))
     lines.append(f"  realized: {real['label'].split(':')[0]}")
     for what, label in (real.get("upper_bounds") or {}).items():
         lines.append(f"  realized {what} is an upper bound ({label.removeprefix('bound: ')}), "

@@ -54,7 +54,10 @@ def _number(v) -> bool:
 def _g(v) -> str:
     if v is None:
         return "—"
-    return f"{v:.6g}" if _number(v) else "(not a number)"
+    if not _number(v):
+        return "(not a number)"
+    from dpledger.outward import up
+    return up(v)              # privacy numbers round toward less privacy
 
 
 def run(args) -> int:
