@@ -686,6 +686,8 @@ def _contextual_argv(report: dict, table_path: str | None, log_path: str | None)
     env, ctx = report["environment"], report["contextual"]
     argv = ["--norm-bound", repr(float(env["norm_bound"])), "--delay", str(int(ctx["delay"])),
             "--sampler", str(report.get("sampler", "float"))]
+    if env.get("clip_contexts"):
+        argv.append("--clip-contexts")
     kind = env["name"]
     if kind == "linear":
         argv += ["--dim", str(int(env["dim"])), "--arms", str(int(env["arms"]))]

@@ -502,7 +502,7 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
            sampler: str = "float", reward_range=(0.0, 1.0), run: int = 0, budget=None,
            dim: int | None = None, shared: bool = False, norm_bound: float = 1.0,
            lease_seconds: float = ckpt.LEASE_SECONDS, take_over: bool = False,
-           **params) -> OnlinePolicy:
+           clip_contexts: bool = False, **params) -> OnlinePolicy:
     """Policy ``name`` in step form over ``n_arms`` arms (see the module docstring).
 
     ``horizon``: the number of rounds, or None for an anytime policy (a horizon-bound one says
@@ -515,7 +515,8 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
     parameters (``epsilon=…``).  Contextual policies (:mod:`~dpledger.policies.
     step_rules_contextual`): ``dim`` the context dimension d, ``shared`` True for one context
     per arm (one shared θ; else one context per round, a model per arm), ``norm_bound`` the
-    declared bound L on every context's Euclidean norm.
+    declared bound L on every context's Euclidean norm (a context above it is refused, exactly;
+    ``clip_contexts`` True scales it down to L instead, recorded in the store's identity).
 
     With a store, the opening takes run ``run``'s lease (one live server per run,
     :mod:`~dpledger.accounting.store_checkpoint`): ``lease_seconds`` its length (renewed by
@@ -572,10 +573,16 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
         problem = step_problem(K, horizon, dim, bool(shared), L, lo, hi,
                                LATTICE_BITS if sampler == "exact" else 0)
         rule = rule_cls(policy, K, horizon, problem)
+        if not isinstance(clip_contexts, (bool, np.bool_)):
+            raise DpledgerError(f"clip_contexts must be True or False, got {clip_contexts!r}")
+        rule.clip = bool(clip_contexts)
         identity.update(dim=dim, shared=bool(shared), norm_bound=L)
+        if clip_contexts:
+            identity["clip_contexts"] = True
     else:
-        if dim is not None or shared:
-            raise DpledgerError(f"policy {name!r} is K-armed: it takes no dim or shared")
+        if dim is not None or shared or clip_contexts:
+            raise DpledgerError(f"policy {name!r} is K-armed: it takes no dim, shared or "
+                                "clip_contexts")
         rule = rule_cls(policy, K, horizon)
     owns = False
     if store is None:

@@ -39,7 +39,7 @@ from dpledger.accounting.releases import NonPrivateRelease
 from dpledger.errors import DpledgerError
 from dpledger.mechanisms import matrix as mx
 from dpledger.policies.contextual.base import ContextualProblem
-from dpledger.policies.contextual.environments import check_contexts
+from dpledger.policies.contextual.environments import checked_contexts
 from dpledger.policies.contextual.loop import LINTS
 from dpledger.policies.contextual.private_loop import (STAT_REWARD, clear_record, init_models,
                                                        private_select, stage_record)
@@ -68,6 +68,8 @@ class ContextualStep(StepRule):
         self.problem = problem
         self.dim, self.shared = problem.dim, problem.shared
         self.ctx = np.zeros((K if problem.shared else 1, problem.dim))
+        self.clip = False          # online(clip_contexts=True): scale contexts down to L
+        self.clipped = 0           # how many were
 
     def check_context(self, context) -> np.ndarray:
         """The round's contexts as a (Kc, d) array — Kc = K (shared θ) or 1 — refused with one
@@ -88,9 +90,10 @@ class ContextualStep(StepRule):
                     else f"one context of dimension {self.dim}")
             raise DpledgerError(f"select() takes {what}, got shape {x.shape}")
         x = x.reshape(-1, self.dim)
-        check_contexts(x[None] if self.shared else x, self.problem.norm_bound, "select()",
-                       "round")
-        return x
+        got, n = checked_contexts(x[None] if self.shared else x, self.problem.norm_bound,
+                                  self.clip, "select()", "round")
+        self.clipped += n
+        return got.reshape(-1, self.dim)
 
     def model_of(self, a: int) -> int:
         """The model arm a's records join: its own (one context per round) or the shared one."""

@@ -109,7 +109,7 @@ def add_instance_options(p, table: bool = True, contextual: bool = False) -> Non
         _add_contextual_options(p)
     else:                   # the shared readers of these options see "not given"
         p.set_defaults(dim=None, arms=None, theta=None, norm_bound=None, dataset=None, log=None,
-                       context_columns=None, replay_mode=None, delay=None)
+                       context_columns=None, replay_mode=None, delay=None, clip_contexts=None)
 
 
 def _add_contextual_options(p) -> None:
@@ -123,7 +123,13 @@ def _add_contextual_options(p) -> None:
                         "bound; default: drawn from the seed)")
     p.add_argument("--norm-bound", default=None,
                    help="contextual environments: declared bound L > 0 on every context's "
-                        "Euclidean norm (a larger context is refused; default 1)")
+                        "Euclidean norm (a larger context is refused — exactly, no slack — "
+                        "unless --clip-contexts; default 1)")
+    p.add_argument("--clip-contexts", default=None, action="store_const", const=True,
+                   help="--env contextual-table or replay: scale every context of norm above "
+                        "L down to norm L (recorded in run.json's environment, with how many "
+                        "were scaled; the certificate holds for what the policy reads: "
+                        "docs/usage.md; default: refuse such a context)")
     p.add_argument("--dataset", default=None,
                    help="--env supervised: digits, wine, breast_cancer or iris (shipped with "
                         "scikit-learn: pip install 'dpledger[contextual]'; default digits)")
@@ -170,7 +176,8 @@ _ENV_OPTION = {"bernoulli": "means", "truncexp": "rates", "beta": "ab", "table":
 _CONTEXTUAL_OPTION = {"dim": ("linear",), "theta": ("linear",), "arms": ("linear", "replay"),
                       "dataset": ("supervised",), "log": ("replay",),
                       "context_columns": ("replay",), "replay_mode": ("replay",),
-                      "norm_bound": CONTEXTUAL_ENVS, "delay": CONTEXTUAL_ENVS}
+                      "norm_bound": CONTEXTUAL_ENVS, "delay": CONTEXTUAL_ENVS,
+                      "clip_contexts": ("contextual-table", "replay")}
 
 
 def _flag(opt: str) -> str:
@@ -209,7 +216,7 @@ def make_contextual_env(args, seed: int):
     if args.env == "contextual-table":
         if not args.table:
             raise DpledgerError("--env contextual-table needs --table FILE.npz")
-        return CD.load_npz_table(args.table, L, lo, hi)
+        return CD.load_npz_table(args.table, L, lo, hi, clip=bool(args.clip_contexts))
     if args.env == "supervised":
         return CD.load_supervised("digits" if args.dataset is None else args.dataset, L, lo, hi)
     if not args.log:
@@ -218,7 +225,8 @@ def make_contextual_env(args, seed: int):
     K = None if args.arms is None else _int("arms", args.arms, 2, 1 << 20)
     cols = None if args.context_columns is None else split_list("--context-columns",
                                                                 args.context_columns)
-    return CD.load_replay(args.log, K, cols, args.replay_mode or "uniform", L, lo, hi)
+    return CD.load_replay(args.log, K, cols, args.replay_mode or "uniform", L, lo, hi,
+                          clip=bool(args.clip_contexts))
 
 
 def make_env(args) -> E.Environment:

@@ -43,8 +43,8 @@ def check_fits(need: int, what: str) -> None:
         fits(what, 2 * int(need), "refusing to load it (it may use at most half of it)", avail)
 
 
-def load_npz_table(path: str, norm_bound: float = 1.0, lo: float = 0.0, hi: float = 1.0
-                   ) -> CE.ContextualEnvironment:
+def load_npz_table(path: str, norm_bound: float = 1.0, lo: float = 0.0, hi: float = 1.0,
+                   clip: bool = False) -> CE.ContextualEnvironment:
     """``--env contextual-table --table FILE``: a .npz holding ``contexts`` (T, d) or (T, K, d)
     and ``rewards`` (T, K), real numbers."""
     expected = "a .npz with arrays 'contexts' and 'rewards'"
@@ -74,7 +74,7 @@ def load_npz_table(path: str, norm_bound: float = 1.0, lo: float = 0.0, hi: floa
                                 f"{arr.dtype.name} values")
     try:
         return CE.contextual_table(contexts, rewards, norm_bound, lo, hi,
-                                   source={"table_sha256": file_sha256(path)})
+                                   source={"table_sha256": file_sha256(path)}, clip=clip)
     except DpledgerError as exc:
         raise DpledgerError(f"--table {path}: {str(exc).removeprefix('contextual table: ')}") \
             from None
@@ -208,13 +208,13 @@ def read_log(path: str, context_columns: list[str] | None = None) -> dict:
 
 def load_replay(path: str, arms: int | None = None, context_columns: list[str] | None = None,
                 mode: str = "uniform", norm_bound: float = 1.0, lo: float = 0.0,
-                hi: float = 1.0) -> CE.ContextualEnvironment:
+                hi: float = 1.0, clip: bool = False) -> CE.ContextualEnvironment:
     """``--env replay --log FILE``: the log read by :func:`read_log`, checked and wrapped."""
     log = read_log(path, context_columns)
     try:
         return CE.replay(log["contexts"], log["actions"], log["rewards"], log["propensity"],
                          arms, mode, norm_bound, lo, hi,
                          source={"log_sha256": log["sha256"],
-                                 "context_columns": log["context_columns"]})
+                                 "context_columns": log["context_columns"]}, clip=clip)
     except DpledgerError as exc:
         raise DpledgerError(f"--log {path}: {str(exc).removeprefix('the log: ')}") from None

@@ -129,27 +129,80 @@ def _norm_bound(L) -> float:
     return L
 
 
+def _exactly_over(ctx: np.ndarray, norm_bound: float) -> np.ndarray:
+    """Where a context's *exact* Euclidean norm exceeds ``norm_bound`` (the sensitivities assume
+    ‖x‖ ≤ L exactly: no slack).  The float sum of squares decides every row far from the bound
+    (its error is below (d + 2)·2⁻⁵² relative); rows within that of L² are decided in exact
+    rational arithmetic."""
+    from fractions import Fraction
+    sq = np.einsum("...j,...j->...", ctx, ctx)
+    L2 = norm_bound * norm_bound
+    tol = (ctx.shape[-1] + 4) * 2.0 ** -52
+    over = sq > L2 * (1 + tol)
+    near = np.argwhere((sq >= L2 * (1 - tol)) & ~over)
+    if near.size:
+        bound2 = Fraction(norm_bound) ** 2
+        for idx in map(tuple, near):
+            exact = sum(Fraction(float(v)) ** 2 for v in ctx[idx])
+            over[idx] = exact > bound2
+    return over
+
+
+def fit_to_bound(ctx: np.ndarray, norm_bound: float) -> tuple[np.ndarray, int]:
+    """``--clip-contexts``: every context of exact norm above L scaled to norm ≤ L (x·L/‖x‖,
+    then shrunk by a few ulps where rounding left it above); returns (the contexts, how many
+    were scaled).  The certificate's ‖x‖ ≤ L then holds exactly for what the policy reads."""
+    out = np.array(ctx, dtype=np.float64, copy=True)
+    over = _exactly_over(out, norm_bound)
+    n = int(over.sum())
+    if n:
+        rows = out[over]
+        rows *= (norm_bound / np.sqrt(np.einsum("...j,...j->...", rows, rows)))[..., None]
+        out[over] = rows
+        for _ in range(64):
+            still = _exactly_over(out, norm_bound)
+            if not still.any():
+                break
+            out[still] = out[still] * np.nextafter(1.0, 0.0) ** 4
+    return out, n
+
+
 def check_contexts(ctx: np.ndarray, norm_bound: float, what: str, row_name: str = "row",
                    first: int = 0) -> None:
-    """Every context finite and of Euclidean norm ≤ ``norm_bound`` (a relative 1e-12 slack for
-    data normalised to the bound exactly); the first offender is named (rows numbered from
-    ``first``: 0 for arrays, 1 for a log's data rows), nothing is clipped."""
+    """Every context finite and of exact Euclidean norm ≤ ``norm_bound`` (no slack: the
+    sensitivities include none); the first offender is named, with its norm to 17 digits (rows
+    numbered from ``first``: 0 for arrays, 1 for a log's data rows).  Nothing is clipped here;
+    :func:`fit_to_bound` (``--clip-contexts``) scales offenders down instead."""
     bad = ~np.isfinite(ctx)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise DpledgerError(f"{what}: a context holds NaN or infinity ({row_name} "
                             f"{idx[0] + first}" + (f", arm {idx[1]}" if ctx.ndim == 3 else "")
                             + ")")
-    norms = np.sqrt(np.einsum("...j,...j->...", ctx, ctx))
-    over = norms > norm_bound * (1 + 1e-12)
+    over = _exactly_over(ctx, norm_bound)
     if over.any():
         idx = tuple(int(i) for i in np.argwhere(over)[0])
+        norm = float(np.sqrt(np.dot(ctx[idx], ctx[idx])))
         raise DpledgerError(
             f"{what}: the context of {row_name} {idx[0] + first}" + (
                 f", arm {idx[1]}" if ctx.ndim == 3 else "")
-            + f" has norm {float(norms[idx]):.6g}, above the declared bound --norm-bound "
-            f"{norm_bound:g} (contexts are refused, not clipped; rescale the data or declare a "
-            "larger bound)")
+            + f" has norm {norm!r}, above the declared bound --norm-bound {norm_bound!r} "
+            "(the certificate allows no slack: rescale the data, declare a larger bound, or "
+            "pass --clip-contexts to scale such contexts down to the bound)")
+
+
+def checked_contexts(ctx: np.ndarray, norm_bound: float, clip: bool, what: str,
+                     row_name: str = "row", first: int = 0) -> tuple[np.ndarray, int]:
+    """The contexts to use: checked (refused above the bound), or with ``clip`` scaled down to
+    it (:func:`fit_to_bound`); returns (contexts, how many were scaled)."""
+    if not clip:
+        check_contexts(ctx, norm_bound, what, row_name, first)
+        return ctx, 0
+    bad = ~np.isfinite(ctx)
+    if bad.any():
+        check_contexts(ctx, norm_bound, what, row_name, first)      # names the NaN
+    fitted, n = fit_to_bound(ctx, norm_bound)
+    return fitted, n
 
 
 def check_rewards(rewards: np.ndarray, lo: float, hi: float, what: str, row_name: str = "row",
@@ -221,8 +274,8 @@ def linear(dim: int, arms: int, theta=None, seed: int = 0, norm_bound: float = 1
 
 
 def contextual_table(contexts: np.ndarray, rewards: np.ndarray, norm_bound: float = 1.0,
-                     lo: float = 0.0, hi: float = 1.0, source: dict | None = None
-                     ) -> ContextualEnvironment:
+                     lo: float = 0.0, hi: float = 1.0, source: dict | None = None,
+                     clip: bool = False) -> ContextualEnvironment:
     """Full-information contextual data: ``contexts`` (T, d) or (T, K, d), ``rewards`` (T, K)."""
     lo, hi = _range(lo, hi)
     L = _norm_bound(norm_bound)
@@ -248,9 +301,12 @@ def contextual_table(contexts: np.ndarray, rewards: np.ndarray, norm_bound: floa
         raise DpledgerError("contexts have dimension 0")
     ctx3 = np.ascontiguousarray(ctx3, dtype=np.float64)
     rew = np.ascontiguousarray(rew, dtype=np.float64)
-    check_contexts(ctx3 if shared else ctx3[:, 0, :], L, "contextual table")
+    got, n_clipped = checked_contexts(ctx3 if shared else ctx3[:, 0, :], L, clip,
+                                      "contextual table")
+    ctx3 = np.ascontiguousarray(got if shared else got[:, None, :])
     check_rewards(rew, lo, hi, "contextual table")
     info = dict(source or {})
+    info.update(_clip_info(clip, n_clipped))
     info.setdefault("data_sha256", sha256_of(ctx3, rew))
     return ContextualEnvironment(TABLE, K, ctx3.shape[2], shared, L, lo, hi, ctx3, rew,
                                  _EMPTY_I, _EMPTY_F, _EMPTY_F, T, 0.0, info)
@@ -266,7 +322,9 @@ def scale_features(x: np.ndarray, norm_bound: float) -> np.ndarray:
     span = np.where(hi > lo, hi - lo, 1.0)
     z = np.where(hi > lo, (x - lo) / span, 0.0)
     n = np.linalg.norm(z, axis=1, keepdims=True)
-    return np.where(n > 0, z * (norm_bound / np.where(n > 0, n, 1.0)), 0.0)
+    # rounding can leave a row an ulp above L: shrink those, so ‖x‖ ≤ L holds exactly
+    return fit_to_bound(np.where(n > 0, z * (norm_bound / np.where(n > 0, n, 1.0)), 0.0),
+                        norm_bound)[0]
 
 
 def supervised(features: np.ndarray, labels: np.ndarray, name: str, norm_bound: float = 1.0,
@@ -294,10 +352,15 @@ def supervised(features: np.ndarray, labels: np.ndarray, name: str, norm_bound: 
                                  _EMPTY_I, _EMPTY_F, _EMPTY_F, None, 0.0, info)
 
 
+def _clip_info(clip: bool, n: int) -> dict:
+    """What run.json's environment says of ``--clip-contexts`` (nothing when it is off)."""
+    return {"clip_contexts": True, "contexts_clipped": int(n)} if clip else {}
+
+
 def replay(contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
            propensity: np.ndarray | None, arms: int | None = None, mode: str = "uniform",
            norm_bound: float = 1.0, lo: float = 0.0, hi: float = 1.0,
-           source: dict | None = None) -> ContextualEnvironment:
+           source: dict | None = None, clip: bool = False) -> ContextualEnvironment:
     """A log for replay: contexts (n, d), logged actions (n,) in 0 … K−1, rewards (n,),
     propensities (n,) or None.  ``mode="uniform"`` (Li et al. 2011) needs uniform logging:
     propensities, if given, must be constant; ``mode="rejection"`` needs propensities in (0, 1]
@@ -325,8 +388,9 @@ def replay(contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
         raise DpledgerError("the log names fewer than 2 actions; give --arms K")
     rew = np.asarray(rewards, dtype=np.float64)
     check_rewards(rew.reshape(-1, 1), lo, hi, "the log", "data row", 1)
-    check_contexts(ctx, L, "the log", "data row", 1)
-    info = {"replay_mode": mode, "log_rows": int(n)}
+    ctx, n_clipped = checked_contexts(ctx, L, clip, "the log", "data row", 1)
+    ctx = np.ascontiguousarray(ctx)
+    info = {"replay_mode": mode, "log_rows": int(n), **_clip_info(clip, n_clipped)}
     q = 0.0
     if propensity is not None:
         p = np.asarray(propensity, dtype=np.float64)
