@@ -41,13 +41,13 @@ def test_json_values_are_the_papers_formulas(capsys):
 
 
 def test_text_output_names_status_and_source(capsys):
-    assert main(["bounds", "lazy-dp-ts", "--set", "epsilon=0.1", "--dimension", "3"]) == 0
+    assert main(["bounds", "lazy-dp-ts", "--set", "epsilon=0.1"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("lazy-dp-ts(epsilon=0.1) on bernoulli means=[0.75, 0.625, 0.5, "
                            "0.375, 0.25], T=10000, K=5\n")
     assert "Hu & Hegde 2022, Theorem 4  [order only]" in text
     assert "Azize & Basu 2022, Theorem 3, eq. (4)  [asymptotic]" in text
-    assert "Azize & Basu 2022, Theorem 4, eq. (5)  [minimax: the worst instance" in text
+    assert "Theorem 4, eq. (5)" not in text          # the linear bound is for linear policies
     assert "ε = 0.1: high privacy for arms 3, 4" in text
     assert "the paper prints ε* = (131/27)" not in text      # notes other than regimes: JSON
 
@@ -83,8 +83,9 @@ BAD = [
     (["bounds", "lazy-dp-ts", "--env", "beta", "--ab", "1:1,2:x"], "--ab must be a number"),
     (["bounds", "lazy-dp-ts", "--env", "beta", "--ab", "1e-5:1,2:2"], "computed for parameters"),
     (["bounds", "lazy-dp-ts", "--env", "table"], "invalid choice"),
-    (["bounds", "lazy-dp-ts", "--dimension", "0"], "--dimension must be >= 1"),
-    (["bounds", "lazy-dp-ts", "--dimension", "x"], "--dimension must be an integer"),
+    (["bounds", "linucb", "--dimension", "0"], "--dimension must be >= 1"),
+    (["bounds", "linucb", "--dimension", "x"], "--dimension must be an integer"),
+    (["bounds", "lazy-dp-ts", "--dimension", "3"], "--dimension is for linear and contextual"),
 ]
 
 

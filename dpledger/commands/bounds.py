@@ -56,9 +56,12 @@ def run(args: argparse.Namespace) -> int:
     if T < inst.n_arms:
         raise DpledgerError(f"--horizon {args.horizon.strip()} is shorter than the number of "
                             f"arms {inst.n_arms}")
-    dim = None if args.dimension is None else parse_int("--dimension", args.dimension, 1,
-                                                        10 ** 9)
-    model, bounds = bounds_for_policy(policy, inst, T, dimension=dim)
+    if args.dimension is not None:
+        raise DpledgerError(f"--dimension is for linear and contextual policies (Azize & Basu "
+                            f"2022, Theorem 4 bounds linear bandits); {policy.name} is K-armed: "
+                            "drop it, or name a contextual policy (e.g. `dpledger bounds linucb "
+                            "--dimension 5`)")
+    model, bounds = bounds_for_policy(policy, inst, T)
     if args.json:
         sys.stdout.write(dumps({
             "policy": {"name": policy.name, "params": policy.public_params()},
