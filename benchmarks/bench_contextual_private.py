@@ -56,7 +56,9 @@ CONTEXTUAL = ("linucb", "lints", "jdp-linucb", "dp-linucb-mt", "dp-lints-mt",
 def calibration(quick: bool) -> None:
     T, eps, delta = 10_000, 1.0, 0.1
     lin = CE.linear(5, 10, seed=0)
-    prob = problem_of(CE.linear(1, 2, seed=0), T, 0)       # L = 1: L̃² = 2, any d
+    # L = 1: L̃² = 2; σ does not depend on d, the Wishart k does (p = d + 1): the regret
+    # table's d = 5, K = 10
+    prob = problem_of(CE.linear(5, 10, seed=0), T, 0)
     print(f"K1  ε = {eps}, δ = {delta}, T = {T}, L̃² = 2: noise and certified ε at δ = {delta}")
     for mode, key in (("gaussian", "sigma"), ("wishart", "k")):
         vals = {}
