@@ -71,7 +71,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     for d in (5, 10, 20, 40, 80):
         x = rng.random((20_000, d))
-        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        x = CE.fit_to_bound(x / np.linalg.norm(x, axis=1, keepdims=True), 1.0)[0]
         r = (rng.random((20_000, 10)) < 0.5) * 1.0
         dis = CE.contextual_table(x, r)
         sh = CE.linear(d, 10, seed=0)

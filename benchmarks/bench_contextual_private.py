@@ -133,7 +133,7 @@ def speed(quick: bool) -> None:
     rng = np.random.default_rng(0)
     for d in ((5, 20) if quick else (5, 10, 20, 40, 64)):
         x = rng.random((T3, d))
-        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        x = CE.fit_to_bound(x / np.linalg.norm(x, axis=1, keepdims=True), 1.0)[0]
         dis = CE.contextual_table(x, (rng.random((T3, 10)) < 0.5) * 1.0)
         sh = CE.linear(d, 10, seed=0)
         us = [1e6 / rate(make_policy(name), env, T3, reps)

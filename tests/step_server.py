@@ -21,6 +21,7 @@ import numpy as np
 from dpledger.accounting.filters import BudgetExceeded
 from dpledger.accounting.store_checkpoint import LeaseHeld
 from dpledger.policies import online
+from dpledger.policies.contextual.environments import fit_to_bound
 
 KILL_HORIZON = 4000
 
@@ -60,7 +61,7 @@ def main() -> None:
             ticket = p.select()
         else:
             x = traffic.normal(size=dim)
-            ticket = p.select(x / max(1.0, float(np.linalg.norm(x))))
+            ticket = p.select(fit_to_bound(x / max(1.0, float(np.linalg.norm(x))), 1.0)[0])
         pending.append(ticket)
         # rewards arrive late and out of order: observe a random outstanding ticket
         if len(pending) > 3 or traffic.random() < 0.5:

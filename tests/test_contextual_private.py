@@ -46,7 +46,7 @@ def _table(seed, T=300, K=3, d=3, shared=False):
         x = rng.random((T, K, d))
     else:
         x = rng.random((T, d))
-    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    x = CE.fit_to_bound(x / np.linalg.norm(x, axis=-1, keepdims=True), 1.0)[0]
     r = (rng.random((T, K)) < 0.5).astype(float)
     return CE.contextual_table(x, r)
 
@@ -55,7 +55,7 @@ def _envs():
     rng = np.random.default_rng(4)
     n = 600
     ctx = rng.random((n, 3))
-    ctx /= np.linalg.norm(ctx, axis=1, keepdims=True)
+    ctx = CE.fit_to_bound(ctx / np.linalg.norm(ctx, axis=1, keepdims=True), 1.0)[0]
     log = CE.replay(ctx, rng.integers(0, 3, n), (rng.random(n) < 0.3).astype(float), None)
     feats = rng.random((150, 4))
     labels = rng.integers(0, 3, 150)

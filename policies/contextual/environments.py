@@ -181,12 +181,15 @@ def check_contexts(ctx: np.ndarray, norm_bound: float, what: str, row_name: str 
                             + ")")
     over = _exactly_over(ctx, norm_bound)
     if over.any():
+        from fractions import Fraction
         idx = tuple(int(i) for i in np.argwhere(over)[0])
         norm = float(np.sqrt(np.dot(ctx[idx], ctx[idx])))
+        excess = sum(Fraction(float(v)) ** 2 for v in ctx[idx]) - Fraction(norm_bound) ** 2
         raise DpledgerError(
             f"{what}: the context of {row_name} {idx[0] + first}" + (
                 f", arm {idx[1]}" if ctx.ndim == 3 else "")
-            + f" has norm {norm!r}, above the declared bound --norm-bound {norm_bound!r} "
+            + f" has norm {norm!r} (its exact squared norm exceeds the bound's square by "
+            f"{float(excess):.3g}), above the declared bound --norm-bound {norm_bound!r} "
             "(the certificate allows no slack: rescale the data, declare a larger bound, or "
             "pass --clip-contexts to scale such contexts down to the bound)")
 
