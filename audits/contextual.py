@@ -121,6 +121,13 @@ def _filler(T: int, d: int, seed: int = 7):
     return x, rng.random(T)
 
 
+def _on_bound(d: int, L: float) -> np.ndarray:
+    """L(1, …, 1)/√d, shrunk by an ulp where rounding left its norm above L (contexts are
+    checked exactly)."""
+    from dpledger.policies.contextual.environments import fit_to_bound
+    return fit_to_bound(np.full((1, d), L / math.sqrt(d)), L)[0][0]
+
+
 def whitebox_records(policy, d: int):
     """((x, r) of D, (x′, r′) of D′, description) of the first record (module docstring)."""
     from dpledger.policies.contextual.private_loop import STAT_ENTRIES, STAT_JOINT
@@ -128,7 +135,7 @@ def whitebox_records(policy, d: int):
     L = NORM_BOUND
     if plan_stat == STAT_JOINT:
         if policy.params["mode"] == "wishart":
-            x = np.full(d, L / math.sqrt(d))
+            x = _on_bound(d, L)
             return ((x, 1.0), (np.zeros(d), 0.0),
                     "first record [x; y] = (L(1, ..., 1)/sqrt(d), 1) on D, the zero record on D'")
         x = np.zeros(d)
@@ -140,7 +147,7 @@ def whitebox_records(policy, d: int):
         ((x0, r0), (x1, r1)), v = entries_pair(d)
         return ((x0, r0), (x1, r1), f"first record: the change maximising sum_e |delta_e|/"
                 f"sensitivity_e on a grid ({v:.4g} sensitivities per node)")
-    x = np.full(d, L / math.sqrt(d))
+    x = _on_bound(d, L)
     return ((x, 1.0), (x, 0.0), "first record: context L(1, ..., 1)/sqrt(d), reward 1 on D and "
             "0 on D' (|delta|_2 = L, the certificate's sensitivity)")
 
