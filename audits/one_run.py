@@ -64,7 +64,7 @@ PULLS_PER_ARM = {"dp-ucb": 16, "dp-klucb": 64, "dp-imed": 64, "dp-ts": 16, "dp-t
 # kernels that capture every Laplace release they make (capture_release), sums of rewards
 WHITEBOX_POLICIES = ("lazy-dp-ts", "adap-ucb", "adap-klucb", "anytime-lazy-ucb", "dp-ucb",
                      "dp-ts", "dp-klucb", "dp-imed")
-_BISECT_STEPS = 60
+_BISECT_STEPS = 48
 _MU_EPS_GRID = 400
 
 
@@ -113,17 +113,30 @@ def epsilon_lower(m: int, r: int, v: int, alpha: float, delta: float = 0.0) -> f
     return _largest_below(lambda e: one_run_p_value(m, r, v, e, delta), alpha, 1.0)
 
 
+def _p_values(m: int, r: int, v: int, eps: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """:func:`one_run_p_value` at every (ε, δ) pair of two equal-length arrays at once."""
+    from scipy.stats import binom
+    q = 1.0 / (1.0 + np.exp(-eps))
+    p = binom.sf(v - 1, r, q)
+    if np.any(deltas > 0.0):
+        pmf = binom.pmf(np.arange(v - 1, -1, -1)[None, :], r, q[:, None])
+        worst = np.max(np.cumsum(pmf, axis=1) / np.arange(1, v + 1)[None, :], axis=1)
+        p = p + 2.0 * m * deltas * worst
+    return np.minimum(1.0, p)
+
+
 def gdp_p_value(m: int, r: int, v: int, mu: float) -> float:
     """P-value of "μ-GDP": the smallest (ε, δ_μ(ε)) p-value over a fixed ε grid (each is valid,
     so their minimum is; δ_μ rounded up by :func:`~dpledger.accounting.gdp.gdp_delta`)."""
     from dpledger.accounting.gdp import gdp_delta
+    if v == 0:
+        return 1.0
     if mu <= 0.0:
-        return one_run_p_value(m, r, v, 0.0, 0.0) if v else 1.0
+        return one_run_p_value(m, r, v, 0.0, 0.0)
     top = mu * mu / 2.0 + 8.0 * mu + 1.0
-    best = 1.0
-    for e in np.linspace(0.0, top, _MU_EPS_GRID):
-        best = min(best, one_run_p_value(m, r, v, float(e), gdp_delta(float(e), mu)))
-    return best
+    eps = np.linspace(0.0, top, _MU_EPS_GRID)
+    deltas = np.array([gdp_delta(float(e), mu) for e in eps])
+    return float(np.min(_p_values(m, r, v, eps, deltas)))
 
 
 def mu_lower(m: int, r: int, v: int, alpha: float) -> float:
@@ -384,7 +397,7 @@ class OneRunResult:
                                "lower": float(self.lower), "confidence": self.confidence,
                                "certificate": self.certificate,
                                "certified": self.certified,
-                               "ratio": self.ratio,
+                               "ratio": self.ratio, "ratio_currency": self.currency,
                                "ceiling": float(self.ceiling),
                                "ratio_of_ceiling": (float(self.lower / self.ceiling)
                                                     if self.ceiling > 0 else None),

@@ -47,6 +47,16 @@ def install() -> None:
 
     recording_init.__wrapped__ = original
     AuditResult.__init__ = recording_init
+    # one-run audits (audits/one_run.py) are held to their certificates the same way
+    from dpledger.audits.one_run import OneRunResult
+    original_one = OneRunResult.__init__
+
+    def recording_one(self, *args, **kwargs):
+        original_one(self, *args, **kwargs)
+        RECORDED.append(self)
+
+    recording_one.__wrapped__ = original_one
+    OneRunResult.__init__ = recording_one
     _installed = True
 
 

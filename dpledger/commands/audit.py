@@ -48,8 +48,9 @@ def register(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="K=V",
                    help="policy parameter (repeatable; default: the policy's defaults), e.g. "
                         "--set epsilon=0.5")
-    p.add_argument("--trials", required=True,
-                   help="runs per neighbouring stream (an integer in [2, 1e9]; required)")
+    p.add_argument("--trials", default=None,
+                   help="runs per neighbouring stream (an integer in [2, 1e9]; required, except "
+                        "with --one-run)")
     p.add_argument("--confidence", default="0.95",
                    help="confidence of the lower bound, in (0, 1) (default 0.95)")
     p.add_argument("--mode", default="blackbox", choices=["whitebox", "blackbox"],
@@ -60,8 +61,8 @@ def register(sub) -> None:
     p.add_argument("--horizon", default=None,
                    help="T, rounds per run (an integer; default 1000, or the pair's table "
                         "length with --pair)")
-    p.add_argument("--arms", default="2", help="K, arms of the default pair (an integer >= 2; "
-                                               "default 2)")
+    p.add_argument("--arms", default=None, help="K, arms of the default pair (an integer >= 2; "
+                                                "default 2; with --one-run, default --canaries)")
     p.add_argument("--seed", default="0", help="master seed (an integer >= 0; default 0)")
     p.add_argument("--score", default="auto", choices=["auto", "pulls", "next", "fitted"],
                    help="black-box score (default auto: chosen on the selection split)")
@@ -92,6 +93,18 @@ def register(sub) -> None:
                         "compiled kernel; a release-spec audit uses one): an integer >= 1, or "
                         "auto = the CPUs this process may use (default auto); the result does "
                         "not depend on it")
+    p.add_argument("--one-run", action="store_true",
+                   help="one-run audit (Steinke, Nasr & Jagielski 2023): one run with "
+                        "--canaries rows whose rewards a private fair coin each sets to the "
+                        "range's ends; lower bound from the correct guesses (default: off)")
+    p.add_argument("--canaries", default=None,
+                   help="--one-run: the number m of canaries (an integer in [1, T])")
+    p.add_argument("--guesses", default=None,
+                   help="--one-run: guess only the k most confident canaries (an integer in "
+                        "[1, m]; default: the grid m x (0.01, 0.03, 0.1, 0.3, 1), Bonferroni)")
+    p.add_argument("--claim", default=None,
+                   help="--one-run: a stated certificate (epsilon, or mu for a GDP policy) to "
+                        "test besides the policy's own, e.g. a paper's (default: none)")
     p.add_argument("--dim", default=None,
                    help="contextual policies: the context dimension d of the built-in pair "
                         "(an integer >= 1; default 2)")
@@ -136,6 +149,16 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(args.out, "--out")
     if args.plot:
         check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
+    if args.one_run:
+        return _run_one_run(args)
+    stray = [f for f, v in (("--canaries", args.canaries), ("--guesses", args.guesses),
+                            ("--claim", args.claim)) if v is not None]
+    if stray:
+        raise DpledgerError(f"{', '.join(stray)} {'applies' if len(stray) == 1 else 'apply'} "
+                            "to a one-run audit; add --one-run")
+    if args.trials is None:
+        raise DpledgerError("--trials is required (runs per neighbouring stream), except with "
+                            "--one-run")
     trials = parse_int("--trials", args.trials, minimum=2, maximum=MAX_COUNT)
     until = None if args.until_ratio is None else parse_float("--until-ratio", args.until_ratio,
                                                               minimum=0.0, open_interval=True)
@@ -157,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         raise DpledgerError("--dim applies to contextual policies (their pair's context "
                             "dimension)")
     policy, confidence, fraction, seed = _policy_options(args)
-    K = parse_int("--arms", args.arms, minimum=2)
+    K = parse_int("--arms", "2" if args.arms is None else args.arms, minimum=2)
     T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
     stop = None if args.stop_at is None else parse_int("--stop-at", args.stop_at, minimum=1)
     lo, hi = parse_range("--range", args.range)
@@ -297,7 +320,7 @@ def _run_contextual(args, trials, until, max_trials) -> int:
     from dpledger.accounting.schema import write_json_atomic
     from dpledger.audits.contextual import audit_contextual
     ignored = [flag for flag, val, default in (
-        ("--arms", args.arms, "2"), ("--score", args.score, "auto"),
+        ("--arms", args.arms, None), ("--score", args.score, "auto"),
         ("--stop-at", args.stop_at, None), ("--range", args.range, "0,1"),
         ("--pair", args.pair, None), ("--sampler", args.sampler, "float"),
         ("--until-ratio", until, None), ("--max-trials", max_trials, None),
@@ -339,6 +362,79 @@ def _run_contextual(args, trials, until, max_trials) -> int:
     return _finish(res, args)
 
 
+def _run_one_run(args) -> int:
+    """``dpledger audit POLICY --one-run --canaries m``: :func:`dpledger.audits.one_run.
+    audit_one_run` (or its contextual form), written to ``--out``."""
+    from dpledger.accounting.schema import write_json_atomic
+    from dpledger.audits.one_run import audit_one_run
+    from dpledger.policies.registry import is_contextual
+    if _is_release_spec(args.policy):
+        raise DpledgerError("--one-run audits a policy (its canaries are reward rows), not "
+                            "release specs")
+    ignored = [flag for flag, val, default in (
+        ("--trials", args.trials, None), ("--score", args.score, "auto"),
+        ("--stop-at", args.stop_at, None), ("--pair", args.pair, None),
+        ("--sampler", args.sampler, "float"), ("--until-ratio", args.until_ratio, None),
+        ("--max-trials", args.max_trials, None), ("--plot", args.plot, None),
+        ("--selection-fraction", args.selection_fraction, "0.1")) if val != default]
+    if ignored:
+        raise DpledgerError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not "
+                            "apply to a one-run audit (one run, no trials, no selection split)")
+    if args.canaries is None:
+        raise DpledgerError("--one-run needs --canaries m (the number of canary rows)")
+    m = parse_int("--canaries", args.canaries, minimum=1, maximum=MAX_COUNT)
+    guesses = None if args.guesses is None else parse_int("--guesses", args.guesses, minimum=1,
+                                                         maximum=MAX_COUNT)
+    claim = None if args.claim is None else parse_float("--claim", args.claim, minimum=0.0,
+                                                        open_interval=True)
+    policy, confidence, _, seed = _policy_options(args)
+    T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
+    t0 = time.monotonic()
+    try:
+        if is_contextual(args.policy):
+            from dpledger.audits.one_run_contextual import audit_one_run_contextual
+            if args.arms is not None or args.range != "0,1":
+                raise DpledgerError("--arms and --range do not apply to a contextual one-run "
+                                    "audit (its records are built in: K = 2, rewards in [0, 1])")
+            dim = 2 if args.dim is None else parse_int("--dim", args.dim, 1, 64)
+            res = audit_one_run_contextual(policy, canaries=m, mode=args.mode, T=T, dim=dim,
+                                           seed=seed, confidence=confidence, guesses=guesses,
+                                           claim=claim)
+        else:
+            if args.dim is not None:
+                raise DpledgerError("--dim applies to contextual policies")
+            K = None if args.arms is None else parse_int("--arms", args.arms, minimum=2)
+            lo, hi = parse_range("--range", args.range)
+            res = audit_one_run(policy, canaries=m, mode=args.mode, T=T, K=K, lo=lo, hi=hi,
+                                seed=seed, confidence=confidence, guesses=guesses, claim=claim)
+    except DpledgerError as exc:
+        raise in_flag_terms(exc) from None
+    out = res.to_json()
+    write_json_atomic(args.out, out)
+    if not args.quiet:
+        cur = "mu" if res.currency == "mu" else "epsilon"
+        cert = res.certified
+        sys.stdout.write(
+            f"{cur}_lower {res.lower:.4g} at {res.confidence:g} confidence from one run "
+            f"({res.correct} of {res.guesses} guesses right, {res.canaries} canaries); "
+            f"certificate {'unbounded' if cert is None else f'{cert:.4g}'}"
+            + (f", ratio {res.ratio:.3f}" if res.ratio is not None else "")
+            + f"; ceiling at m = {res.canaries}: {res.ceiling:.4g}"
+            + (f" (bound = {out['ratio_of_ceiling']:.3f} of it)" if out["ratio_of_ceiling"]
+               is not None else "") + f"  [{time.monotonic() - t0:.1f}s]\n")
+        c = out.get("claim")
+        if c:
+            sys.stdout.write(f"claim {c['value']:g}: "
+                             + ("CONTRADICTED by this run" if c["contradicted"] else
+                                "not contradicted at this power") + "\n")
+        sys.stdout.write(f"wrote {args.out}\n")
+    claim = out.get("claim")
+    if claim and claim["contradicted"] and not res.violation:
+        raise InvariantViolation(f"one-run lower bound {res.lower:.6g} exceeds the claimed "
+                                 f"certificate {claim['value']:.6g} (see {args.out})")
+    return _finish(res, args)
+
+
 def _audit_spec(args, trials, until, max_trials):
     from dpledger.audits.mechanisms import audit_spec
     return audit_spec([args.policy] + list(args.releases), trials,
@@ -356,7 +452,7 @@ def _run_spec(args, trials, until, max_trials) -> int:
     from dpledger.accounting.schema import write_json_atomic
     ignored = [flag for flag, val, default in (
         ("--set", args.set, []), ("--mode", args.mode, "blackbox"), ("--horizon", args.horizon, None),
-        ("--arms", args.arms, "2"), ("--score", args.score, "auto"), ("--stop-at", args.stop_at, None),
+        ("--arms", args.arms, None), ("--score", args.score, "auto"), ("--stop-at", args.stop_at, None),
         ("--range", args.range, "0,1"), ("--pair", args.pair, None),
         ("--sampler", args.sampler, "float")) if val != default]
     if ignored:
