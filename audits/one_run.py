@@ -34,7 +34,7 @@ never the validity: any guess computed from the output is covered by the theorem
 the pulls of the canary's arm after its round, centred at the median over canaries.  Ties in
 confidence are broken by a seeded permutation drawn independently of the coins.
 
-**Design** (:func:`one_run_design`).  Default: K = m arms and the canaries in rows 1 … m, the
+**Design** (:func:`one_run_design`).  Default (DP-UCB: :data:`SPACED`): K = m arms and the canaries in rows 1 … m, the
 initial pulls (round a + 1 plays arm a in every policy here), so each canary is its arm's first
 reward; the other rows hold the range's midpoint.  Each canary then lies in the releases of its
 own arm only; T = m × the pulls per arm of :data:`PULLS_PER_ARM` (1 for the epoch policies, whose
@@ -60,7 +60,10 @@ DEFAULT_CONFIDENCE = 0.95
 # pulls per arm of the default design (T = m × pulls): the epoch policies release an arm's first
 # reward alone at once; DP-UCB's first reward enters the p-sums at its arm's pulls 1, 2, 4, …;
 # DP-KLUCB / DP-IMED re-release it (renoise-cumulative) at each phase end
-PULLS_PER_ARM = {"dp-ucb": 16, "dp-klucb": 64, "dp-imed": 64, "dp-ts": 16, "dp-ts-mt": 16}
+PULLS_PER_ARM = {"dp-klucb": 64, "dp-imed": 64, "dp-ts": 16, "dp-ts-mt": 16}
+# policies whose per-reward certificate shrinks with K (DP-UCB splits ε over the K trees: ε/K):
+# K = 2 and canaries every s rows (row 1 + s·i, T = s·m), each mapped to its arm by the actions
+SPACED = {"dp-ucb": 16}
 # kernels that capture every Laplace release they make (capture_release), sums of rewards
 WHITEBOX_POLICIES = ("lazy-dp-ts", "adap-ucb", "adap-klucb", "anytime-lazy-ucb", "dp-ucb",
                      "dp-ts", "dp-klucb", "dp-imed")
@@ -207,11 +210,11 @@ class CanaryDesign:
 
     def to_json(self) -> dict:
         r = self.rows
+        step = r[1] - r[0] if len(r) > 1 else 1
+        regular = r == tuple(range(r[0], r[0] + step * len(r), step))
         return {"horizon": self.horizon, "arms": self.arms, "canaries": len(r),
-                "rows": ([int(r[0]), int(r[-1])] if r == tuple(range(r[0], r[0] + len(r)))
-                         else [int(x) for x in r]),
-                "rows_form": ("first, last (consecutive)"
-                              if r == tuple(range(r[0], r[0] + len(r))) else "listed"),
+                "rows": ([int(r[0]), int(r[-1])] if regular else [int(x) for x in r]),
+                "rows_form": (f"first, last (every {step})" if regular else "listed"),
                 "range": [self.lo, self.hi], "rest": self.rest,
                 "description": self.description}
 
@@ -224,6 +227,17 @@ def one_run_design(policy, m: int, T: int | None = None, K: int | None = None,
     from dpledger.policies.base import validate_horizon
     m = check_count("canaries", m, minimum=1)
     name = getattr(policy, "name", "")
+    if name in SPACED and K is None:
+        s = SPACED[name]
+        T = validate_horizon(s * m if T is None else T, 2)
+        if s * (m - 1) + 1 > T:
+            raise DpledgerError(f"--canaries {m} spaced {s} rows apart need T >= "
+                                f"{s * (m - 1) + 1}, got {T}")
+        return CanaryDesign(int(T), 2, tuple(range(1, s * (m - 1) + 2, s)), float(lo),
+                            float(hi), float(lo + (hi - lo) / 2.0),
+                            f"K = 2 (the per-reward certificate is split over K trees), "
+                            f"canaries in rows 1 + {s}·i, i < {m}, each mapped to the arm "
+                            f"played there; the other rows hold the range's midpoint; T = {T}")
     if K is None:
         K = max(2, m)
     K = check_count("arms", K, minimum=2)

@@ -80,7 +80,12 @@ def excesses_of_json(j: dict, label: str = "") -> list[str]:
     if mu_c is not None and mu_l is not None and mu_l > mu_c * (1 + REL_TOL):
         out.append(f"{label}: mu_lower {mu_l} > certificate mu {mu_c}")
     c = j.get("counts") or {}
-    if all(k in c for k in ("n0", "k0", "n1", "k1")) and j.get("confidence") is not None:
+    seq = j.get("sequential")
+    # a betting audit's counts were collected under optional stopping: a Clopper–Pearson bound
+    # from them is not a valid bound to hold against the certificate (its e-process bound is)
+    betting = isinstance(seq, dict) and seq.get("kind") == "betting"
+    if (not betting and all(k in c for k in ("n0", "k0", "n1", "k1"))
+            and j.get("confidence") is not None):
         conf = _count_confidence(j)
         for d, e in (cert.get("epsilon_at_delta") or {}).items():
             if e is None or not math.isfinite(float(e)):

@@ -93,6 +93,12 @@ def register(sub) -> None:
                         "compiled kernel; a release-spec audit uses one): an integer >= 1, or "
                         "auto = the CPUs this process may use (default auto); the result does "
                         "not depend on it")
+    p.add_argument("--sequential", action="store_true",
+                   help="sequential audit by betting (an e-process for the event's two rates, "
+                        "valid under optional stopping): stops when the certificate (or "
+                        "--claim) is contradicted, --until-ratio R x certificate is reached, "
+                        "or at --max-trials (default 100 x --trials); pure-epsilon "
+                        "certificates (default: off)")
     p.add_argument("--one-run", action="store_true",
                    help="one-run audit (Steinke, Nasr & Jagielski 2023): one run with "
                         "--canaries rows whose rewards a private fair coin each sets to the "
@@ -151,18 +157,20 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
     if args.one_run:
         return _run_one_run(args)
-    stray = [f for f, v in (("--canaries", args.canaries), ("--guesses", args.guesses),
-                            ("--claim", args.claim)) if v is not None]
+    stray = [f for f, v in (("--canaries", args.canaries), ("--guesses", args.guesses))
+             if v is not None]
     if stray:
         raise DpledgerError(f"{', '.join(stray)} {'applies' if len(stray) == 1 else 'apply'} "
                             "to a one-run audit; add --one-run")
+    if args.claim is not None and not args.sequential:
+        raise DpledgerError("--claim applies to --one-run and --sequential audits")
     if args.trials is None:
         raise DpledgerError("--trials is required (runs per neighbouring stream), except with "
                             "--one-run")
     trials = parse_int("--trials", args.trials, minimum=2, maximum=MAX_COUNT)
     until = None if args.until_ratio is None else parse_float("--until-ratio", args.until_ratio,
                                                               minimum=0.0, open_interval=True)
-    if args.max_trials is not None and until is None:
+    if args.max_trials is not None and until is None and not args.sequential:
         # alone it would silently turn a fixed-n audit sequential
         raise DpledgerError("--max-trials applies to a sequential audit; add --until-ratio R "
                             "(or drop --max-trials for a fixed-n audit of --trials)")
@@ -171,6 +179,9 @@ def run(args: argparse.Namespace) -> int:
     # checked for both kinds of audit (a release-spec audit is one vectorised draw and uses
     # one worker whatever the count: the result never depends on it)
     workers = parse_workers(args.workers)
+    if args.sequential and (_is_release_spec(args.policy) or _is_contextual(args.policy)):
+        raise DpledgerError("--sequential audits a policy on its neighbouring pair (not release "
+                            "specs or contextual policies; for those use --until-ratio)")
     if _is_release_spec(args.policy):
         return _run_spec(args, trials, until, max_trials)
     from dpledger.policies.registry import is_contextual
@@ -203,7 +214,9 @@ def run(args: argparse.Namespace) -> int:
                            hi=hi, score=args.score, stop_at=stop, seed=seed,
                            confidence=confidence, selection_fraction=fraction, workers=workers,
                            progress=progress, sampler=args.sampler, until_ratio=until,
-                           max_trials=max_trials)
+                           max_trials=max_trials, betting=args.sequential,
+                           claim=None if args.claim is None else parse_float(
+                               "--claim", args.claim, minimum=0.0, open_interval=True))
     except DpledgerError as exc:
         raise in_flag_terms(exc) from None          # stop_at → --stop-at
     finally:
@@ -261,6 +274,14 @@ def _sequential_line(out: dict, until: float | None) -> None:
     seq = out.get("sequential")
     if not isinstance(seq, dict):
         return
+    if seq.get("kind") == "betting":
+        why = {"contradicted": f"the claim {seq['claim']:.4g} is contradicted (e-value "
+                               f"{seq['e_value_at_claim']:.3g} >= 1/alpha)",
+               "reached": f"the lower bound reached {seq['target']}",
+               "max_trials": "--max-trials was drawn"}[seq["stop_reason"]]
+        sys.stdout.write(f"sequential (betting e-process): stopped at {seq['trials_drawn']} "
+                         f"trials per side: {why} (stop_reason {seq['stop_reason']})\n")
+        return
     target = (f"{until:g} × the certificate" if until is not None else "its target")
     why = _STOP_REASONS.get(seq.get("stop_reason"), str(seq.get("stop_reason")))
     sys.stdout.write(f"sequential: stopped at {seq.get('trials_drawn')} trials per side of at "
@@ -278,7 +299,16 @@ def _limit_line(out: dict) -> None:
                          "(limit_reason in the audit file has the computed bound)\n")
 
 
+def _is_contextual(name: str) -> bool:
+    from dpledger.policies.registry import is_contextual
+    return is_contextual(name)
+
+
 def _finish(res, args) -> int:
+    claim = res.to_json().get("claim") if getattr(args, "sequential", False) else None
+    if claim and claim["contradicted"] and not res.violation:
+        raise InvariantViolation(f"sequential audit contradicts the claimed certificate "
+                                 f"{claim['value']:.6g} (see {args.out})")
     if res.violation:
         raise InvariantViolation(f"audit lower bound {res.lower:.6g} exceeds the certificate "
                                  f"{res.certified:.6g} (see {args.out})")
