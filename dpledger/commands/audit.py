@@ -7,6 +7,9 @@
                    [--selection-fraction 0.1] [--range lo,hi] [--pair D.npy D2.npy]
                    [--until-ratio R] [--max-trials N]
                    [--workers auto] [--quiet] [--plot audit.png] --out audit.json
+    dpledger audit POLICY --sequential --trials N [--max-trials M] [--until-ratio R] [--claim E]
+    dpledger audit POLICY --one-run --canaries m [--mode whitebox|blackbox] [--horizon T]
+                   [--arms K] [--guesses k] [--claim E] [--seed 0] [--confidence 0.95]
     dpledger audit RELEASE [RELEASE ...] --trials N [--until-ratio R] [--max-trials N]
     dpledger audit CONTEXTUAL_POLICY [--set k=v ...] --trials N [--mode whitebox|blackbox]
                    [--horizon T] [--dim d] [--seed 0]
@@ -21,6 +24,10 @@ white-box audit of that composition (:func:`dpledger.audits.mechanisms.audit_spe
 ``--until-ratio R`` makes the audit sequential: batches from ``--trials`` per side, doubling up
 to ``--max-trials`` (default 100 × trials), until the lower bound reaches R × certificate or can
 no longer, with a bound valid at that stopping time (union bound over the checkpoint grid).
+``--sequential`` is the betting e-process of :mod:`dpledger.audits.betting` (valid under any
+stopping rule); ``--one-run`` the canary audit of :mod:`dpledger.audits.one_run`
+(docs/audits.md#one-run-audits).  ``--claim E`` tests a stated certificate besides the policy's
+own (exit 1 when contradicted).
 ``--plot`` draws the score distributions under D and D′ with the threshold, and the bound
 against trials.
 ``--trials`` counts runs per neighbouring stream.  Exit 0 when the lower bound stays at or below
@@ -49,8 +56,8 @@ def register(sub) -> None:
                    help="policy parameter (repeatable; default: the policy's defaults), e.g. "
                         "--set epsilon=0.5")
     p.add_argument("--trials", default=None,
-                   help="runs per neighbouring stream (an integer in [2, 1e9]; required, except "
-                        "with --one-run)")
+                   help="runs per neighbouring stream (an integer in [2, 1e9]; no default: required, "
+                        "except with --one-run)")
     p.add_argument("--confidence", default="0.95",
                    help="confidence of the lower bound, in (0, 1) (default 0.95)")
     p.add_argument("--mode", default="blackbox", choices=["whitebox", "blackbox"],
@@ -104,7 +111,8 @@ def register(sub) -> None:
                         "--canaries rows whose rewards a private fair coin each sets to the "
                         "range's ends; lower bound from the correct guesses (default: off)")
     p.add_argument("--canaries", default=None,
-                   help="--one-run: the number m of canaries (an integer in [1, T])")
+                   help="--one-run: the number m of canaries (an integer in [1, T]; no default: "
+                        "required with --one-run)")
     p.add_argument("--guesses", default=None,
                    help="--one-run: guess only the k most confident canaries (an integer in "
                         "[1, m]; default: the grid m x (0.01, 0.03, 0.1, 0.3, 1), Bonferroni)")
