@@ -887,6 +887,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                       plot_data=None if betting else plot_data_sequential(seq) if sequential
                       else plot_data_fixed(s0, s1, sa, trials, currency))
     res.elapsed = elapsed            # not written to JSON (reproducible bytes)
+    res.certificate_object = run_certificate(policy, T, K, bits)   # in memory only (curves)
     return res
 
 

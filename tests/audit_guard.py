@@ -76,6 +76,11 @@ def excesses_of_json(j: dict, label: str = "") -> list[str]:
         out.append(f"{label}: lower bound above the certificate (ratio {j.get('ratio')}, "
                    f"currency {j.get('ratio_currency')})")
     mu_c = cert.get("gdp_mu")
+    tr = j.get("tradeoff")
+    if isinstance(tr, dict) and mu_c is not None and tr.get("mu_excluded", 0) > mu_c * (1 + REL_TOL):
+        out.append(f"{label}: trade-off band excludes mu {tr['mu_excluded']} > certificate {mu_c}")
+    if isinstance(tr, dict) and any((tr.get("excludes_certified") or {}).values()):
+        out.append(f"{label}: trade-off band excludes a certified curve")
     mu_l = j.get("mu_lower")
     if mu_c is not None and mu_l is not None and mu_l > mu_c * (1 + REL_TOL):
         out.append(f"{label}: mu_lower {mu_l} > certificate mu {mu_c}")

@@ -95,6 +95,11 @@ def register(sub) -> None:
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="draw the score distributions under D and D' with the threshold, and "
                         "the bound against trials (default: no plot)")
+    p.add_argument("--tradeoff", default=None, metavar="PNG",
+                   help="white-box fixed-n audits: draw the empirical trade-off curve of the "
+                        "likelihood-ratio test with its simultaneous DKW band beside the "
+                        "certified curves, and add the largest mu and epsilon(delta) the band "
+                        "excludes to the audit file (default: none)")
     p.add_argument("--workers", default="auto",
                    help="threads that run trials in parallel (processes for a policy without a "
                         "compiled kernel; a release-spec audit uses one): an integer >= 1, or "
@@ -164,7 +169,10 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
     if args.one_run:
+        if args.tradeoff is not None or args.sequential:
+            raise DpledgerError("--tradeoff and --sequential do not apply to a one-run audit")
         return _run_one_run(args)
+    _check_tradeoff(args)
     stray = [f for f, v in (("--canaries", args.canaries), ("--guesses", args.guesses))
              if v is not None]
     if stray:
@@ -230,6 +238,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     out = res.to_json()
+    _tradeoff(args, res, out)
     write_json_atomic(args.out, out)
     if args.plot:
         from dpledger.audits.plots import plot_audit
@@ -307,6 +316,32 @@ def _limit_line(out: dict) -> None:
                          "(limit_reason in the audit file has the computed bound)\n")
 
 
+def _check_tradeoff(args) -> None:
+    if args.tradeoff is None:
+        return
+    check_output_file(args.tradeoff, "--tradeoff", PLOT_EXTENSIONS)
+    if args.mode != "whitebox" or args.sequential or args.until_ratio is not None:
+        raise DpledgerError("--tradeoff draws the white-box likelihood-ratio test of a fixed-n "
+                            "audit (--mode whitebox, no --sequential or --until-ratio)")
+
+
+def _tradeoff(args, res, out: dict) -> None:
+    """``--tradeoff PNG``: the trade-off figure, and its block in the audit file."""
+    if args.tradeoff is None:
+        return
+    from dpledger.audits.tradeoff import plot_tradeoff
+    pd = res.plot_data or {}
+    title = (f"{args.policy} white-box, {len(pd['s0'])} count trials per side; "
+             f"certificate {res.certified:.3g} {res.currency}")
+    out["tradeoff"] = plot_tradeoff(pd["s0"], pd["s1"], getattr(res, "certificate_object", None),
+                                    args.tradeoff, title, confidence=res.confidence)
+    if not args.quiet:
+        t = out["tradeoff"]
+        sys.stdout.write(f"trade-off band ({t['confidence']:g}, DKW): excludes mu <= "
+                         f"{t['mu_excluded']:.4g}; epsilon at delta=1e-05 <= "
+                         f"{t['epsilon_excluded']['1e-05']:.4g}; wrote {args.tradeoff}\n")
+
+
 def _is_contextual(name: str) -> bool:
     from dpledger.policies.registry import is_contextual
     return is_contextual(name)
@@ -382,6 +417,7 @@ def _run_contextual(args, trials, until, max_trials) -> int:
     finally:
         progress.close()
     out = res.to_json()
+    _tradeoff(args, res, out)
     write_json_atomic(args.out, out)
     if not args.quiet:
         cert = res.certified
