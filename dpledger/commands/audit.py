@@ -115,6 +115,10 @@ def register(sub) -> None:
                    help="one-run audit (Steinke, Nasr & Jagielski 2023): one run with "
                         "--canaries rows whose rewards a private fair coin each sets to the "
                         "range's ends; lower bound from the correct guesses (default: off)")
+    p.add_argument("--store", default=None, metavar="URL",
+                   help="served one-run audit: send --canaries through the step form of "
+                        "POLICY to this live ledger store (SQLite path or postgresql:// URL), "
+                        "in auditor runs of their own, labelled in the store (default: none)")
     p.add_argument("--canaries", default=None,
                    help="--one-run: the number m of canaries (an integer in [1, T]; no default: "
                         "required with --one-run)")
@@ -168,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(args.out, "--out")
     if args.plot:
         check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
+    if args.store is not None:
+        return _run_served(args)
     if args.one_run:
         if args.tradeoff is not None or args.sequential:
             raise DpledgerError("--tradeoff and --sequential do not apply to a one-run audit")
@@ -433,6 +439,62 @@ def _run_contextual(args, trials, until, max_trials) -> int:
                              f"{reason.split('. ')[0].rstrip('.')} (limit_reason in the audit "
                              "file has the computed bound)\n")
         sys.stdout.write(f"wrote {args.out}\n")
+    return _finish(res, args)
+
+
+def _run_served(args) -> int:
+    """``dpledger audit POLICY --store URL --canaries m``: :func:`dpledger.audits.
+    one_run_served.audit_served`."""
+    from dpledger.accounting.schema import write_json_atomic
+    from dpledger.audits.one_run_served import audit_served
+    from dpledger.commands.run import parse_params
+    ignored = [flag for flag, val, default in (
+        ("--trials", args.trials, None), ("--score", args.score, "auto"),
+        ("--stop-at", args.stop_at, None), ("--pair", args.pair, None),
+        ("--horizon", args.horizon, None), ("--sequential", args.sequential, False),
+        ("--sampler", args.sampler, "float"), ("--until-ratio", args.until_ratio, None),
+        ("--max-trials", args.max_trials, None), ("--plot", args.plot, None),
+        ("--tradeoff", args.tradeoff, None), ("--dim", args.dim, None),
+        ("--range", args.range, "0,1")) if val != default]
+    if ignored:
+        raise DpledgerError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not "
+                            "apply to a served audit (--store URL --canaries m)")
+    if args.canaries is None:
+        raise DpledgerError("--store needs --canaries m (the canaries to send)")
+    m = parse_int("--canaries", args.canaries, minimum=1, maximum=10 ** 6)
+    K = 2 if args.arms is None else parse_int("--arms", args.arms, minimum=2)
+    guesses = None if args.guesses is None else parse_int("--guesses", args.guesses, minimum=1,
+                                                         maximum=10 ** 6)
+    claim = None if args.claim is None else parse_float("--claim", args.claim, minimum=0.0,
+                                                        open_interval=True)
+    confidence = parse_float("--confidence", args.confidence, minimum=0.0, maximum=1.0,
+                             open_interval=True)
+    seed = parse_int("--seed", args.seed, minimum=0)
+    if args.releases:
+        raise DpledgerError(f"unexpected arguments after the policy name: {' '.join(args.releases)}")
+    t0 = time.monotonic()
+    try:
+        res = audit_served(args.store, args.policy, canaries=m, arms=K, mode=args.mode,
+                           seed=seed, confidence=confidence, guesses=guesses, claim=claim,
+                           params=parse_params(args.set))
+    except DpledgerError as exc:
+        raise in_flag_terms(exc) from None
+    out = res.to_json()
+    write_json_atomic(args.out, out)
+    if not args.quiet:
+        cert = res.certified
+        sv = out["served"]
+        sys.stdout.write(
+            f"epsilon_lower {res.lower:.4g} at {res.confidence:g} confidence from the served "
+            f"store ({res.correct} of {res.guesses} guesses right, {res.canaries} canaries in "
+            f"auditor runs {sv['auditor_runs'][0]}-{sv['auditor_runs'][1]}, labelled "
+            f"{sv['label']}); certificate {'unbounded' if cert is None else f'{cert:.4g}'}"
+            f"; ceiling {res.ceiling:.4g}  [{time.monotonic() - t0:.1f}s]\n"
+            f"wrote {args.out}\n")
+    claim_j = out.get("claim")
+    if claim_j and claim_j["contradicted"] and not res.violation:
+        raise InvariantViolation(f"served one-run lower bound {res.lower:.6g} exceeds the "
+                                 f"claimed certificate {claim_j['value']:.6g} (see {args.out})")
     return _finish(res, args)
 
 
