@@ -88,6 +88,7 @@ def audit_served(store_url: str, policy_name: str, *, canaries: int, arms: int =
             raise DpledgerError(f"the auditor may not write the served store: "
                                 f"{type(exc).__name__}: {exc}") from None
         scores = np.zeros(m)
+        where: list[tuple[int, int]] = [(-1, -1)] * m
         cert = None
         for j in range(n_runs):
             run = r0 + j
@@ -103,14 +104,9 @@ def audit_served(store_url: str, policy_name: str, *, canaries: int, arms: int =
                 reward = (pol.hi if coins[c] else pol.lo) if c < m else \
                     pol.lo + (pol.hi - pol.lo) / 2.0
                 pol.observe(tk, reward)
-            rows = store.rows_array()
-            mine = rows[rows[:, 0] == run]
             for c in idx:
                 a = tickets[c - j * K].arm
-                named = mine[(mine[:, 1] == a) & (mine[:, 2] == 0) & (mine[:, 3] == 1)]
-                if named.shape[0] == 0:
-                    raise DpledgerError(f"the served policy's ledger misses canary {c}'s release "
-                                        f"(run {run}, arm {a}, observation 0)")
+                where[c] = (run, a)
                 if mode == "whitebox":
                     y = float(pol.rule.state["mu"][a])
                     b = float(rel.scale)
@@ -124,6 +120,15 @@ def audit_served(store_url: str, policy_name: str, *, canaries: int, arms: int =
                 for c in idx:
                     scores[c] = pulls[tickets[c - j * K].arm]
             pol.checkpoint()
+        # one read of the store at the end (not one per run: a long read would hold up the
+        # service's writers on a store without WAL): every canary's release must be named
+        rows = store.rows_array()
+        first = rows[(rows[:, 2] == 0) & (rows[:, 3] == 1)]
+        named = set(zip(first[:, 0].tolist(), first[:, 1].tolist(), strict=True))
+        for c, key in enumerate(where):
+            if key not in named:
+                raise DpledgerError(f"the served policy's ledger misses canary {c}'s release "
+                                    f"(run {key[0]}, arm {key[1]}, observation 0)")
     finally:
         store.close()
     currency = currency_of(cert)

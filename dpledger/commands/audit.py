@@ -447,7 +447,6 @@ def _run_served(args) -> int:
     one_run_served.audit_served`."""
     from dpledger.accounting.schema import write_json_atomic
     from dpledger.audits.one_run_served import audit_served
-    from dpledger.commands.run import parse_params
     ignored = [flag for flag, val, default in (
         ("--trials", args.trials, None), ("--score", args.score, "auto"),
         ("--stop-at", args.stop_at, None), ("--pair", args.pair, None),
@@ -476,7 +475,7 @@ def _run_served(args) -> int:
     try:
         res = audit_served(args.store, args.policy, canaries=m, arms=K, mode=args.mode,
                            seed=seed, confidence=confidence, guesses=guesses, claim=claim,
-                           params=parse_params(args.set))
+                           params=_typed_params(args))
     except DpledgerError as exc:
         raise in_flag_terms(exc) from None
     out = res.to_json()
@@ -496,6 +495,15 @@ def _run_served(args) -> int:
         raise InvariantViolation(f"served one-run lower bound {res.lower:.6g} exceeds the "
                                  f"claimed certificate {claim_j['value']:.6g} (see {args.out})")
     return _finish(res, args)
+
+
+def _typed_params(args) -> dict:
+    """The --set parameters as the policy parses them (typed), the given keys only."""
+    from dpledger.commands.run import parse_params
+    from dpledger.policies.registry import make_policy_from_text
+    given = parse_params(args.set)
+    policy = make_policy_from_text(args.policy, given)
+    return {k: policy.params[k] for k in given}
 
 
 def _run_one_run(args) -> int:
