@@ -766,22 +766,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                                 "audit has nothing to test (give a claim)")
         claim_used = float(claim if claim is not None else cert["pure_epsilon"])
         total = 2 * mx
-        if mode == "whitebox":
-            sample = lambda side, start, n: draw(side, start, n)["released"]  # noqa: E731
-            scorer = None
-        else:
-            sample = draw
-
-            def scorer(sel0, sel1):
-                m = len(sel0["next"])
-                _, _, fit = blackbox_scores(sel0, sel1, score_arm, m, m, score)
-                info.update(fit)
-                w = np.asarray(fit.get("fitted_weights", []), dtype=np.float64)
-
-                def to_scores(f):
-                    out, _, _ = blackbox_scores(f, f, score_arm, 0, 0, score, weights=w)
-                    return out
-                return to_scores
+        sample, scorer = _sequential_sampler(mode, draw, info, score_arm, score)
         try:
             bet = betting_audit(sample, first=trials, max_trials=mx, claim=claim_used,
                                 target=target, confidence=confidence,
@@ -800,22 +785,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
         from dpledger.audits.stats import sequential_target
         target, mx = sequential_target(cert, currency, until_ratio, max_trials, trials)
         total = 2 * mx
-        if mode == "whitebox":
-            sample = lambda side, start, n: draw(side, start, n)["released"]  # noqa: E731
-            scorer = None
-        else:
-            sample = draw
-
-            def scorer(sel0, sel1):
-                m = len(sel0["next"])
-                _, _, fit = blackbox_scores(sel0, sel1, score_arm, m, m, score)
-                info.update(fit)
-                w = np.asarray(fit.get("fitted_weights", []), dtype=np.float64)
-
-                def to_scores(f):
-                    out, _, _ = blackbox_scores(f, f, score_arm, 0, 0, score, weights=w)
-                    return out
-                return to_scores
+        sample, scorer = _sequential_sampler(mode, draw, info, score_arm, score)
         try:
             seq = sequential_audit(sample, first=trials, max_trials=mx, target=target,
                                    confidence=confidence, selection_fraction=selection_fraction,
@@ -889,6 +859,26 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     res.elapsed = elapsed            # not written to JSON (reproducible bytes)
     res.certificate_object = run_certificate(policy, T, K, bits)   # in memory only (curves)
     return res
+
+
+def _sequential_sampler(mode: str, draw, info: dict, score_arm: int, score: str):
+    """(sample, scorer) of a sequential audit: white-box, the captured score of each trial;
+    black-box, the raw features and a scorer fitted once on the selection trials (its weights
+    go to ``info``)."""
+    if mode == "whitebox":
+        return (lambda side, start, n: draw(side, start, n)["released"]), None
+
+    def scorer(sel0, sel1):
+        m = len(sel0["next"])
+        _, _, fit = blackbox_scores(sel0, sel1, score_arm, m, m, score)
+        info.update(fit)
+        w = np.asarray(fit.get("fitted_weights", []), dtype=np.float64)
+
+        def to_scores(f):
+            out, _, _ = blackbox_scores(f, f, score_arm, 0, 0, score, weights=w)
+            return out
+        return to_scores
+    return draw, scorer
 
 
 def _best_possible(policy, T, K, trials, confidence, selection_fraction, cert, currency):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 from dpledger.accounting.store import LedgerStore
 from dpledger.audits.one_run_served import LABEL_PREFIX, audit_served

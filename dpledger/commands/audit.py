@@ -126,8 +126,9 @@ def register(sub) -> None:
                    help="--one-run: guess only the k most confident canaries (an integer in "
                         "[1, m]; default: the grid m x (0.01, 0.03, 0.1, 0.3, 1), Bonferroni)")
     p.add_argument("--claim", default=None,
-                   help="--one-run: a stated certificate (epsilon, or mu for a GDP policy) to "
-                        "test besides the policy's own, e.g. a paper's (default: none)")
+                   help="--one-run, --store and --sequential: a stated certificate (epsilon, "
+                        "or mu for a GDP policy with --one-run) to test besides the policy's "
+                        "own, e.g. a paper's; exit 1 when contradicted (default: none)")
     p.add_argument("--dim", default=None,
                    help="contextual policies: the context dimension d of the built-in pair "
                         "(an integer >= 1; default 2)")
