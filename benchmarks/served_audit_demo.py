@@ -29,6 +29,9 @@ def main(argv=None) -> int:
     ap.add_argument("--requests", type=int, default=8000)
     ap.add_argument("--mode", default="whitebox", choices=["whitebox", "blackbox"])
     a = ap.parse_args(argv)
+    # the example and its workers import this checkout (not another installed copy): a store
+    # written by one version of the step form is read by the same version
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     server = None
     if a.backend == "postgresql":
         sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -44,7 +47,7 @@ def main(argv=None) -> int:
         svc = subprocess.Popen([sys.executable, os.path.join(ROOT, "examples", "serve_bandit.py"),
                                 "--requests", str(a.requests), "--store", store],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               cwd=ROOT)
+                               cwd=ROOT, env=env)
         t0 = time.time()
         while ready is not None and not os.path.exists(ready) and time.time() - t0 < 300:
             time.sleep(1)
@@ -53,7 +56,7 @@ def main(argv=None) -> int:
         audit = subprocess.run([sys.executable, "-m", "dpledger", "audit", "lazy-dp-ts", "--set",
                                 "epsilon=0.5", "--arms", "3", "--mode", a.mode, "--store", store,
                                 "--canaries", str(a.canaries), "--out", out],
-                               capture_output=True, text=True, cwd=ROOT)
+                               capture_output=True, text=True, cwd=ROOT, env=env)
         still = svc.poll() is None
         served, _ = svc.communicate(timeout=1800)
         print(f"audit (exit {audit.returncode}; the service was still serving when it ended: "
