@@ -27,7 +27,8 @@ ledger row, :func:`~dpledger.policies.rules.capture_release`).  The auditor maps
 of arm a to its round through the actions, subtracts the known rewards of every release, and
 adds, per canary, the log-likelihood ratio of each release containing it with the other
 canaries of that release at their mean: clip(2w − Δ, −Δ, Δ)/b for a Laplace release of scale b,
-w = value − known part − Δ·(canaries in it − 1)/2, Δ = hi − lo.  A canary alone in its releases
+w = value − known part − Δ·(canaries in it − 1)/2, Δ = 1 (the kernels' rewards are rescaled
+to [0, 1], and so are their releases).  A canary alone in its releases
 is scored by the exact Neyman–Pearson statistic; canaries sharing a release interfere (Keinan et
 al. 2025, "How well can differential privacy be audited in one run?"), which lowers the power,
 never the validity: any guess computed from the output is covered by the theorem.  Black-box:
@@ -299,10 +300,11 @@ def whitebox_scores(actions, cap, design: CanaryDesign, K: int) -> tuple[np.ndar
     y, b = cap[0, 1:n + 1], cap[2, 1:n + 1]
     arm = cap[3, 1:n + 1].astype(np.int64)
     start, stop = cap[4, 1:n + 1].astype(np.int64), cap[5, 1:n + 1].astype(np.int64)
-    delta = design.hi - design.lo
-    known_tab = np.full(T, design.rest)
+    # the kernels see rewards rescaled to [0, 1] (policies/environments.py), so do the releases
+    delta = 1.0
+    known_tab = np.full(T, (design.rest - design.lo) / (design.hi - design.lo))
     crow = np.asarray(design.rows, dtype=np.int64) - 1
-    known_tab[crow] = design.lo                       # a canary counts as lo in the known part
+    known_tab[crow] = 0.0                             # a canary counts as lo in the known part
     order, starts, counts = _observations(actions, K)
     # per arm, prefix sums of the known rewards and of the canary indicator over its observations
     vals = known_tab[order]

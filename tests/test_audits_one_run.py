@@ -113,6 +113,12 @@ def test_scores_ignore_the_clean_sums():
     assert np.all(np.abs(s1) <= 1.0 + 1e-12)
     assert np.mean((s1 > 0) == (coins == 1)) > 0.55
     orun.check_ledger_names_captures(rows, cap)
+    # another declared range: the kernels rescale rewards to [0, 1], the scores are unchanged
+    d10 = orun.one_run_design(pol, 50, lo=0.0, hi=10.0)
+    env10 = table(d10.table(coins), 0.0, 10.0)
+    a10, _, cap10 = orun._run_once(pol, env10, d10.horizon, d10.arms, np.random.default_rng(2),
+                                   True)
+    assert np.allclose(orun.whitebox_scores(a10, cap10, d10, d10.arms)[0], s1)
     with pytest.raises(Exception, match="ledger misses"):
         orun.check_ledger_names_captures(rows[:, 1:], cap)
 
