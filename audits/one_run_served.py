@@ -3,7 +3,8 @@ docs/audits.md#the-served-audit): the one-run audit of :mod:`dpledger.audits.one
 live ledger store, without stopping the service.
 
 The auditor opens its own runs of the served policy on the store (step form,
-:func:`dpledger.policies.online`; run ids above every run the store holds, one stream each, so
+:func:`dpledger.policies.online`; run ids above every run with rows and opened by no server,
+one stream each, so
 the service's streams and their rewards are untouched) and sends its canaries through them:
 each auditor run plays its K initial pulls and answers arm a's ticket with the range's high end
 (coin 1) or low end (coin 0) — the canary is arm a's first reward of that stream, and every
@@ -39,9 +40,24 @@ SERVED_POLICIES = ("lazy-dp-ts", "adap-ucb", "adap-klucb", "anytime-lazy-ucb")
 LABEL_PREFIX = "auditor/one-run/"
 
 
-def _first_free_run(store) -> int:
+def _generation_name(run: int) -> str:
+    # the step form's per-run generation marker, as the store documents its checkpoints
+    # (accounting/store_checkpoint.py: ``online/run-R/generation``, written when run R opens)
+    return f"online/run-{int(run)}/generation"
+
+
+def _free_runs(store, n: int) -> int:
+    """The first of n consecutive run ids no one has used: above every run with rows, and none
+    of them opened by a step-form server yet (a server that has opened its run but recorded
+    nothing — the service's workers at start — holds it already)."""
     rows = store.rows_array()
-    return int(rows[:, 0].max()) + 1 if rows.size else 0
+    r0 = int(rows[:, 0].max()) + 1 if rows.size else 0
+    r = r0
+    while r < r0 + n:
+        if store.checkpoint(_generation_name(r)) is not None:
+            r0 = r + 1
+        r += 1
+    return r0
 
 
 def audit_served(store_url: str, policy_name: str, *, canaries: int, arms: int = 2,
@@ -70,7 +86,7 @@ def audit_served(store_url: str, policy_name: str, *, canaries: int, arms: int =
         raise DpledgerError(f"the served store cannot be opened for the audit: {exc}") from None
     n_runs = math.ceil(m / K)
     try:
-        r0 = _first_free_run(store)
+        r0 = _free_runs(store, n_runs)
         ss = np.random.SeedSequence(int(seed))
         c_ss, p_ss, r_ss = ss.spawn(3)
         coins = np.random.Generator(np.random.PCG64(c_ss)).integers(0, 2, size=m).astype(np.int8)

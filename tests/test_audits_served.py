@@ -14,7 +14,8 @@ from dpledger.policies import online
 
 
 def test_served_audit_on_both_backends(store_url):
-    svc = online("lazy-dp-ts", 2, store=store_url, run=0, seed=3, epsilon=1.0)
+    idle = online("lazy-dp-ts", 2, store=store_url, run=5, seed=4, epsilon=1.0)  # opened,
+    svc = online("lazy-dp-ts", 2, store=store_url, run=0, seed=3, epsilon=1.0)     # no rows yet
     for _ in range(12):
         t = svc.select()
         svc.observe(t, 0.25)
@@ -30,7 +31,8 @@ def test_served_audit_on_both_backends(store_url):
     st = LedgerStore.open(store_url)
     rows = st.rows_array()
     lo, hi = j["served"]["auditor_runs"]
-    assert lo == 1 and hi == 15
+    assert lo == 6 and hi == 20           # past run 5, which a server holds without rows
+    idle.close()
     new = rows[rows0.shape[0]:]
     assert set(np.unique(new[:, 0])) <= set(range(lo, hi + 1)) | {0}
     assert np.array_equal(rows[rows[:, 0] == 0][:rows0.shape[0]], rows0)   # service rows kept
