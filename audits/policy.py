@@ -772,8 +772,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                                 target=target, confidence=confidence,
                                 selection_fraction=selection_fraction, scorer=scorer)
         except _Missing as exc:
-            raise DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness release "
-                                f"within {stop} rounds; pass a larger stop_at") from None
+            raise _missing_error(exc, stop) from None
         sa = bet.final
         trials_done = bet.trials
         info["sequential"] = bet.to_json()
@@ -791,8 +790,7 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                                    confidence=confidence, selection_fraction=selection_fraction,
                                    delta=delta_audit, currency=currency, scorer=scorer)
         except _Missing as exc:
-            raise DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness release "
-                                f"within {stop} rounds; pass a larger stop_at") from None
+            raise _missing_error(exc, stop) from None
         sa = seq.final
         trials_done = seq.trials
         info["sequential"] = seq.to_json()
@@ -859,6 +857,12 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     res.elapsed = elapsed            # not written to JSON (reproducible bytes)
     res.certificate_object = run_certificate(policy, T, K, bits)   # in memory only (curves)
     return res
+
+
+def _missing_error(exc: _Missing, stop: int) -> DpledgerError:
+    """A sequential audit's trials that made no witness release within ``stop`` rounds."""
+    return DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness release within "
+                         f"{stop} rounds; pass a larger stop_at")
 
 
 def _sequential_sampler(mode: str, draw, info: dict, score_arm: int, score: str):
