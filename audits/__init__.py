@@ -14,6 +14,9 @@
   changes, and the Wishart pair's exact privacy profile (χ² tails);
 * :mod:`.contextual` — white-box and black-box audits of the private contextual policies on a
   neighbouring pair of contextual tables (differing in one record), with computed limits;
+* :mod:`.one_run` — one-run audits with canaries (Steinke, Nasr & Jagielski 2023), and
+  :mod:`.one_run_contextual` for jdp-linucb's canary records;
+* :mod:`.betting` — the sequential audit by betting (a test supermartingale, ``--sequential``);
 * :mod:`.result` — the result record and ``audit.json``.
 
 An audit can only refute a certificate, never certify one: a lower bound above the certificate is a

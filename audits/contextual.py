@@ -394,8 +394,11 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
     extra["ceiling"] = ceiling(trials, confidence=confidence,
                                selection_fraction=selection_fraction, currency=currency,
                                delta=audit_delta)
-    return AuditResult(score_audit=sa, certificate=cert, pair=pair, trials=trials, mode=mode,
-                       extra=extra)
+    from dpledger.audits.result import plot_data_fixed
+    res = AuditResult(score_audit=sa, certificate=cert, pair=pair, trials=trials, mode=mode,
+                      extra=extra, plot_data=plot_data_fixed(s0, s1, sa, trials, currency))
+    res.certificate_object = cert_obj       # in memory only: the trade-off curves' certificate
+    return res
 
 
 def r_certified(cert: dict) -> float | None:

@@ -626,7 +626,8 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                  progress: Callable[[int, int], None] | None = None,
                  design_options: dict | None = None, sampler: str = "float",
                  until_ratio: float | None = None, max_trials: int | None = None,
-                 whitebox_score: str = "auto") -> AuditResult:
+                 whitebox_score: str = "auto", betting: bool = False,
+                 claim: float | None = None) -> AuditResult:
     """Audit ``policy`` on a neighbouring pair with ``trials`` runs per stream.
 
     Defaults (docs/design.md#audits): the default pair
@@ -637,7 +638,10 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     ``until_ratio`` / ``max_trials`` make the audit sequential
     (:func:`~dpledger.audits.stats.sequential_audit`): ``trials`` per side first, doubling up to
     ``max_trials`` (default 100 × trials), until the bound reaches ``until_ratio`` × certificate
-    or can no longer; the bound holds at that stopping time.  White-box audits of policies in
+    or can no longer; the bound holds at that stopping time.  ``betting=True`` makes it the
+    betting e-process of :mod:`dpledger.audits.betting` instead (pure-ε certificates): it stops
+    at the first pair of trials at which ``claim`` (default: the certificate) is contradicted or
+    ``until_ratio`` × certificate is reached, up to ``max_trials`` per side.  White-box audits of policies in
     :data:`LR_CAPTURE` score the LLR of every release containing the witness
     (``whitebox_score="auto"``); ``"released"`` scores the single captured witness release.  Every result carries ``ceiling``,
     the largest bound its trial count can certify (:func:`~dpledger.audits.stats.ceiling`)."""
@@ -715,7 +719,13 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     lr = LR_CAPTURE.get(name) if (mode == "whitebox" and sampler == "float"
                                   and whitebox_score == "auto") else None
     delta_pair = float(hi - lo) if pair is None else float(pair.hi - pair.lo)
-    sequential = until_ratio is not None or max_trials is not None
+    sequential = until_ratio is not None or max_trials is not None or betting
+    if betting and currency != "epsilon":
+        raise DpledgerError(f"{name}: the betting sequential audit tests a pure-epsilon "
+                            "certificate; this one is in GDP mu (use --until-ratio without "
+                            "--sequential)")
+    if claim is not None and not betting:
+        raise DpledgerError("claim applies to the betting sequential audit (--sequential)")
     t0 = time.perf_counter()
     if mode == "whitebox":
         if lr == "gaussian-posterior":
@@ -747,34 +757,40 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     score_used = ("likelihood-ratio" if lr else "released") if mode == "whitebox" else score
     m0, _ = split_sizes(trials, selection_fraction)
     delta_audit = GDP_DELTA if currency == "mu" else 0.0
-    if sequential:
+    if betting:
+        from dpledger.audits.betting import betting_audit
+        from dpledger.audits.stats import sequential_target
+        target, mx = sequential_target(cert, currency, until_ratio, max_trials, trials)
+        if target is None and claim is None and cert.get("pure_epsilon") is None:
+            raise DpledgerError(f"{name}: an unbounded certificate and no claim: the betting "
+                                "audit has nothing to test (give a claim)")
+        claim_used = float(claim if claim is not None else cert["pure_epsilon"])
+        total = 2 * mx
+        sample, scorer = _sequential_sampler(mode, draw, info, score_arm, score)
+        try:
+            bet = betting_audit(sample, first=trials, max_trials=mx, claim=claim_used,
+                                target=target, confidence=confidence,
+                                selection_fraction=selection_fraction, scorer=scorer)
+        except _Missing as exc:
+            raise _missing_error(exc, stop) from None
+        sa = bet.final
+        trials_done = bet.trials
+        info["sequential"] = bet.to_json()
+        info["claim"] = {"value": claim_used, "currency": "epsilon",
+                         "contradicted": bet.stop_reason == "contradicted"}
+        info["ceiling"] = None
+    elif sequential:
         from dpledger.audits.stats import sequential_audit
         from dpledger.audits.stats import sequential_target
         target, mx = sequential_target(cert, currency, until_ratio, max_trials, trials)
         total = 2 * mx
-        if mode == "whitebox":
-            sample = lambda side, start, n: draw(side, start, n)["released"]  # noqa: E731
-            scorer = None
-        else:
-            sample = draw
-
-            def scorer(sel0, sel1):
-                m = len(sel0["next"])
-                _, _, fit = blackbox_scores(sel0, sel1, score_arm, m, m, score)
-                info.update(fit)
-                w = np.asarray(fit.get("fitted_weights", []), dtype=np.float64)
-
-                def to_scores(f):
-                    out, _, _ = blackbox_scores(f, f, score_arm, 0, 0, score, weights=w)
-                    return out
-                return to_scores
+        sample, scorer = _sequential_sampler(mode, draw, info, score_arm, score)
         try:
             seq = sequential_audit(sample, first=trials, max_trials=mx, target=target,
                                    confidence=confidence, selection_fraction=selection_fraction,
                                    delta=delta_audit, currency=currency, scorer=scorer)
         except _Missing as exc:
-            raise DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness release "
-                                f"within {stop} rounds; pass a larger stop_at") from None
+            raise _missing_error(exc, stop) from None
         sa = seq.final
         trials_done = seq.trials
         info["sequential"] = seq.to_json()
@@ -836,10 +852,37 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     extra.update(info)
     res = AuditResult(score_audit=sa, certificate=cert, pair=pair.to_json(), trials=trials_done,
                       mode=mode, extra=extra,
-                      plot_data=plot_data_sequential(seq) if sequential
+                      plot_data=None if betting else plot_data_sequential(seq) if sequential
                       else plot_data_fixed(s0, s1, sa, trials, currency))
     res.elapsed = elapsed            # not written to JSON (reproducible bytes)
+    res.certificate_object = run_certificate(policy, T, K, bits)   # in memory only (curves)
     return res
+
+
+def _missing_error(exc: _Missing, stop: int) -> DpledgerError:
+    """A sequential audit's trials that made no witness release within ``stop`` rounds."""
+    return DpledgerError(f"{counted(exc.args[0], 'trial')} made no witness release within "
+                         f"{stop} rounds; pass a larger stop_at")
+
+
+def _sequential_sampler(mode: str, draw, info: dict, score_arm: int, score: str):
+    """(sample, scorer) of a sequential audit: white-box, the captured score of each trial;
+    black-box, the raw features and a scorer fitted once on the selection trials (its weights
+    go to ``info``)."""
+    if mode == "whitebox":
+        return (lambda side, start, n: draw(side, start, n)["released"]), None
+
+    def scorer(sel0, sel1):
+        m = len(sel0["next"])
+        _, _, fit = blackbox_scores(sel0, sel1, score_arm, m, m, score)
+        info.update(fit)
+        w = np.asarray(fit.get("fitted_weights", []), dtype=np.float64)
+
+        def to_scores(f):
+            out, _, _ = blackbox_scores(f, f, score_arm, 0, 0, score, weights=w)
+            return out
+        return to_scores
+    return draw, scorer
 
 
 def _best_possible(policy, T, K, trials, confidence, selection_fraction, cert, currency):

@@ -34,7 +34,8 @@ from dpledger.policies.base import (EPSILON, KernelPolicy, fast_switch,
                                     push_segment)
 from dpledger.policies.environments import draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
-from dpledger.policies.rules import private_initial_pulls, argmax_first, tie_break
+from dpledger.policies.rules import (capture_release, private_initial_pulls, argmax_first,
+                                     tie_break)
 
 HIDDEN = (fast_switch("jump to the next event (False: per round)"),)
 
@@ -156,6 +157,7 @@ def _anytime_lazy_ucb_segments(rng, env, T, K, stop, params, actions, rows, capt
         if due:
             noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, stop_, 0)
             n_rows += 1
+            capture_release(capture, buf[a] + noise, buf[a], scale, a, start, stop_)
             anytime_commit(a, noise, mu, O, size, buf, blen)
         s += m
     return stop, n_rows, n_rows, segs, n_segs

@@ -38,8 +38,8 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import EPSILON, KernelPolicy, Param, fast_switch
 from dpledger.mechanisms.noise import laplace_noise
-from dpledger.policies.rules import (argmax_first, tie_break, clip01, kl_ucb_newton, play_stretch,
-                                     private_initial_pulls)
+from dpledger.policies.rules import (argmax_first, capture_release, tie_break, clip01,
+                                     kl_ucb_newton, play_stretch, private_initial_pulls)
 
 ALPHA = Param("alpha", 3.1, "positive", "exploration parameter α (> 3 in the regret theorem)")
 HIDDEN = (fast_switch("one draw_sum per episode (False: reward by reward)"),)
@@ -117,6 +117,9 @@ def _adap_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
             noise = laplace_noise(rng, env, scales[k], 1.0 / n_ep, rows, n_rows, a, N[a],
                                   N[a] + n_ep, k)
             n_rows += 1
+            # captured in sum form (the convention of capture_release: Laplace releases are
+            # sums): n·(mean + noise) = s + n·noise, of scale n·scales[k] = 1/ε
+            capture_release(capture, s + n_ep * noise, s, n_ep * scales[k], a, N[a], N[a] + n_ep)
             adap_commit(a, s, n_ep, noise, mu, n_last)
         N[a] += m_ep
         t += m_ep

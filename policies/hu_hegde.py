@@ -109,6 +109,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             if capture.shape[1] > 0 and t == 1:
                 capture[0, 0] = x + noise
                 capture[1, 0] = x
+            capture_release(capture, buf_sum[a] + noise, buf_sum[a], scale, a, start, stop_)
             lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs)
         put_action(actions, t, a)
     return stop, n_rows, n_rows

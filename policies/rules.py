@@ -199,6 +199,7 @@ def private_initial_pulls(rng, env, K, stop, scale, rows, capture, mu, N, action
         if capture.shape[1] > 0 and a == 0:
             capture[0, 0] = x + noise
             capture[1, 0] = x
+        capture_release(capture, x + noise, x, scale, a, 0, 1)
         mu[a] = x + noise
         N[a] = 1
         if emit:

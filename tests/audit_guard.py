@@ -47,6 +47,16 @@ def install() -> None:
 
     recording_init.__wrapped__ = original
     AuditResult.__init__ = recording_init
+    # one-run audits (audits/one_run.py) are held to their certificates the same way
+    from dpledger.audits.one_run import OneRunResult
+    original_one = OneRunResult.__init__
+
+    def recording_one(self, *args, **kwargs):
+        original_one(self, *args, **kwargs)
+        RECORDED.append(self)
+
+    recording_one.__wrapped__ = original_one
+    OneRunResult.__init__ = recording_one
     _installed = True
 
 
@@ -66,11 +76,21 @@ def excesses_of_json(j: dict, label: str = "") -> list[str]:
         out.append(f"{label}: lower bound above the certificate (ratio {j.get('ratio')}, "
                    f"currency {j.get('ratio_currency')})")
     mu_c = cert.get("gdp_mu")
+    tr = j.get("tradeoff")
+    if isinstance(tr, dict) and mu_c is not None and tr.get("mu_excluded", 0) > mu_c * (1 + REL_TOL):
+        out.append(f"{label}: trade-off band excludes mu {tr['mu_excluded']} > certificate {mu_c}")
+    if isinstance(tr, dict) and any((tr.get("excludes_certified") or {}).values()):
+        out.append(f"{label}: trade-off band excludes a certified curve")
     mu_l = j.get("mu_lower")
     if mu_c is not None and mu_l is not None and mu_l > mu_c * (1 + REL_TOL):
         out.append(f"{label}: mu_lower {mu_l} > certificate mu {mu_c}")
     c = j.get("counts") or {}
-    if all(k in c for k in ("n0", "k0", "n1", "k1")) and j.get("confidence") is not None:
+    seq = j.get("sequential")
+    # a betting audit's counts were collected under optional stopping: a Clopper–Pearson bound
+    # from them is not a valid bound to hold against the certificate (its e-process bound is)
+    betting = isinstance(seq, dict) and seq.get("kind") == "betting"
+    if (not betting and all(k in c for k in ("n0", "k0", "n1", "k1"))
+            and j.get("confidence") is not None):
         conf = _count_confidence(j)
         for d, e in (cert.get("epsilon_at_delta") or {}).items():
             if e is None or not math.isfinite(float(e)):

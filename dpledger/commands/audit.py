@@ -7,6 +7,9 @@
                    [--selection-fraction 0.1] [--range lo,hi] [--pair D.npy D2.npy]
                    [--until-ratio R] [--max-trials N]
                    [--workers auto] [--quiet] [--plot audit.png] --out audit.json
+    dpledger audit POLICY --sequential --trials N [--max-trials M] [--until-ratio R] [--claim E]
+    dpledger audit POLICY --one-run --canaries m [--mode whitebox|blackbox] [--horizon T]
+                   [--arms K] [--guesses k] [--claim E] [--seed 0] [--confidence 0.95]
     dpledger audit RELEASE [RELEASE ...] --trials N [--until-ratio R] [--max-trials N]
     dpledger audit CONTEXTUAL_POLICY [--set k=v ...] --trials N [--mode whitebox|blackbox]
                    [--horizon T] [--dim d] [--seed 0]
@@ -21,6 +24,10 @@ white-box audit of that composition (:func:`dpledger.audits.mechanisms.audit_spe
 ``--until-ratio R`` makes the audit sequential: batches from ``--trials`` per side, doubling up
 to ``--max-trials`` (default 100 × trials), until the lower bound reaches R × certificate or can
 no longer, with a bound valid at that stopping time (union bound over the checkpoint grid).
+``--sequential`` is the betting e-process of :mod:`dpledger.audits.betting` (valid under any
+stopping rule); ``--one-run`` the canary audit of :mod:`dpledger.audits.one_run`
+(docs/audits.md#one-run-audits).  ``--claim E`` tests a stated certificate besides the policy's
+own (exit 1 when contradicted).
 ``--plot`` draws the score distributions under D and D′ with the threshold, and the bound
 against trials.
 ``--trials`` counts runs per neighbouring stream.  Exit 0 when the lower bound stays at or below
@@ -48,8 +55,9 @@ def register(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="K=V",
                    help="policy parameter (repeatable; default: the policy's defaults), e.g. "
                         "--set epsilon=0.5")
-    p.add_argument("--trials", required=True,
-                   help="runs per neighbouring stream (an integer in [2, 1e9]; required)")
+    p.add_argument("--trials", default=None,
+                   help="runs per neighbouring stream (an integer in [2, 1e9]; no default: required, "
+                        "except with --one-run)")
     p.add_argument("--confidence", default="0.95",
                    help="confidence of the lower bound, in (0, 1) (default 0.95)")
     p.add_argument("--mode", default="blackbox", choices=["whitebox", "blackbox"],
@@ -60,8 +68,8 @@ def register(sub) -> None:
     p.add_argument("--horizon", default=None,
                    help="T, rounds per run (an integer; default 1000, or the pair's table "
                         "length with --pair)")
-    p.add_argument("--arms", default="2", help="K, arms of the default pair (an integer >= 2; "
-                                               "default 2)")
+    p.add_argument("--arms", default=None, help="K, arms of the default pair (an integer >= 2; "
+                                                "default 2; with --one-run, default --canaries)")
     p.add_argument("--seed", default="0", help="master seed (an integer >= 0; default 0)")
     p.add_argument("--score", default="auto", choices=["auto", "pulls", "next", "fitted"],
                    help="black-box score (default auto: chosen on the selection split)")
@@ -87,11 +95,40 @@ def register(sub) -> None:
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="draw the score distributions under D and D' with the threshold, and "
                         "the bound against trials (default: no plot)")
+    p.add_argument("--tradeoff", default=None, metavar="PNG",
+                   help="white-box fixed-n audits: draw the empirical trade-off curve of the "
+                        "likelihood-ratio test with its simultaneous DKW band beside the "
+                        "certified curves, and add the largest mu and epsilon(delta) the band "
+                        "excludes to the audit file (default: none)")
     p.add_argument("--workers", default="auto",
                    help="threads that run trials in parallel (processes for a policy without a "
                         "compiled kernel; a release-spec audit uses one): an integer >= 1, or "
                         "auto = the CPUs this process may use (default auto); the result does "
                         "not depend on it")
+    p.add_argument("--sequential", action="store_true",
+                   help="sequential audit by betting (an e-process for the event's two rates, "
+                        "valid under optional stopping): stops when the certificate (or "
+                        "--claim) is contradicted, --until-ratio R x certificate is reached, "
+                        "or at --max-trials (default 100 x --trials); pure-epsilon "
+                        "certificates (default: off)")
+    p.add_argument("--one-run", action="store_true",
+                   help="one-run audit (Steinke, Nasr & Jagielski 2023): one run with "
+                        "--canaries rows whose rewards a private fair coin each sets to the "
+                        "range's ends; lower bound from the correct guesses (default: off)")
+    p.add_argument("--store", default=None, metavar="URL",
+                   help="served one-run audit: send --canaries through the step form of "
+                        "POLICY to this live ledger store (SQLite path or postgresql:// URL), "
+                        "in auditor runs of their own, labelled in the store (default: none)")
+    p.add_argument("--canaries", default=None,
+                   help="--one-run: the number m of canaries (an integer in [1, T]; no default: "
+                        "required with --one-run)")
+    p.add_argument("--guesses", default=None,
+                   help="--one-run: guess only the k most confident canaries (an integer in "
+                        "[1, m]; default: the grid m x (0.01, 0.03, 0.1, 0.3, 1), Bonferroni)")
+    p.add_argument("--claim", default=None,
+                   help="--one-run, --store and --sequential: a stated certificate (epsilon, "
+                        "or mu for a GDP policy with --one-run) to test besides the policy's "
+                        "own, e.g. a paper's; exit 1 when contradicted (default: none)")
     p.add_argument("--dim", default=None,
                    help="contextual policies: the context dimension d of the built-in pair "
                         "(an integer >= 1; default 2)")
@@ -136,10 +173,27 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(args.out, "--out")
     if args.plot:
         check_output_file(args.plot, "--plot", PLOT_EXTENSIONS)
+    if args.store is not None:
+        return _run_served(args)
+    if args.one_run:
+        if args.tradeoff is not None or args.sequential:
+            raise DpledgerError("--tradeoff and --sequential do not apply to a one-run audit")
+        return _run_one_run(args)
+    _check_tradeoff(args)
+    stray = [f for f, v in (("--canaries", args.canaries), ("--guesses", args.guesses))
+             if v is not None]
+    if stray:
+        raise DpledgerError(f"{', '.join(stray)} {'applies' if len(stray) == 1 else 'apply'} "
+                            "to a one-run audit; add --one-run")
+    if args.claim is not None and not args.sequential:
+        raise DpledgerError("--claim applies to --one-run and --sequential audits")
+    if args.trials is None:
+        raise DpledgerError("--trials is required (runs per neighbouring stream), except with "
+                            "--one-run")
     trials = parse_int("--trials", args.trials, minimum=2, maximum=MAX_COUNT)
     until = None if args.until_ratio is None else parse_float("--until-ratio", args.until_ratio,
                                                               minimum=0.0, open_interval=True)
-    if args.max_trials is not None and until is None:
+    if args.max_trials is not None and until is None and not args.sequential:
         # alone it would silently turn a fixed-n audit sequential
         raise DpledgerError("--max-trials applies to a sequential audit; add --until-ratio R "
                             "(or drop --max-trials for a fixed-n audit of --trials)")
@@ -148,6 +202,9 @@ def run(args: argparse.Namespace) -> int:
     # checked for both kinds of audit (a release-spec audit is one vectorised draw and uses
     # one worker whatever the count: the result never depends on it)
     workers = parse_workers(args.workers)
+    if args.sequential and (_is_release_spec(args.policy) or _is_contextual(args.policy)):
+        raise DpledgerError("--sequential audits a policy on its neighbouring pair (not release "
+                            "specs or contextual policies; for those use --until-ratio)")
     if _is_release_spec(args.policy):
         return _run_spec(args, trials, until, max_trials)
     from dpledger.policies.registry import is_contextual
@@ -157,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
         raise DpledgerError("--dim applies to contextual policies (their pair's context "
                             "dimension)")
     policy, confidence, fraction, seed = _policy_options(args)
-    K = parse_int("--arms", args.arms, minimum=2)
+    K = parse_int("--arms", "2" if args.arms is None else args.arms, minimum=2)
     T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
     stop = None if args.stop_at is None else parse_int("--stop-at", args.stop_at, minimum=1)
     lo, hi = parse_range("--range", args.range)
@@ -180,12 +237,15 @@ def run(args: argparse.Namespace) -> int:
                            hi=hi, score=args.score, stop_at=stop, seed=seed,
                            confidence=confidence, selection_fraction=fraction, workers=workers,
                            progress=progress, sampler=args.sampler, until_ratio=until,
-                           max_trials=max_trials)
+                           max_trials=max_trials, betting=args.sequential,
+                           claim=None if args.claim is None else parse_float(
+                               "--claim", args.claim, minimum=0.0, open_interval=True))
     except DpledgerError as exc:
         raise in_flag_terms(exc) from None          # stop_at → --stop-at
     finally:
         progress.close()
     out = res.to_json()
+    _tradeoff(args, res, out)
     write_json_atomic(args.out, out)
     if args.plot:
         from dpledger.audits.plots import plot_audit
@@ -238,6 +298,14 @@ def _sequential_line(out: dict, until: float | None) -> None:
     seq = out.get("sequential")
     if not isinstance(seq, dict):
         return
+    if seq.get("kind") == "betting":
+        why = {"contradicted": f"the claim {seq['claim']:.4g} is contradicted (e-value "
+                               f"{seq['e_value_at_claim']:.3g} >= 1/alpha)",
+               "reached": f"the lower bound reached {seq['target']}",
+               "max_trials": "--max-trials was drawn"}[seq["stop_reason"]]
+        sys.stdout.write(f"sequential (betting e-process): stopped at {seq['trials_drawn']} "
+                         f"trials per side: {why} (stop_reason {seq['stop_reason']})\n")
+        return
     target = (f"{until:g} × the certificate" if until is not None else "its target")
     why = _STOP_REASONS.get(seq.get("stop_reason"), str(seq.get("stop_reason")))
     sys.stdout.write(f"sequential: stopped at {seq.get('trials_drawn')} trials per side of at "
@@ -255,7 +323,42 @@ def _limit_line(out: dict) -> None:
                          "(limit_reason in the audit file has the computed bound)\n")
 
 
+def _check_tradeoff(args) -> None:
+    if args.tradeoff is None:
+        return
+    check_output_file(args.tradeoff, "--tradeoff", PLOT_EXTENSIONS)
+    if args.mode != "whitebox" or args.sequential or args.until_ratio is not None:
+        raise DpledgerError("--tradeoff draws the white-box likelihood-ratio test of a fixed-n "
+                            "audit (--mode whitebox, no --sequential or --until-ratio)")
+
+
+def _tradeoff(args, res, out: dict) -> None:
+    """``--tradeoff PNG``: the trade-off figure, and its block in the audit file."""
+    if args.tradeoff is None:
+        return
+    from dpledger.audits.tradeoff import plot_tradeoff
+    pd = res.plot_data or {}
+    title = (f"{args.policy} white-box, {len(pd['s0'])} count trials per side; "
+             f"certificate {res.certified:.3g} {res.currency}")
+    out["tradeoff"] = plot_tradeoff(pd["s0"], pd["s1"], getattr(res, "certificate_object", None),
+                                    args.tradeoff, title, confidence=res.confidence)
+    if not args.quiet:
+        t = out["tradeoff"]
+        sys.stdout.write(f"trade-off band ({t['confidence']:g}, DKW): excludes mu <= "
+                         f"{t['mu_excluded']:.4g}; epsilon at delta=1e-05 <= "
+                         f"{t['epsilon_excluded']['1e-05']:.4g}; wrote {args.tradeoff}\n")
+
+
+def _is_contextual(name: str) -> bool:
+    from dpledger.policies.registry import is_contextual
+    return is_contextual(name)
+
+
 def _finish(res, args) -> int:
+    claim = res.to_json().get("claim") if getattr(args, "sequential", False) else None
+    if claim and claim["contradicted"] and not res.violation:
+        raise InvariantViolation(f"sequential audit contradicts the claimed certificate "
+                                 f"{claim['value']:.6g} (see {args.out})")
     if res.violation:
         raise InvariantViolation(f"audit lower bound {res.lower:.6g} exceeds the certificate "
                                  f"{res.certified:.6g} (see {args.out})")
@@ -297,7 +400,7 @@ def _run_contextual(args, trials, until, max_trials) -> int:
     from dpledger.accounting.schema import write_json_atomic
     from dpledger.audits.contextual import audit_contextual
     ignored = [flag for flag, val, default in (
-        ("--arms", args.arms, "2"), ("--score", args.score, "auto"),
+        ("--arms", args.arms, None), ("--score", args.score, "auto"),
         ("--stop-at", args.stop_at, None), ("--range", args.range, "0,1"),
         ("--pair", args.pair, None), ("--sampler", args.sampler, "float"),
         ("--until-ratio", until, None), ("--max-trials", max_trials, None),
@@ -321,6 +424,7 @@ def _run_contextual(args, trials, until, max_trials) -> int:
     finally:
         progress.close()
     out = res.to_json()
+    _tradeoff(args, res, out)
     write_json_atomic(args.out, out)
     if not args.quiet:
         cert = res.certified
@@ -336,6 +440,143 @@ def _run_contextual(args, trials, until, max_trials) -> int:
                              f"{reason.split('. ')[0].rstrip('.')} (limit_reason in the audit "
                              "file has the computed bound)\n")
         sys.stdout.write(f"wrote {args.out}\n")
+    return _finish(res, args)
+
+
+def _run_served(args) -> int:
+    """``dpledger audit POLICY --store URL --canaries m``: :func:`dpledger.audits.
+    one_run_served.audit_served`."""
+    from dpledger.accounting.schema import write_json_atomic
+    from dpledger.audits.one_run_served import audit_served
+    ignored = [flag for flag, val, default in (
+        ("--trials", args.trials, None), ("--score", args.score, "auto"),
+        ("--stop-at", args.stop_at, None), ("--pair", args.pair, None),
+        ("--horizon", args.horizon, None), ("--sequential", args.sequential, False),
+        ("--sampler", args.sampler, "float"), ("--until-ratio", args.until_ratio, None),
+        ("--max-trials", args.max_trials, None), ("--plot", args.plot, None),
+        ("--tradeoff", args.tradeoff, None), ("--dim", args.dim, None),
+        ("--range", args.range, "0,1")) if val != default]
+    if ignored:
+        raise DpledgerError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not "
+                            "apply to a served audit (--store URL --canaries m)")
+    if args.canaries is None:
+        raise DpledgerError("--store needs --canaries m (the canaries to send)")
+    m = parse_int("--canaries", args.canaries, minimum=1, maximum=10 ** 6)
+    K = 2 if args.arms is None else parse_int("--arms", args.arms, minimum=2)
+    guesses = None if args.guesses is None else parse_int("--guesses", args.guesses, minimum=1,
+                                                         maximum=10 ** 6)
+    claim = None if args.claim is None else parse_float("--claim", args.claim, minimum=0.0,
+                                                        open_interval=True)
+    confidence = parse_float("--confidence", args.confidence, minimum=0.0, maximum=1.0,
+                             open_interval=True)
+    seed = parse_int("--seed", args.seed, minimum=0)
+    if args.releases:
+        raise DpledgerError(f"unexpected arguments after the policy name: {' '.join(args.releases)}")
+    t0 = time.monotonic()
+    try:
+        res = audit_served(args.store, args.policy, canaries=m, arms=K, mode=args.mode,
+                           seed=seed, confidence=confidence, guesses=guesses, claim=claim,
+                           params=_typed_params(args))
+    except DpledgerError as exc:
+        raise in_flag_terms(exc) from None
+    out = res.to_json()
+    write_json_atomic(args.out, out)
+    if not args.quiet:
+        cert = res.certified
+        sv = out["served"]
+        sys.stdout.write(
+            f"epsilon_lower {res.lower:.4g} at {res.confidence:g} confidence from the served "
+            f"store ({res.correct} of {res.guesses} guesses right, {res.canaries} canaries in "
+            f"auditor runs {sv['auditor_runs'][0]}-{sv['auditor_runs'][1]}, labelled "
+            f"{sv['label']}); certificate {'unbounded' if cert is None else f'{cert:.4g}'}"
+            f"; ceiling {res.ceiling:.4g}  [{time.monotonic() - t0:.1f}s]\n"
+            f"wrote {args.out}\n")
+    claim_j = out.get("claim")
+    if claim_j and claim_j["contradicted"] and not res.violation:
+        raise InvariantViolation(f"served one-run lower bound {res.lower:.6g} exceeds the "
+                                 f"claimed certificate {claim_j['value']:.6g} (see {args.out})")
+    return _finish(res, args)
+
+
+def _typed_params(args) -> dict:
+    """The --set parameters as the policy parses them (typed), the given keys only."""
+    from dpledger.commands.run import parse_params
+    from dpledger.policies.registry import make_policy_from_text
+    given = parse_params(args.set)
+    policy = make_policy_from_text(args.policy, given)
+    return {k: policy.params[k] for k in given}
+
+
+def _run_one_run(args) -> int:
+    """``dpledger audit POLICY --one-run --canaries m``: :func:`dpledger.audits.one_run.
+    audit_one_run` (or its contextual form), written to ``--out``."""
+    from dpledger.accounting.schema import write_json_atomic
+    from dpledger.audits.one_run import audit_one_run
+    from dpledger.policies.registry import is_contextual
+    if _is_release_spec(args.policy):
+        raise DpledgerError("--one-run audits a policy (its canaries are reward rows), not "
+                            "release specs")
+    ignored = [flag for flag, val, default in (
+        ("--trials", args.trials, None), ("--score", args.score, "auto"),
+        ("--stop-at", args.stop_at, None), ("--pair", args.pair, None),
+        ("--sampler", args.sampler, "float"), ("--until-ratio", args.until_ratio, None),
+        ("--max-trials", args.max_trials, None), ("--plot", args.plot, None),
+        ("--selection-fraction", args.selection_fraction, "0.1")) if val != default]
+    if ignored:
+        raise DpledgerError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not "
+                            "apply to a one-run audit (one run, no trials, no selection split)")
+    if args.canaries is None:
+        raise DpledgerError("--one-run needs --canaries m (the number of canary rows)")
+    m = parse_int("--canaries", args.canaries, minimum=1, maximum=MAX_COUNT)
+    guesses = None if args.guesses is None else parse_int("--guesses", args.guesses, minimum=1,
+                                                         maximum=MAX_COUNT)
+    claim = None if args.claim is None else parse_float("--claim", args.claim, minimum=0.0,
+                                                        open_interval=True)
+    policy, confidence, _, seed = _policy_options(args)
+    T = None if args.horizon is None else parse_int("--horizon", args.horizon, 1, MAX_HORIZON)
+    t0 = time.monotonic()
+    try:
+        if is_contextual(args.policy):
+            from dpledger.audits.one_run_contextual import audit_one_run_contextual
+            if args.arms is not None or args.range != "0,1":
+                raise DpledgerError("--arms and --range do not apply to a contextual one-run "
+                                    "audit (its records are built in: K = 2, rewards in [0, 1])")
+            dim = 2 if args.dim is None else parse_int("--dim", args.dim, 1, 64)
+            res = audit_one_run_contextual(policy, canaries=m, mode=args.mode, T=T, dim=dim,
+                                           seed=seed, confidence=confidence, guesses=guesses,
+                                           claim=claim)
+        else:
+            if args.dim is not None:
+                raise DpledgerError("--dim applies to contextual policies")
+            K = None if args.arms is None else parse_int("--arms", args.arms, minimum=2)
+            lo, hi = parse_range("--range", args.range)
+            res = audit_one_run(policy, canaries=m, mode=args.mode, T=T, K=K, lo=lo, hi=hi,
+                                seed=seed, confidence=confidence, guesses=guesses, claim=claim)
+    except DpledgerError as exc:
+        raise in_flag_terms(exc) from None
+    out = res.to_json()
+    write_json_atomic(args.out, out)
+    if not args.quiet:
+        cur = "mu" if res.currency == "mu" else "epsilon"
+        cert = res.certified
+        sys.stdout.write(
+            f"{cur}_lower {res.lower:.4g} at {res.confidence:g} confidence from one run "
+            f"({res.correct} of {res.guesses} guesses right, {res.canaries} canaries); "
+            f"certificate {'unbounded' if cert is None else f'{cert:.4g}'}"
+            + (f", ratio {res.ratio:.3f}" if res.ratio is not None else "")
+            + f"; ceiling at m = {res.canaries}: {res.ceiling:.4g}"
+            + (f" (bound = {out['ratio_of_ceiling']:.3f} of it)" if out["ratio_of_ceiling"]
+               is not None else "") + f"  [{time.monotonic() - t0:.1f}s]\n")
+        c = out.get("claim")
+        if c:
+            sys.stdout.write(f"claim {c['value']:g}: "
+                             + ("CONTRADICTED by this run" if c["contradicted"] else
+                                "not contradicted at this power") + "\n")
+        sys.stdout.write(f"wrote {args.out}\n")
+    claim = out.get("claim")
+    if claim and claim["contradicted"] and not res.violation:
+        raise InvariantViolation(f"one-run lower bound {res.lower:.6g} exceeds the claimed "
+                                 f"certificate {claim['value']:.6g} (see {args.out})")
     return _finish(res, args)
 
 
@@ -356,7 +597,7 @@ def _run_spec(args, trials, until, max_trials) -> int:
     from dpledger.accounting.schema import write_json_atomic
     ignored = [flag for flag, val, default in (
         ("--set", args.set, []), ("--mode", args.mode, "blackbox"), ("--horizon", args.horizon, None),
-        ("--arms", args.arms, "2"), ("--score", args.score, "auto"), ("--stop-at", args.stop_at, None),
+        ("--arms", args.arms, None), ("--score", args.score, "auto"), ("--stop-at", args.stop_at, None),
         ("--range", args.range, "0,1"), ("--pair", args.pair, None),
         ("--sampler", args.sampler, "float")) if val != default]
     if ignored:
