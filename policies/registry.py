@@ -26,6 +26,7 @@ _REGISTRY = {
     "dp-klucb": "azize2025:DPKLUCB",
     "dp-imed": "azize2025:DPIMED",
     "imed": "azize2025:IMED",
+    "adac-ucb": "adac:AdaCUCB",
 }
 
 # Contextual policies (dpledger.policies.contextual): listed by `dpledger policies`, run on the
