@@ -687,7 +687,7 @@ def _contextual_argv(report: dict, table_path: str | None, log_path: str | None)
     argv = ["--norm-bound", repr(float(env["norm_bound"])), "--delay", str(int(ctx["delay"])),
             "--sampler", str(report.get("sampler", "float"))]
     kind = env["name"]
-    if kind == "linear":
+    if kind in ("linear", "linear-fixed"):
         argv += ["--dim", str(int(env["dim"])), "--arms", str(int(env["arms"]))]
         if env.get("theta_source") == "given":
             argv += ["--theta", ",".join(repr(float(x)) for x in env["theta"])]
