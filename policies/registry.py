@@ -39,6 +39,8 @@ _CONTEXTUAL = {
     "dp-linucb-mt": "contextual.private:DpLinUcbMT",
     "dp-lints-mt": "contextual.private:DpLinTsMT",
     "reward-dp-linucb": "contextual.private:RewardDpLinUCB",
+    "adac-gope": "contextual.gope:AdaCGOPE",
+    "dp-gope-hanna": "contextual.gope:HannaDPGOPE",
 }
 
 
