@@ -313,7 +313,7 @@ def azize_basu_2023_adac(variant: str, rho: float, delta: float) -> Theorem:
 def hanna_2022_dp_gope(epsilon: float) -> Theorem:
     """Hanna, Girgis, Fragouli & Diggavi 2022 (arXiv 2207.03445), central model: phased
     elimination with a G-optimal design and Laplace noise on each phase's per-arm reward sums;
-    each reward is in one phase's sum, so the policy is ε-DP (docs/algorithms.md#dp-gope-hanna;
+    each reward is in one phase's sum, so the policy is ε-DP (docs/algorithms.md#dp-gope-hanna-et-al;
     reconstructed)."""
     return Theorem(paper="Hanna, Girgis, Fragouli & Diggavi 2022 (arXiv 2207.03445), central "
                          "model",

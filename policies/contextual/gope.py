@@ -3,7 +3,7 @@ private in the rewards (the arm vectors are public): AdaC-GOPE (Azize & Basu, "C
 differential privacy for bandits", arXiv 2309.00557; ρ-zCDP, Gaussian noise) and Hanna,
 Girgis, Fragouli & Diggavi's central-model algorithm ("Differentially private stochastic linear
 bandits: (almost) for free", arXiv 2207.03445; ε-DP, Laplace noise).  Both RECONSTRUCTED
-(docs/algorithms.md#adac-gope, docs/algorithms.md#dp-gope-hanna): the papers' phase constants
+(docs/algorithms.md#adac-gope, docs/algorithms.md#dp-gope-hanna-et-al): the papers' phase constants
 were not at hand; the skeleton is Lattimore & Szepesvári 2020, Algorithm 12 (§22).
 
 **A phase** ℓ = 1, 2, … with accuracy β_ℓ = 2^-ℓ and active arms A_ℓ (A_1 = all):
