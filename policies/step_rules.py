@@ -254,7 +254,18 @@ def _adap_select(box, mu, n_last, eps, alpha, klucb, lt, index):
     return azize_basu.adap_select(box.rng, mu, n_last, eps, alpha, klucb, lt, index)
 
 
-class AdaPStep(EpisodicStep):
+class DoublingStep(EpisodicStep):
+    """Episodes that double the arm's count (p pulls → p more), release id log2 n: AdaP-*
+    and AdaC-UCB."""
+
+    def length(self, p):
+        return max(p, 1)
+
+    def release_id(self, n):
+        return int(azize_basu.adap_release_id(n))
+
+
+class AdaPStep(DoublingStep):
     """AdaP-UCB / AdaP-KLUCB: an episode doubles the arm's count (p pulls → p more); its mean
     is released with Lap(1/(ε·n)), release id log2 n."""
 
@@ -267,12 +278,6 @@ class AdaPStep(EpisodicStep):
         s = self.state
         return _adap_select(box, s["mu"], s["n_last"], self.eps, self.alpha, self.klucb,
                             np.log(float(t)), s["index"])
-
-    def length(self, p):
-        return max(p, 1)
-
-    def release_id(self, n):
-        return int(azize_basu.adap_release_id(n))
 
     def release(self, rid):
         return azize_basu._episode_releases(self.eps, rid + 1)[rid]
@@ -305,7 +310,7 @@ def _adac_draw(box, bits, s_lat, sigma, total, n):
     return total / n + box.rng.normal(0.0, sigma)
 
 
-class AdaCUCBStep(EpisodicStep):
+class AdaCUCBStep(DoublingStep):
     """AdaC-UCB (policies/adac.py): AdaP-UCB's episodes (an episode doubles the arm's count),
     the episode's mean released with N(0, (r/n)²), release id log2 n; the draw returns the
     released mean itself (the lattice form is computed from the integer sum)."""
@@ -325,12 +330,6 @@ class AdaCUCBStep(EpisodicStep):
         s = self.state
         return _adac_select(box, s["mu"], s["n_last"], self.ratio, self.alpha,
                             np.log(float(t)), s["index"])
-
-    def length(self, p):
-        return max(p, 1)
-
-    def release_id(self, n):
-        return int(azize_basu.adap_release_id(n))
 
     def release(self, rid):
         return self.policy.release(rid)
