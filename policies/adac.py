@@ -79,6 +79,17 @@ def zcdp_target_ratio(policy, given: dict, reads: int = 1) -> float:
     return gaussian_ratio_for(epsilon=p["epsilon"], delta=p["delta"], reads=reads)
 
 
+class ZcdpTarget:
+    """Mixin of the policies with a ``rho`` / ``epsilon``+``delta`` target: with ``rho`` set,
+    ``epsilon`` is not used, so run.json (and a rebuilt policy) leaves it out."""
+
+    def public_params(self) -> dict:
+        out = super().public_params()
+        if self.params["rho"] is not None:
+            out.pop("epsilon", None)
+        return out
+
+
 def zcdp_rho_of(ratio: float, reads: int = 1) -> float:
     """ρ of a record read ``reads`` times by Gaussians of σ/Δ = ``ratio`` (rounded up)."""
     return Composition.of([(GaussianRelease(sigma=ratio, sensitivity=1.0), reads)]).zcdp_rho()
@@ -164,7 +175,7 @@ def _adac_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
     return t, n_rows, n_rows, segs, n_segs
 
 
-class AdaCUCB(KernelPolicy):
+class AdaCUCB(ZcdpTarget, KernelPolicy):
     name = "adac-ucb"
     title = "AdaC-UCB (Azize & Basu, arXiv 2309.00557; reconstructed index)"
     provenance = "reconstructed"
@@ -181,12 +192,6 @@ class AdaCUCB(KernelPolicy):
 
     def emits_segments(self):
         return bool(self.params["fast"])
-
-    def resolved_params(self, T, K):
-        out = self.public_params()
-        if self.params["rho"] is not None:
-            out.pop("epsilon", None)      # not used: the target is ρ
-        return out
 
     def kernel_params(self, T, K):
         return np.concatenate([[self.params["alpha"], float(self.params["fast"]), self.ratio],

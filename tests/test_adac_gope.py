@@ -247,3 +247,23 @@ def test_adac_ucb_whitebox_audit_near_the_certificate():
     # measured: 0.992 at 2e5 trials per side (docs/algorithms.md#adac-ucb)
     assert (0.97 if full else 0.85) <= r.ratio <= 1.0 and r.violation is False, \
         (r.lower, r.certified)
+
+
+@pytest.mark.parametrize("argv", [
+    ["adac-gope", "--env", "linear-fixed", "--dim", "3", "--arms", "6", "--horizon", "20000",
+     "--set", "rho=1"],
+    ["dp-gope-hanna", "--env", "linear-fixed", "--dim", "3", "--arms", "6", "--horizon",
+     "20000", "--sampler", "exact"],
+    ["adac-ucb", "--horizon", "3000", "--set", "rho=1", "--sampler", "exact"],
+])
+def test_runs_verify_by_resimulation(argv, tmp_path, capsys):
+    """run.json names the target that was drawn (with rho, no epsilon), and `verify
+    --resimulate` rebuilds the same bytes."""
+    import json
+
+    from dpledger.cli import main
+    out = str(tmp_path / "r.json")
+    assert main(["run", *argv, "--runs", "2", "--out", out, "--quiet"]) == 0
+    params = json.load(open(out))["policy"]["params"]
+    assert ("epsilon" in params) == ("rho=1" not in argv)
+    assert main(["verify", out, "--resimulate"]) == 0, capsys.readouterr()

@@ -56,8 +56,8 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import GaussianRelease, LaplaceRelease, Release, lattice_sigma
 from dpledger.errors import DpledgerError
 from dpledger.mechanisms.noise import lattice_gaussian, lattice_laplace, lattice_release
-from dpledger.policies.adac import (DELTA_TARGET, EPSILON_TARGET, RHO_TARGET, zcdp_rho_of,
-                                    zcdp_target_ratio)
+from dpledger.policies.adac import (DELTA_TARGET, EPSILON_TARGET, RHO_TARGET, ZcdpTarget,
+                                    zcdp_rho_of, zcdp_target_ratio)
 from dpledger.policies.base import EPSILON, RunOutput
 from dpledger.policies.contextual.base import ContextualPolicy, ContextualProblem
 from dpledger.policies.contextual.environments import LINEAR, TABLE
@@ -319,7 +319,7 @@ class PhasedElimination(ContextualPolicy):
         return float(env.rewards[t:t + m].mean(axis=1).sum())
 
 
-class AdaCGOPE(PhasedElimination):
+class AdaCGOPE(ZcdpTarget, PhasedElimination):
     """AdaC-GOPE (Azize & Basu, arXiv 2309.00557): Gaussian noise N(0, σ²) on each (phase, arm)
     sum, σ from ``rho`` (σ = 1/√(2ρ)) or solved for (ε, δ) by dpledger's accountant."""
 
@@ -330,12 +330,6 @@ class AdaCGOPE(PhasedElimination):
     def __init__(self, **params):
         super().__init__(**params)
         self.ratio = zcdp_target_ratio(self, params)
-
-    def resolved_params(self, T, K):
-        out = self.public_params()
-        if self.params["rho"] is not None:
-            out.pop("epsilon", None)
-        return out
 
     def release(self):
         return GaussianRelease(sigma=self.ratio, sensitivity=1.0)
