@@ -152,3 +152,28 @@ def accounted_wishart(epsilon: float, delta: float, nodes: int, dim: int,
     if best is None:
         raise DpledgerError("the Wishart theorem needs δ/m below 1/e")
     return best
+
+
+# -- a per-record privacy target → a Gaussian's σ/Δ (issue 32: the adaptive-episode policies) ----
+
+def gaussian_ratio_for(*, rho: float | None = None, epsilon: float | None = None,
+                       delta: float | None = None, reads: int = 1) -> float:
+    """σ/Δ of a Gaussian release that a record enters ``reads`` times, so that the record's
+    composition meets the target: ρ-zCDP (``rho``: σ/Δ = √(reads/(2ρ)), then moved up ulp by ulp
+    until the accountant's rounded-up zCDP ρ = reads·μ²/2 is at most ``rho``), or (ε, δ)-DP
+    (:func:`accounted_sigma`: the smallest σ whose exact GDP curve meets it).  A record read once
+    (the adaptive-episode policies: each reward in one release) is ρ-zCDP exactly at μ = √(2ρ)
+    (Bun & Steinke 2016, Prop. 1.6)."""
+    from dpledger.accounting.releases import GaussianRelease
+    reads = int(reads)
+    if rho is not None:
+        rho = check_positive("rho", rho)
+        ratio = math.sqrt(reads / (2.0 * rho))
+        while Composition.of([(GaussianRelease(sigma=ratio, sensitivity=1.0), reads)]
+                             ).zcdp_rho() > rho:
+            ratio = math.nextafter(ratio, math.inf)
+        return ratio
+    if epsilon is None or delta is None:
+        raise DpledgerError("give rho, or both epsilon and delta")
+    return accounted_sigma(lambda s: GaussianRelease(sigma=s, sensitivity=1.0), reads,
+                           epsilon, delta)

@@ -689,7 +689,7 @@ def _contextual_argv(report: dict, table_path: str | None, log_path: str | None)
     if env.get("clip_contexts"):
         argv.append("--clip-contexts")
     kind = env["name"]
-    if kind == "linear":
+    if kind in ("linear", "linear-fixed"):
         argv += ["--dim", str(int(env["dim"])), "--arms", str(int(env["arms"]))]
         if env.get("theta_source") == "given":
             argv += ["--theta", ",".join(repr(float(x)) for x in env["theta"])]

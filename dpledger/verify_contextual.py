@@ -118,13 +118,14 @@ def _check_environment(report: dict, problem: ContextualProblem, problems: list[
     if shared != problem.shared:
         problems.append(f"environment.contexts {env.get('contexts')!r} but contextual.model "
                         f"{report['contextual'].get('model')!r}")
-    if problem.env == "linear":
-        from dpledger.policies.contextual.environments import linear
+    if problem.env in ("linear", "linear-fixed"):
+        from dpledger.policies.contextual.environments import linear, linear_fixed
         given = env.get("theta_source") == "given"
+        make = linear if problem.env == "linear" else linear_fixed
         try:
-            rebuilt = linear(problem.dim, problem.arms, env["theta"] if given else None,
-                             int(report["seed"]), problem.norm_bound, problem.lo,
-                             problem.hi).to_json()
+            rebuilt = make(problem.dim, problem.arms, env["theta"] if given else None,
+                           int(report["seed"]), problem.norm_bound, problem.lo,
+                           problem.hi).to_json()
         except DpledgerError as exc:
             problems.append(f"environment: {exc}")
             return

@@ -273,6 +273,10 @@ class Policy(ABC):
         values = {p.name: p.default for p in self.params_spec}
         for key, value in params.items():
             key = PARAM_ALIASES.get(key, key)
+            if key == "rho" and key not in known and self.private:
+                raise DpledgerError(f"policy {self.name!r} is certified in pure ε or GDP, not "
+                                    f"zCDP: it takes no target rho; known: "
+                                    f"{', '.join(known) or 'none'}")
             if key not in known:
                 raise DpledgerError(f"policy {self.name!r} has no parameter {key!r}; "
                                     f"known: {', '.join(known) or 'none'}")

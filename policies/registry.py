@@ -26,6 +26,7 @@ _REGISTRY = {
     "dp-klucb": "azize2025:DPKLUCB",
     "dp-imed": "azize2025:DPIMED",
     "imed": "azize2025:IMED",
+    "adac-ucb": "adac:AdaCUCB",
 }
 
 # Contextual policies (dpledger.policies.contextual): listed by `dpledger policies`, run on the
@@ -38,6 +39,8 @@ _CONTEXTUAL = {
     "dp-linucb-mt": "contextual.private:DpLinUcbMT",
     "dp-lints-mt": "contextual.private:DpLinTsMT",
     "reward-dp-linucb": "contextual.private:RewardDpLinUCB",
+    "adac-gope": "contextual.gope:AdaCGOPE",
+    "dp-gope-hanna": "contextual.gope:HannaDPGOPE",
 }
 
 

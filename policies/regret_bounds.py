@@ -742,9 +742,10 @@ class PrivacyModel:
             return cls("pure", float(th.pure_epsilon),
                        f"ε = {th.pure_epsilon:g}, the pure ε of the policy's privacy theorem "
                        f"({th.paper}, {th.theorem})")
-        return cls("gdp", None, f"μ-GDP (μ = {th.gdp_mu:g}, {th.theorem}): Gaussian noise "
-                   "gives no finite pure ε, so the ε-global DP lower bounds do not apply; the "
-                   "non-private ones do")
+        stated = (f"μ-GDP (μ = {th.gdp_mu:g}, {th.theorem})" if th.gdp_mu is not None else
+                  f"an (ε, δ) statement ({th.theorem})")
+        return cls("gdp", None, f"{stated}: Gaussian noise gives no finite pure ε, so the "
+                   "ε-global DP lower bounds do not apply; the non-private ones do")
 
 
 def lower_bounds(instance: RewardInstance, T: int, model: PrivacyModel) -> list[RegretBound]:

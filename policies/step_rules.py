@@ -37,8 +37,9 @@ from dpledger.accounting.releases import LaplaceRelease
 from dpledger.accounting.posterior_reads import (posterior_read_lattice_sigma,
                                                  posterior_read_release)
 from dpledger.mechanisms.counters import binary_new, binary_push, binary_state_size, log_new
-from dpledger.mechanisms.noise import lattice_release
-from dpledger.policies import (anytime_lazy_ucb, azize2025, azize_basu, baselines, dp_se,
+from dpledger.accounting.releases import lattice_sigma
+from dpledger.mechanisms.noise import lattice_gaussian, lattice_release
+from dpledger.policies import (adac, anytime_lazy_ucb, azize2025, azize_basu, baselines, dp_se,
                                hu2025, hu_hegde, mishra_thakurta, ou)
 from dpledger.policies.rules import tie_break
 from dpledger.policies.step import laplace_step
@@ -253,7 +254,18 @@ def _adap_select(box, mu, n_last, eps, alpha, klucb, lt, index):
     return azize_basu.adap_select(box.rng, mu, n_last, eps, alpha, klucb, lt, index)
 
 
-class AdaPStep(EpisodicStep):
+class DoublingStep(EpisodicStep):
+    """Episodes that double the arm's count (p pulls → p more), release id log2 n: AdaP-*
+    and AdaC-UCB."""
+
+    def length(self, p):
+        return max(p, 1)
+
+    def release_id(self, n):
+        return int(azize_basu.adap_release_id(n))
+
+
+class AdaPStep(DoublingStep):
     """AdaP-UCB / AdaP-KLUCB: an episode doubles the arm's count (p pulls → p more); its mean
     is released with Lap(1/(ε·n)), release id log2 n."""
 
@@ -266,12 +278,6 @@ class AdaPStep(EpisodicStep):
         s = self.state
         return _adap_select(box, s["mu"], s["n_last"], self.eps, self.alpha, self.klucb,
                             np.log(float(t)), s["index"])
-
-    def length(self, p):
-        return max(p, 1)
-
-    def release_id(self, n):
-        return int(azize_basu.adap_release_id(n))
 
     def release(self, rid):
         return azize_basu._episode_releases(self.eps, rid + 1)[rid]
@@ -287,6 +293,58 @@ class AdaPUCBStep(AdaPStep):
 
 class AdaPKLUCBStep(AdaPStep):
     name = "adap-klucb"
+
+
+@njit(cache=True)
+def _adac_select(box, mu, n_last, ratio, alpha, lt, index):
+    return adac.adac_select(box.rng, mu, n_last, ratio, alpha, lt, index)
+
+
+@njit(cache=True)
+def _adac_draw(box, bits, s_lat, sigma, total, n):
+    """The released mean of an episode (:func:`~dpledger.policies.adac.adac_release`'s draw,
+    the same operations on the same generator): total/n + N(0, σ²), or on the lattice."""
+    if bits > 0:
+        unit = 2.0 ** bits
+        return lattice_gaussian(box.rng.bit_generator, total * unit, s_lat, n * unit)
+    return total / n + box.rng.normal(0.0, sigma)
+
+
+class AdaCUCBStep(DoublingStep):
+    """AdaC-UCB (policies/adac.py): AdaP-UCB's episodes (an episode doubles the arm's count),
+    the episode's mean released with N(0, (r/n)²), release id log2 n; the draw returns the
+    released mean itself (the lattice form is computed from the integer sum)."""
+
+    name = "adac-ucb"
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        self.state.update(mu=np.zeros(K), n_last=np.ones(K))
+        self.ratio = float(policy.ratio)
+
+    def bind(self, engine):
+        super().bind(engine)
+        self.s_lat = int(lattice_sigma(self.ratio, engine.bits)) if engine.bits else 1
+
+    def choose(self, box, t):
+        s = self.state
+        return _adac_select(box, s["mu"], s["n_last"], self.ratio, self.alpha,
+                            np.log(float(t)), s["index"])
+
+    def release(self, rid):
+        return self.policy.release(rid)
+
+    def draw_due(self, engine, due):
+        s = self.state
+        for arm, rid, start, stop in due:
+            value = _adac_draw(engine.box, engine.bits, self.s_lat, float(self.release(rid).sigma),
+                               float(s["S"][arm]), float(stop - start))
+            self.commit(arm, rid, value)
+
+    def apply(self, a, s, n, value):
+        st = self.state
+        st["mu"][a] = value
+        st["n_last"][a] = n
 
 
 @njit(cache=True)
@@ -1004,15 +1062,18 @@ class PrivateTSStep(BatchStep):
 
 RULES: dict[str, type[StepRule]] = {cls.name: cls for cls in (
     UCB1Step, KLUCBStep, BetaTSStep, IMEDStep, LazyDPTSStep, DPUCBStep, DPTSStep,
-    AnytimeLazyUCBStep, AdaPUCBStep, AdaPKLUCBStep, DPKLUCBStep, DPIMEDStep, TSGaussianStep,
-    MTSGaussianStep, DPTSUCBStep, DPSEStep, PrivateTSStep)}
+    AnytimeLazyUCBStep, AdaPUCBStep, AdaPKLUCBStep, AdaCUCBStep, DPKLUCBStep, DPIMEDStep,
+    TSGaussianStep, MTSGaussianStep, DPTSUCBStep, DPSEStep, PrivateTSStep)}
 
 
 def rule_for(policy) -> type[StepRule]:
     """The step rule of ``policy``, or a one-line refusal naming those that have one."""
     from dpledger.policies.step_rules_contextual import CONTEXTUAL_RULES
-    cls = RULES.get(policy.name) or CONTEXTUAL_RULES.get(policy.name)
+    from dpledger.policies.step_rules_phased import PHASED_RULES
+    cls = (RULES.get(policy.name) or CONTEXTUAL_RULES.get(policy.name)
+           or PHASED_RULES.get(policy.name))
     if cls is None:
         raise DpledgerError(f"policy {policy.name!r} has no step form yet; step forms: "
-                            f"{', '.join(sorted(RULES) + sorted(CONTEXTUAL_RULES))}")
+                            f"{', '.join(sorted(RULES) + sorted(CONTEXTUAL_RULES))}"
+                            f", {', '.join(sorted(PHASED_RULES))}")
     return cls

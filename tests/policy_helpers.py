@@ -15,7 +15,7 @@ FULL = os.environ.get("DPLEDGER_FULL") == "1"
 PRIVATE = ["dp-ts", "lazy-dp-ts", "adap-ucb", "adap-klucb", "dp-se", "anytime-lazy-ucb"]
 NONPRIVATE = ["ucb1", "klucb", "ts-beta"]
 MINE = NONPRIVATE + PRIVATE
-FAST = ["adap-ucb", "adap-klucb", "dp-se", "anytime-lazy-ucb"]
+FAST = ["adap-ucb", "adap-klucb", "dp-se", "anytime-lazy-ucb", "adac-ucb"]
 
 _MODULES = ["dpledger.policies." + m for m in
             ("baselines", "hu_hegde", "azize_basu", "dp_se", "anytime_lazy_ucb", "rules",

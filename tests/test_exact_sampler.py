@@ -23,7 +23,8 @@ from dpledger.verify import verify_report
 
 EXACT = ["lazy-dp-ts", "dp-ts", "adap-ucb", "adap-klucb", "dp-se", "anytime-lazy-ucb", "dp-ucb",
          "dp-ts-mt", "dp-klucb", "dp-imed"]
-EXACT_GAUSSIAN = ["ts-gaussian", "mts-gaussian", "dp-ts-ucb"]   # tests/test_exact_gaussian.py
+EXACT_GAUSSIAN = ["ts-gaussian", "mts-gaussian", "dp-ts-ucb",   # tests/test_exact_gaussian.py
+                  "adac-ucb"]                                  # tests/test_step_equality.py
 STEP = 2.0 ** -LATTICE_BITS
 
 

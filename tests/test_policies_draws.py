@@ -50,7 +50,8 @@ import pytest
 from numba.core.registry import CPUDispatcher
 
 from dpledger.accounting.releases import (DiscreteGaussianRelease, DiscreteLaplaceRelease,
-                                          GaussianRelease, LaplaceRelease, NonPrivateRelease)
+                                          GaussianRelease, LaplaceRelease, NonPrivateRelease,
+                                          lattice_sigma)
 from dpledger.policies import simulator
 from dpledger.policies.base import KernelPolicy
 from dpledger.policies.environments import bernoulli, table
@@ -86,6 +87,8 @@ def _variants(param, current):
         cands = [param.default + 2]
     elif param.kind == "fraction":
         cands = [0.25, 0.75]
+    elif param.kind == "probability":       # a δ in (0, 1)
+        cands = [0.05] if param.default is None else [min(0.5, param.default * 100)]
     else:                                   # positive / float; None means a horizon default
         cands = [0.05] if param.default is None else [param.default * 2.5, param.default + 1.5]
     out = []
@@ -265,9 +268,14 @@ def _draws(events):
             else:
                 attached.append((pending, draw))
                 pending = None
-        elif ev[0] == "dgauss":            # exact sampler: row-less, like DP-TS-UCB's samples
-            assert events[i + 1][0] == "value"
-            loose.append({"kind": "dgauss", "s": ev[1], "value": events[i + 1][1]})
+        elif ev[0] == "dgauss":            # exact sampler: row-less, like DP-TS-UCB's samples,
+            assert events[i + 1][0] == "value"     # or after its row (AdaC-UCB's episode means)
+            draw = {"kind": "dgauss", "s": ev[1], "value": events[i + 1][1]}
+            if pending is None:
+                loose.append(draw)
+            else:
+                attached.append((pending, draw))
+                pending = None
             i += 1
         elif ev[0] == "z":
             zs.append(ev[1])
@@ -283,6 +291,12 @@ def _check_scale(draw, ledger_rel, declared, where):
         assert isinstance(ledger_rel, LaplaceRelease), (where, ledger_rel)
         assert draw["scale"] == ledger_rel.scale, \
             f"{where}: drew Laplace scale {draw['scale']!r}, the ledger's release has {ledger_rel.scale!r}"
+    elif draw["kind"] == "dgauss":          # the release's lattice σ, from the declared σ/Δ
+        assert isinstance(ledger_rel, DiscreteGaussianRelease), (where, ledger_rel)
+        assert draw["s"] == ledger_rel.sigma, \
+            f"{where}: drew discrete Gaussian s {draw['s']!r}, the ledger's has {ledger_rel.sigma!r}"
+        bits = int(ledger_rel.sensitivity).bit_length() - 1
+        assert draw["s"] == lattice_sigma(declared.sigma / declared.sensitivity, bits), where
     elif draw["kind"] == "normal":
         assert isinstance(ledger_rel, GaussianRelease), (where, ledger_rel)
         assert draw["scale"] == ledger_rel.sigma, \
@@ -362,7 +376,7 @@ def check_draws(policy, res, recorders, captures, T, K):
             rel = ledger.releases[lid]
             if isinstance(rel, GaussianRelease) and hits[("row", arm, start, stop)] == 0:
                 want[rel.sigma] += count
-            if isinstance(rel, DiscreteGaussianRelease):
+            if isinstance(rel, DiscreteGaussianRelease) and hits[("row", arm, start, stop)] == 0:
                 want_dg[rel.sigma] += count
         assert Counter(d["scale"] for d in loose) == want, f"run {run}: Gaussian samples"
         if dg and ledger.posterior_reads["run"].size:
@@ -389,6 +403,9 @@ def _check_witness(run, cap, attached, loose):
         return                               # no witness release in this run
     first = [d for ev, d in attached if ev[1] == 0][:1] or loose[:1]
     assert first, f"run {run}: a witness release was captured but no noise drawn"
+    if first[0]["kind"] == "dgauss":        # the exact draw returns the release itself
+        assert released == first[0]["value"], (run, released, first[0])
+        return
     tol = 4 * np.spacing(max(abs(released), abs(clean), 1.0))
     assert abs((released - clean) - first[0]["value"]) <= tol, \
         f"run {run}: the witness release added {released - clean!r}, its draw was " \

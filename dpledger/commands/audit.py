@@ -416,9 +416,18 @@ def _run_contextual(args, trials, until, max_trials) -> int:
     progress = _Progress(args.quiet, f"auditing {policy!r} ({args.mode}, contextual pair), "
                                       f"{trials} trials per stream")
     try:
-        res = audit_contextual(policy, trials=trials, mode=args.mode, T=T, dim=dim, seed=seed,
+        if hasattr(policy, "plan_phase"):        # phased elimination on a fixed arm set
+            from dpledger.audits.phased import audit_phased
+            if T is not None:
+                raise DpledgerError("--horizon does not apply to a phased audit (T is its "
+                                    "first phase's length)")
+            res = audit_phased(policy, trials=trials, mode=args.mode, dim=dim, seed=seed,
                                confidence=confidence, selection_fraction=fraction,
                                progress=progress)
+        else:
+            res = audit_contextual(policy, trials=trials, mode=args.mode, T=T, dim=dim,
+                                   seed=seed, confidence=confidence,
+                                   selection_fraction=fraction, progress=progress)
     except DpledgerError as exc:
         raise in_flag_terms(exc) from None
     finally:

@@ -19,7 +19,7 @@ from dpledger.policies.simulator import simulate
 
 DEFAULT_MEANS = "0.75,0.625,0.5,0.375,0.25"
 DEFAULT_HORIZON = "10000"
-CONTEXTUAL_ENVS = ("linear", "contextual-table", "supervised", "replay")
+CONTEXTUAL_ENVS = ("linear", "linear-fixed", "contextual-table", "supervised", "replay")
 
 
 AUTO_LEDGER_RECORDS = 2_000_000     # larger ledgers are written only on request
@@ -173,7 +173,8 @@ _ENV_OPTION = {"bernoulli": "means", "truncexp": "rates", "beta": "ab", "table":
 
 
 # options of the contextual environments: which environments each one describes
-_CONTEXTUAL_OPTION = {"dim": ("linear",), "theta": ("linear",), "arms": ("linear", "replay"),
+_CONTEXTUAL_OPTION = {"dim": ("linear", "linear-fixed"), "theta": ("linear", "linear-fixed"),
+                      "arms": ("linear", "linear-fixed", "replay"),
                       "dataset": ("supervised",), "log": ("replay",),
                       "context_columns": ("replay",), "replay_mode": ("replay",),
                       "norm_bound": CONTEXTUAL_ENVS, "delay": CONTEXTUAL_ENVS,
@@ -208,11 +209,12 @@ def make_contextual_env(args, seed: int):
     from dpledger.policies.contextual import environments as CE
     lo, hi = _range(args)
     L = 1.0 if args.norm_bound is None else parse_float("--norm-bound", args.norm_bound)
-    if args.env == "linear":
+    if args.env in ("linear", "linear-fixed"):
         d = _int("dim", "10" if args.dim is None else args.dim, 1, 4096)
         K = _int("arms", "10" if args.arms is None else args.arms, 2, 1 << 20)
         theta = None if args.theta is None else _floats("theta", args.theta)
-        return CE.linear(d, K, theta, seed, L, lo, hi)
+        make = CE.linear if args.env == "linear" else CE.linear_fixed
+        return make(d, K, theta, seed, L, lo, hi)
     if args.env == "contextual-table":
         if not args.table:
             raise DpledgerError("--env contextual-table needs --table FILE.npz")

@@ -39,6 +39,9 @@ LINEAR, TABLE, SUPERVISED, REPLAY = 0, 1, 2, 3
 KIND_NAMES = {LINEAR: "linear", TABLE: "contextual-table", SUPERVISED: "supervised",
               REPLAY: "replay"}
 REPLAY_MODES = ("uniform", "rejection")
+# the linear bandit with a fixed arm set (:func:`linear_fixed`): kind LINEAR whose one row of
+# contexts is every round's
+LINEAR_FIXED = "linear-fixed"
 
 
 class ContextualArms(NamedTuple):
@@ -83,6 +86,8 @@ class ContextualEnvironment:
 
     @property
     def name(self) -> str:
+        if self.kind == LINEAR and self.contexts.shape[0] > 0:
+            return LINEAR_FIXED
         return KIND_NAMES[self.kind]
 
     @property
@@ -274,6 +279,28 @@ def linear(dim: int, arms: int, theta=None, seed: int = 0, norm_bound: float = 1
     return ContextualEnvironment(LINEAR, arms, dim, True, L, lo, hi,
                                  np.zeros((0, arms, dim)), np.zeros((0, arms)), _EMPTY_I,
                                  _EMPTY_F, th, None, 0.0, info)
+
+
+def arm_set_generator(seed: int) -> np.random.Generator:
+    """The generator a fixed arm set is drawn from: SeedSequence (seed, 0x6172), apart from θ's
+    and every run's (the arm set belongs to the environment)."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), 0x6172])))
+
+
+def linear_fixed(dim: int, arms: int, theta=None, seed: int = 0, norm_bound: float = 1.0,
+                 lo: float = 0.0, hi: float = 1.0) -> ContextualEnvironment:
+    """The linear bandit with a fixed finite arm set (issue 32: the phased-elimination
+    policies): :func:`linear`'s θ and Bernoulli(⟨θ, x⟩) rewards, but the K arm vectors
+    x_a = L·|g|/‖g‖ (g ~ N(0, I_d)) are drawn once, from :func:`arm_set_generator`, and are
+    every round's contexts (reconstructed: the law is our choice)."""
+    env = linear(dim, arms, theta, seed, norm_bound, lo, hi)
+    g = np.abs(arm_set_generator(seed).standard_normal((arms, dim)))
+    X = env.norm_bound * g / np.linalg.norm(g, axis=1, keepdims=True)
+    info = dict(env.info, context_law="fixed arm set: L·|g|/‖g‖, g ~ N(0, I_d) per arm, drawn "
+                "once from (seed, 0x6172)", arm_set=X.tolist())
+    return ContextualEnvironment(LINEAR, arms, dim, True, env.norm_bound, env.lo, env.hi,
+                                 X[None], np.zeros((0, arms)), _EMPTY_I, _EMPTY_F, env.theta,
+                                 None, 0.0, info)
 
 
 def contextual_table(contexts: np.ndarray, rewards: np.ndarray, norm_bound: float = 1.0,

@@ -44,6 +44,8 @@ def round_context(env, rng, t, scratch):
     linear: per arm d standard normals in coordinate order, x = L·|g|/‖g‖ (into ``scratch``);
     supervised: a row drawn uniformly (one ``integers`` draw); table and replay: row t − 1."""
     if env.kind == LINEAR:
+        if env.contexts.shape[0] > 0:          # a fixed arm set (environments.linear_fixed)
+            return env.contexts[0], -1
         K, d = scratch.shape
         for a in range(K):
             s = 0.0
