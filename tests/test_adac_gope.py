@@ -129,7 +129,7 @@ def _problem(T, K, d, bits=0):
 def _fixed_table(T, K, d, seed=5):
     rng = np.random.default_rng(seed)
     X = np.abs(rng.standard_normal((K, d)))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X = CE.fit_to_bound(X / np.linalg.norm(X, axis=1, keepdims=True), 1.0)[0]
     rw = rng.integers(0, 17, (T, K)) / 16.0 * 0.5 + (np.arange(K) == 0) * 0.5
     return X, rw, CE.contextual_table(np.repeat(X[None], T, axis=0), rw)
 

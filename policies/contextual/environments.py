@@ -295,7 +295,9 @@ def linear_fixed(dim: int, arms: int, theta=None, seed: int = 0, norm_bound: flo
     every round's contexts (reconstructed: the law is our choice)."""
     env = linear(dim, arms, theta, seed, norm_bound, lo, hi)
     g = np.abs(arm_set_generator(seed).standard_normal((arms, dim)))
-    X = env.norm_bound * g / np.linalg.norm(g, axis=1, keepdims=True)
+    # fitted: rounding can leave an arm an ulp above L, which the exact norm check refuses
+    X = fit_to_bound(env.norm_bound * g / np.linalg.norm(g, axis=1, keepdims=True),
+                     env.norm_bound)[0]
     info = dict(env.info, context_law="fixed arm set: L·|g|/‖g‖, g ~ N(0, I_d) per arm, drawn "
                 "once from (seed, 0x6172)", arm_set=X.tolist())
     return ContextualEnvironment(LINEAR, arms, dim, True, env.norm_bound, env.lo, env.hi,
