@@ -9,7 +9,7 @@ public; we run the same comparison on two data sets the toolkit can read:
 
 * **digits** (scikit-learn's 8×8 handwritten digits, supervised-to-bandit: 10 arms = classes,
   reward 1 when the arm is the label, d = 64, contexts resampled i.i.d.; exact regret);
-* **digits6**, the paper's shape (issue 32 §1; :mod:`dpledger.policies.contextual.digits6`): a
+* **digits6** (and **digits6-online**, its online form), the paper's shape (issue 32 §1; :mod:`dpledger.policies.contextual.digits6`): a
   uniformly logged click log generated from a seed and replayed — 6-dimensional contexts (the
   digits projected by a fixed PCA on 5 components, plus a constant), 20 arms, a click rate of
   3.4 % (an oracle would reach 1.89× that), the log's rows generated on demand so that a run
@@ -114,8 +114,9 @@ NOT_MUCH_WORSE = 0.9
 
 LEVEL_OPTION = "epsilons"
 POLICY_NAMES = list(VARIANTS)
-DIMS = {"digits": 64, "obd": 24, "digits6": 6}
-ARMS = {"digits": 10, "obd": OBD_ARMS, "digits6": 20}
+DIMS = {"digits": 64, "obd": 24, "digits6": 6, "digits6-online": 6}
+ARMS = {"digits": 10, "obd": OBD_ARMS, "digits6": 20, "digits6-online": 20}
+SWEPT = ("digits6", "digits6-online")      # the instances swept over the accepted events n
 DIGITS6_SEED = 51
 
 
@@ -128,7 +129,8 @@ def obd_path() -> str:
 def instance_specs() -> dict[str, dict]:
     return {"digits": {"kind": "supervised", "dataset": "digits"},
             "obd": {"kind": "replay", "log": obd_path(), "arms": OBD_ARMS},
-            "digits6": {"kind": "digits6", "seed": DIGITS6_SEED}}
+            "digits6": {"kind": "digits6", "seed": DIGITS6_SEED},
+            "digits6-online": {"kind": "digits6-online", "seed": DIGITS6_SEED}}
 
 
 INSTANCES = instance_specs()
@@ -143,6 +145,10 @@ CHOICES = [
     "horizon of the run, which sizes the private trees: acceptances are not known in advance); "
     "every run replays the same generated log (runs differ in the policies' randomness only); "
     "--horizon N runs n = N alone",
+    "digits6-online: the same users and click model online (a uniformly drawn user a round, "
+    "a Bernoulli click; n rounds, fresh draws in every run) — the law of the replay's accepted "
+    "rows (Li et al. 2011, Theorem 1) at 1/20 of its policy decisions; its private trees are "
+    "sized by n, the replay's by its 20·n log rows",
     f"--quick: digits at T = {T_QUICK:,}, {R_QUICK} runs; digits6 at n = "
     f"{', '.join(f'{n:,}' for n in ACCEPTED_QUICK)}, {R_QUICK} runs; obd as the full size "
     "(fast: ~125 model updates a run) when its log is present, skipped with a note when it is "
@@ -203,10 +209,10 @@ def runs_on(variant: str, inst: str) -> bool:
 def sizes(inst: str, quick: bool, ov: Overrides = NO_OVERRIDES) -> list[tuple[int | None, int]]:
     """(n, T) of every size run on ``inst``: n the accepted events aimed at (digits6; None
     elsewhere) and T the run's horizon (rounds; replay: log rows — 20·n on digits6)."""
-    if inst == "digits6":
+    if inst in SWEPT:
         ns = [ov.horizon] if ov.horizon is not None else (ACCEPTED_QUICK if quick
                                                           else ACCEPTED_FULL)
-        return [(n, ARMS[inst] * n) for n in ns]
+        return [(n, (ARMS[inst] if inst == "digits6" else 1) * n) for n in ns]
     if inst == "digits":
         return [(None, ov.horizon if ov.horizon is not None else (T_QUICK if quick else T_FULL))]
     return [(None, 10_000)]
@@ -215,7 +221,7 @@ def sizes(inst: str, quick: bool, ov: Overrides = NO_OVERRIDES) -> list[tuple[in
 def runs_of(inst: str, quick: bool, ov: Overrides = NO_OVERRIDES) -> int:
     if ov.runs is not None:
         return ov.runs
-    return R_QUICK if quick else (R_FULL_DIGITS6 if inst == "digits6" else R_FULL)
+    return R_QUICK if quick else (R_FULL_DIGITS6 if inst in SWEPT else R_FULL)
 
 
 def _instances(ov: Overrides) -> dict[str, dict]:
@@ -409,7 +415,7 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
             claims.extend(_claims(by_key, inst, spec, eps, ov, why, ns, quick))
         plots.append(_plot(by_key, inst, eps_grid, ov, ns[-1],
                            os.path.join(out, f"reward-{inst}.png")))
-        if inst == "digits6" and len(ns) > 1:
+        if inst in SWEPT and len(ns) > 1:
             plots.append(_plot_sweep(by_key, inst, eps_grid, ov, ns,
                                      os.path.join(out, f"reward-{inst}-sweep.png")))
     if quick:
@@ -465,7 +471,7 @@ def _claims(by_key, inst, spec, eps, ov, why, ns, quick) -> list[Claim]:
                        + (f" [beside: {beside}]" if beside else ""))
     smaller = _smaller_sizes(by_key, inst, eps, ns)
     ns_text = ""
-    if inst in ("digits", "digits6"):
+    if inst == "digits" or inst in SWEPT:
         info = noise_signal(spec, eps / S, n if n is not None else sizes(inst, quick, ov)[0][1],
                             sizes(inst, quick, ov)[-1][1])
         if info is not None:

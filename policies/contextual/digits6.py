@@ -91,6 +91,19 @@ def environment(seed: int = SEED) -> CE.ContextualEnvironment:
         "oracle_mean_reward": float(p.max(axis=1).mean())})
 
 
+def online(seed: int = SEED) -> CE.ContextualEnvironment:
+    """The instance's online form (``click-model``): a uniformly drawn user every round and a
+    Bernoulli click — on its accepted rows, a replay of the generated log has this law (Li,
+    Chu, Langford & Wang 2011, Theorem 1); the difference is what the run's horizon counts
+    (rounds here, log rows in the replay, which sizes the private trees)."""
+    x = users()
+    p = click_probabilities(x, seed)
+    return CE.click_model(x, p, 1.0, source={
+        "dataset": "digits6-online", "instance_seed": int(seed),
+        "uniform_mean_reward": float(p.mean()), "oracle_mean_reward": float(
+            p.max(axis=1).mean())})
+
+
 def describe(seed: int = SEED) -> dict:
     """The instance's shape and rates: arms, d, uniform play's click rate, the oracle's."""
     x = users()

@@ -22,6 +22,11 @@ Four kinds, one kernel form (:class:`ContextualArms`), so that one compiled loop
   *generated* (:func:`generated_log`): row r of a uniformly logged log drawn on demand from a
   counter-based generator keyed by the log's seed, so a log of 10⁷–10⁸ rows (the size of the
   news logs Mishra & Thakurta 2015 replayed) costs no memory and is the same log in every run.
+* ``click-model`` — the online form of a generated log (:func:`click_model`): a user row drawn
+  uniformly every round (one ``integers`` draw), the chosen arm's click Bernoulli(p[u, a]) (one
+  ``random`` draw); pseudo-regret max_b p[u, b] − p[u, a].  Replaying an i.i.d. uniformly logged
+  log yields, on its accepted rows, exactly the law of this online run (Li, Chu, Langford & Wang
+  2011, Theorem 1), at a twentieth of the policy decisions for 20 arms.
 
 Every context's Euclidean norm is at most the declared bound ``norm_bound`` (checked: a larger
 one is refused, never clipped) and every reward lies in the declared range [lo, hi] (checked).
@@ -38,9 +43,9 @@ import numpy as np
 
 from dpledger.errors import DpledgerError, check_real
 
-LINEAR, TABLE, SUPERVISED, REPLAY = 0, 1, 2, 3
+LINEAR, TABLE, SUPERVISED, REPLAY, CLICKS = 0, 1, 2, 3, 4
 KIND_NAMES = {LINEAR: "linear", TABLE: "contextual-table", SUPERVISED: "supervised",
-              REPLAY: "replay"}
+              REPLAY: "replay", CLICKS: "click-model"}
 REPLAY_MODES = ("uniform", "rejection")
 
 
@@ -421,3 +426,26 @@ def generated_log(users: np.ndarray, click: np.ndarray, seed: int, norm_bound: f
     return ContextualEnvironment(REPLAY, K, ctx.shape[1], False, L, 0.0, 1.0,
                                  ctx.reshape(P, 1, -1), p, _EMPTY_I, _EMPTY_F, _EMPTY_F, None,
                                  0.0, info, log_key_of(seed))
+
+
+def click_model(users: np.ndarray, click: np.ndarray, norm_bound: float = 1.0,
+                source: dict | None = None) -> ContextualEnvironment:
+    """Online rounds of a click model: ``users`` (P, d) drawn uniformly each round,
+    ``click`` (P, K) the click probabilities (module docstring: the online form of
+    :func:`generated_log`).  Uniform play's mean reward per round is the row's mean click
+    probability."""
+    L = _norm_bound(norm_bound)
+    ctx = np.ascontiguousarray(users, dtype=np.float64)
+    p = np.ascontiguousarray(click, dtype=np.float64)
+    if ctx.ndim != 2 or p.ndim != 2 or p.shape[0] != ctx.shape[0] or p.shape[1] < 2:
+        raise DpledgerError(f"a click model needs users (P, d) and click probabilities (P, K), "
+                            f"K >= 2; got {ctx.shape} and {p.shape}")
+    check_contexts(ctx, L, "click model")
+    check_rewards(p, 0.0, 1.0, "click model (click probabilities)")
+    P, K = p.shape
+    info = {"users": int(P), "reward_law": "Bernoulli(click[u, a]) for the round's user u, "
+            "drawn uniformly", "data_sha256": sha256_of(ctx, p)}
+    info.update(source or {})
+    return ContextualEnvironment(CLICKS, K, ctx.shape[1], False, L, 0.0, 1.0,
+                                 ctx.reshape(P, 1, -1), p, _EMPTY_I, _EMPTY_F, _EMPTY_F, None,
+                                 0.0, info)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from dpledger._jit import njit
 
-from dpledger.policies.contextual.environments import LINEAR, REPLAY, SUPERVISED
+from dpledger.policies.contextual.environments import CLICKS, LINEAR, REPLAY, SUPERVISED
 from dpledger.policies.contextual.ridge import (dot, linucb_scores, lints_scores, pick,
                                                 ridge_observe)
 
@@ -73,7 +73,8 @@ def round_context(env, rng, t, scratch):
     1 for one per round — and the data row it came from (−1 for drawn contexts).
 
     linear: per arm d standard normals in coordinate order, x = L·|g|/‖g‖ (into ``scratch``);
-    supervised: a row drawn uniformly (one ``integers`` draw); table and replay: row t − 1 (a
+    supervised, click-model: a row drawn uniformly (one ``integers`` draw); table and replay:
+    row t − 1 (a
     generated log: row t − 1's user, from the log's key)."""
     if env.kind == LINEAR:
         K, d = scratch.shape
@@ -87,7 +88,7 @@ def round_context(env, rng, t, scratch):
             for j in range(d):
                 scratch[a, j] *= f
         return scratch, -1
-    if env.kind == SUPERVISED:
+    if env.kind == SUPERVISED or env.kind == CLICKS:
         row = rng.integers(0, env.contexts.shape[0])
     else:
         row = t - 1
@@ -104,6 +105,7 @@ def round_outcome(env, rng, ctx, row, a):
 
     linear: reward Bernoulli(⟨θ, x_a⟩) (one ``random`` draw), regret max_b ⟨θ, x_b⟩ − ⟨θ, x_a⟩;
     table, supervised: reward rewards[row, a], regret max_b rewards[row, b] − rewards[row, a];
+    click-model: reward Bernoulli(rewards[row, a]) (one ``random`` draw), the same regret;
     replay: accepted iff ``a`` is the logged action (rejection mode: and a ``random`` draw below
     q/p), reward the logged one, no regret (replay has no counterfactual rewards); a generated
     log computes row ``row``'s logged arm and click from its key."""
@@ -139,6 +141,8 @@ def round_outcome(env, rng, ctx, row, a):
         total += rw[b]
         if rw[b] > best:
             best = rw[b]
+    if env.kind == CLICKS:          # a click of probability rw[a]; pseudo-regret
+        return True, 1.0 if rng.random() < rw[a] else 0.0, best - rw[a], total / K
     return True, rw[a], best - rw[a], total / K
 
 
