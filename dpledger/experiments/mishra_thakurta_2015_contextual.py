@@ -169,8 +169,9 @@ CHOICES = [
 
 def check_overrides(ov: Overrides) -> None:
     if ov.instance is not None:
-        raise DpledgerError(f"{NAME} runs contextual data (--instance digits, digits6 or "
-                            "obd), not a custom K-armed instance (--means, --rates, --ab)")
+        raise DpledgerError(f"{NAME} runs contextual data (--instance digits, digits6, "
+                            "digits6-online or obd), not a custom K-armed instance (--means, "
+                            "--rates, --ab)")
 
 
 def statistics(d: int) -> int:

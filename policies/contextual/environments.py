@@ -393,6 +393,20 @@ def log_key_of(seed: int) -> int:
     return (splitmix64_py(int(seed) & _MASK64) >> 1) | 1
 
 
+def _click_arrays(users, click, norm_bound, what: str):
+    """(L, users, click probabilities) checked: users (P, d) of norm ≤ L, probabilities (P, K)
+    in [0, 1], K ≥ 2."""
+    L = _norm_bound(norm_bound)
+    ctx = np.ascontiguousarray(users, dtype=np.float64)
+    p = np.ascontiguousarray(click, dtype=np.float64)
+    if ctx.ndim != 2 or p.ndim != 2 or p.shape[0] != ctx.shape[0] or p.shape[1] < 2:
+        raise DpledgerError(f"a {what} needs users (P, d) and click probabilities (P, K), "
+                            f"K >= 2; got {ctx.shape} and {p.shape}")
+    check_contexts(ctx, L, what)
+    check_rewards(p, 0.0, 1.0, f"{what} (click probabilities)")
+    return L, ctx, p
+
+
 def generated_log(users: np.ndarray, click: np.ndarray, seed: int, norm_bound: float = 1.0,
                   source: dict | None = None) -> ContextualEnvironment:
     """A uniformly logged click log generated on demand, for replay (Li, Chu, Langford & Wang
@@ -405,14 +419,7 @@ def generated_log(users: np.ndarray, click: np.ndarray, seed: int, norm_bound: f
     in length, and the same log in every run (runs differ in the policy's randomness only, as
     in a replay of a stored log).  Uniform play's mean reward is the log's expectation,
     mean over u and a of click[u, a] (exact: no estimate from a prefix)."""
-    L = _norm_bound(norm_bound)
-    ctx = np.ascontiguousarray(users, dtype=np.float64)
-    p = np.ascontiguousarray(click, dtype=np.float64)
-    if ctx.ndim != 2 or p.ndim != 2 or p.shape[0] != ctx.shape[0] or p.shape[1] < 2:
-        raise DpledgerError(f"a generated log needs users (P, d) and click probabilities (P, K), "
-                            f"K >= 2; got {ctx.shape} and {p.shape}")
-    check_contexts(ctx, L, "generated log")
-    check_rewards(p, 0.0, 1.0, "generated log (click probabilities)")
+    L, ctx, p = _click_arrays(users, click, norm_bound, "generated log")
     P, K = p.shape
     info = {"replay_mode": "uniform", "log": "generated on demand (row r a function of the "
             "log's seed and r: splitmix64 counter-based draws; propensity 1/K)",
@@ -434,14 +441,7 @@ def click_model(users: np.ndarray, click: np.ndarray, norm_bound: float = 1.0,
     ``click`` (P, K) the click probabilities (module docstring: the online form of
     :func:`generated_log`).  Uniform play's mean reward per round is the row's mean click
     probability."""
-    L = _norm_bound(norm_bound)
-    ctx = np.ascontiguousarray(users, dtype=np.float64)
-    p = np.ascontiguousarray(click, dtype=np.float64)
-    if ctx.ndim != 2 or p.ndim != 2 or p.shape[0] != ctx.shape[0] or p.shape[1] < 2:
-        raise DpledgerError(f"a click model needs users (P, d) and click probabilities (P, K), "
-                            f"K >= 2; got {ctx.shape} and {p.shape}")
-    check_contexts(ctx, L, "click model")
-    check_rewards(p, 0.0, 1.0, "click model (click probabilities)")
+    L, ctx, p = _click_arrays(users, click, norm_bound, "click model")
     P, K = p.shape
     info = {"users": int(P), "reward_law": "Bernoulli(click[u, a]) for the round's user u, "
             "drawn uniformly", "data_sha256": sha256_of(ctx, p)}
