@@ -87,7 +87,7 @@ SEED = 2015
 # digits6: the sweep of accepted events n (log rows = arms × n: uniform logging accepts one row
 # in K in expectation, whatever the policy plays)
 ACCEPTED_FULL = [10_000, 100_000, 1_000_000, 2_000_000]
-ACCEPTED_QUICK = [2_000]
+ACCEPTED_QUICK = [1_000]         # 20 000 log rows replayed: the quick size bound
 R_FULL_DIGITS6 = 10
 OBD_FILE = "obd-random-all.replay.csv"
 OBD_ARMS = 80
@@ -150,7 +150,8 @@ CHOICES = [
     "rows (Li et al. 2011, Theorem 1) at 1/20 of its policy decisions; its private trees are "
     "sized by n, the replay's by its 20·n log rows",
     f"--quick: digits at T = {T_QUICK:,}, {R_QUICK} runs; digits6 at n = "
-    f"{', '.join(f'{n:,}' for n in ACCEPTED_QUICK)}, {R_QUICK} runs; obd as the full size "
+    f"{', '.join(f'{n:,}' for n in ACCEPTED_QUICK)}, {R_QUICK} runs (digits6-online only when "
+    "--instance names it); obd as the full size "
     "(fast: ~125 model updates a run) when its log is present, skipped with a note when it is "
     "not",
     "ε = 2.7 in total per record is 'the paper's' reading (ε₀ = 2.7/S, S = d(d+1)/2 + d "
@@ -225,8 +226,13 @@ def runs_of(inst: str, quick: bool, ov: Overrides = NO_OVERRIDES) -> int:
     return R_QUICK if quick else (R_FULL_DIGITS6 if inst in SWEPT else R_FULL)
 
 
-def _instances(ov: Overrides) -> dict[str, dict]:
-    return ov.instances_or(instance_specs())
+def _instances(ov: Overrides, quick: bool = False) -> dict[str, dict]:
+    """The instances run: --quick leaves digits6-online out unless --instance names it (the
+    replay it stands in for runs the same code at quick size)."""
+    insts = ov.instances_or(instance_specs())
+    if quick and ov.instances is None:
+        insts.pop("digits6-online", None)
+    return insts
 
 
 def _obd_missing(insts: dict) -> str | None:
@@ -237,7 +243,7 @@ def _obd_missing(insts: dict) -> str | None:
 
 
 def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
-    insts = _instances(ov)
+    insts = _instances(ov, quick)
     if _obd_missing(insts):
         insts = {k: v for k, v in insts.items() if k != "obd"}
     seed = ov.seed_or(SEED)
@@ -369,7 +375,7 @@ def _fmt_opt(x: float | None) -> str:
 
 
 def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES) -> Summary:
-    insts = _instances(ov)
+    insts = _instances(ov, quick)
     skipped = _obd_missing(insts)
     eps_grid = list(ov.levels) if ov.levels is not None else EPS
     table, notes, claims = [], [], []
