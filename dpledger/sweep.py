@@ -65,14 +65,15 @@ class RunConfig:
         return make_env(self.env)
 
 
-CONTEXTUAL_KINDS = ("linear", "supervised", "replay")
+CONTEXTUAL_KINDS = ("linear", "supervised", "replay", "digits6", "digits6-online")
 
 
 def make_env(spec: dict):
     """The environment a spec names.  Contextual kinds: {"kind": "linear", "dim", "arms",
-    "seed"}, {"kind": "supervised", "dataset"}, {"kind": "replay", "log", "arms"?}, each with
-    optional "norm_bound" and "range"; their reward delay is the spec's "delay" (default 0),
-    read by :func:`delay_of`."""
+    "seed"}, {"kind": "supervised", "dataset"}, {"kind": "replay", "log", "arms"?},
+    {"kind": "digits6" or "digits6-online", "seed"?} (:mod:`~dpledger.policies.contextual.
+    digits6`: a generated log, or its online form), each with optional "norm_bound" and "range"; their reward delay is the spec's
+    "delay" (default 0), read by :func:`delay_of`."""
     from dpledger.policies import environments as E
     lo, hi = spec.get("range", [0.0, 1.0])
     kind = spec.get("kind")
@@ -85,6 +86,10 @@ def make_env(spec: dict):
                              L, lo, hi)
         if kind == "supervised":
             return CD.load_supervised(spec["dataset"], L, lo, hi)
+        if kind in ("digits6", "digits6-online"):
+            from dpledger.policies.contextual import digits6
+            seed = spec.get("seed", digits6.SEED)
+            return digits6.environment(seed) if kind == "digits6" else digits6.online(seed)
         return CD.load_replay(spec["log"], spec.get("arms"), spec.get("context_columns"),
                               spec.get("mode", "uniform"), L, lo, hi)
     if kind == "bernoulli":

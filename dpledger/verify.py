@@ -633,6 +633,11 @@ def _not_reproducible(report: dict) -> str | None:
                 "reproduces")
     if report.get("reproducible") is False:
         return "run.json says it is not reproducible"
+    env = report.get("environment")
+    if isinstance(env, dict) and str(env.get("dataset", "")).startswith("digits6"):
+        return (f"its environment is the {env['dataset']} instance, which only the experiment "
+                "mishra-thakurta-2015-contextual builds (no `dpledger run` option names it); "
+                "rerun that experiment with the same settings: its cells are byte-identical")
     return None
 
 

@@ -235,7 +235,7 @@ BAD = [
      "--instance picks among the experiment's instances; --means, --rates and --ab replace "
      "them: give one or the other"),
     (["mishra-thakurta-2015-contextual", "--means", "0.5,0.4"],
-     "mishra-thakurta-2015-contextual runs contextual data (--instance digits or obd)"),
+     "mishra-thakurta-2015-contextual runs contextual data (--instance digits, digits6, digits6-online or obd)"),
     (["mishra-thakurta-2015-contextual", "--instance", "digits", "--horizon", "5"],
      "--horizon 5 is shorter than the number of arms 10"),
     (["--config", "x.toml", "hu-2025"], "give an experiment NAME or --config FILE, not both"),

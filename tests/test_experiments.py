@@ -164,7 +164,7 @@ def test_contextual_experiment_says_when_obd_is_absent(tmp_path, monkeypatch):
     mod = experiment_module("mishra-thakurta-2015-contextual")
     monkeypatch.setattr(mod, "obd_path", lambda: str(tmp_path / "absent.replay.csv"))
     cfgs = mod.configs(True)
-    assert cfgs and {c.tags["instance"] for c in cfgs} == {"digits"}
+    assert cfgs and {c.tags["instance"] for c in cfgs} == {"digits", "digits6"}
     summary = mod.summarize({}, str(tmp_path), True)
     said = " ".join([c.evidence for c in summary.claims] + summary.notes)
     assert "obd skipped" in said and "dpledger data fetch obd" in said

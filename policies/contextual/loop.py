@@ -29,11 +29,42 @@ from __future__ import annotations
 import numpy as np
 from dpledger._jit import njit
 
-from dpledger.policies.contextual.environments import LINEAR, REPLAY, SUPERVISED
+from dpledger.policies.contextual.environments import CLICKS, LINEAR, REPLAY, SUPERVISED
 from dpledger.policies.contextual.ridge import (dot, linucb_scores, lints_scores, pick,
                                                 ridge_observe)
 
 LINUCB, LINTS = 0, 1        # the select rules of :func:`run_ridge`
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(cache=True, inline="always")
+def splitmix64(x):
+    """splitmix64's output function on a uint64 (Steele, Lea & Flood 2014; the twin of
+    :func:`~dpledger.policies.contextual.environments.splitmix64_py`)."""
+    z = x + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def log_draw(key, row, j):
+    """h_j of row ``row`` (0-based) of a generated log: splitmix64(key + 3·row + j)."""
+    return splitmix64(np.uint64(key) + np.uint64(3) * np.uint64(row) + np.uint64(j))
+
+
+@njit(cache=True)
+def generated_row(key, n_users, n_arms, row):
+    """(user, logged arm, the click's uniform in [0, 1)) of row ``row`` of a generated log
+    (:func:`~dpledger.policies.contextual.environments.generated_log`)."""
+    u = np.int64(log_draw(key, row, 0) % np.uint64(n_users))
+    a = np.int64(log_draw(key, row, 1) % np.uint64(n_arms))
+    c = np.float64(log_draw(key, row, 2) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+    return u, a, c
 
 
 @njit(cache=True)
@@ -42,7 +73,9 @@ def round_context(env, rng, t, scratch):
     1 for one per round — and the data row it came from (−1 for drawn contexts).
 
     linear: per arm d standard normals in coordinate order, x = L·|g|/‖g‖ (into ``scratch``);
-    supervised: a row drawn uniformly (one ``integers`` draw); table and replay: row t − 1."""
+    supervised, click-model: a row drawn uniformly (one ``integers`` draw); table and replay:
+    row t − 1 (a
+    generated log: row t − 1's user, from the log's key)."""
     if env.kind == LINEAR:
         if env.contexts.shape[0] > 0:          # a fixed arm set (environments.linear_fixed)
             return env.contexts[0], -1
@@ -57,10 +90,13 @@ def round_context(env, rng, t, scratch):
             for j in range(d):
                 scratch[a, j] *= f
         return scratch, -1
-    if env.kind == SUPERVISED:
+    if env.kind == SUPERVISED or env.kind == CLICKS:
         row = rng.integers(0, env.contexts.shape[0])
     else:
         row = t - 1
+        if env.log_key != 0:        # a generated log: row t − 1's user (no rng draw)
+            u = generated_row(env.log_key, env.contexts.shape[0], env.n_arms, row)[0]
+            return env.contexts[u], row
     return env.contexts[row], row
 
 
@@ -71,8 +107,15 @@ def round_outcome(env, rng, ctx, row, a):
 
     linear: reward Bernoulli(⟨θ, x_a⟩) (one ``random`` draw), regret max_b ⟨θ, x_b⟩ − ⟨θ, x_a⟩;
     table, supervised: reward rewards[row, a], regret max_b rewards[row, b] − rewards[row, a];
+    click-model: reward Bernoulli(rewards[row, a]) (one ``random`` draw), the same regret;
     replay: accepted iff ``a`` is the logged action (rejection mode: and a ``random`` draw below
-    q/p), reward the logged one, no regret (replay has no counterfactual rewards)."""
+    q/p), reward the logged one, no regret (replay has no counterfactual rewards); a generated
+    log computes row ``row``'s logged arm and click from its key."""
+    if env.kind == REPLAY and env.log_key != 0:     # a generated log (no rng draw)
+        u, logged, c = generated_row(env.log_key, env.contexts.shape[0], env.n_arms, row)
+        if a != logged:
+            return False, 0.0, 0.0, 0.0
+        return True, 1.0 if c < env.rewards[u, a] else 0.0, 0.0, 0.0
     if env.kind == REPLAY:
         if a != env.logged[row]:
             return False, 0.0, 0.0, 0.0
@@ -100,6 +143,8 @@ def round_outcome(env, rng, ctx, row, a):
         total += rw[b]
         if rw[b] > best:
             best = rw[b]
+    if env.kind == CLICKS:          # a click of probability rw[a]; pseudo-regret
+        return True, 1.0 if rng.random() < rw[a] else 0.0, best - rw[a], total / K
     return True, rw[a], best - rw[a], total / K
 
 
