@@ -38,6 +38,8 @@ _CONTEXTUAL = {
     "dp-linucb-mt": "contextual.private:DpLinUcbMT",
     "dp-lints-mt": "contextual.private:DpLinTsMT",
     "reward-dp-linucb": "contextual.private:RewardDpLinUCB",
+    "adac-oful": "contextual.episodes:AdacOFUL",
+    "episode-linucb": "contextual.episodes:EpisodeLinUCB",
 }
 
 
