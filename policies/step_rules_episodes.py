@@ -21,7 +21,7 @@ from dpledger._jit import njit
 
 from dpledger.policies.contextual.episode_loop import (EP_JOINT, I_SEEN, I_START, ep_init,
                                                        ep_push, ep_release, ep_select,
-                                                       E_GROWTH)
+                                                       E_GROWTH, E_MEMORY)
 from dpledger.policies.contextual.ridge import pick
 from dpledger.policies.step_rules_contextual import ContextualStep
 
@@ -33,10 +33,11 @@ def _select(box, chol, theta, widths, ctx, shared, values, work):
 
 
 @njit(cache=True)
-def _release(box, kind, g, spec, acc, pre, ist, ld, chol, chol_cur, theta, widths, jstate,
-             consts, units, A, scratch, capture, rows, nrow, b, W, work):
-    return ep_release(kind, g, box.rng, spec, acc, pre, ist, ld, chol, chol_cur, theta, widths,
-                      jstate, consts, units, A, scratch, capture, rows, nrow, b, W, work)
+def _release(box, kind, g, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, theta, widths,
+             jstate, consts, units, A, scratch, capture, rows, nrow, b, W, work):
+    return ep_release(kind, g, box.rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, theta,
+                      widths, jstate, consts, units, A, scratch, capture, rows, nrow, b, W,
+                      work)
 
 
 class EpisodeStep(ContextualStep):
@@ -49,8 +50,8 @@ class EpisodeStep(ContextualStep):
         s = policy.new_state(problem)
         s.update(jstate=np.zeros((M, 2), np.int64), nrow=np.zeros(1, np.int64),
                  info=np.zeros(1, np.int64))
-        ep_init(plan.kind, s["chol"], s["chol_cur"], s["theta"], s["widths"], s["ld"],
-                s["consts"])
+        ep_init(plan.kind, s["chol"], s["chol_cur"], s["chol_ep"], s["theta"], s["widths"],
+                s["ld"], s["consts"])
         self.state = s
         p = max(int(plan.spec[5]), 1)
         self._A, self._scratch = np.zeros((p, p)), np.zeros(plan.width)
@@ -76,8 +77,9 @@ class EpisodeStep(ContextualStep):
     def push_record(self, a, x, r):
         s, plan = self.state, self.plan
         g = int(ep_push(plan.kind, self.model_of(a), np.ascontiguousarray(x, np.float64),
-                        float(r), s["acc"], s["ist"], s["ld"], s["chol_cur"], plan.units,
-                        float(s["consts"][E_GROWTH]), self._vx, self._work))
+                        float(r), s["acc"], s["ist"], s["ld"], s["chol_cur"], s["chol_ep"],
+                        plan.units, float(s["consts"][E_GROWTH]),
+                        bool(s["consts"][E_MEMORY] > 0), self._vx, self._work))
         if g < 0:
             return []
         return [(g, 0, int(s["ist"][g, I_START]), int(s["ist"][g, I_SEEN]))]
@@ -86,7 +88,8 @@ class EpisodeStep(ContextualStep):
         s, plan = self.state, self.plan
         for g, _, _, _ in due:
             s["info"][0] += _release(engine.box, plan.kind, g, plan.spec, s["acc"], s["pre"],
-                                     s["ist"], s["ld"], s["chol"], s["chol_cur"], s["theta"],
+                                     s["ist"], s["ld"], s["chol"], s["chol_cur"],
+                                     s["chol_ep"], s["theta"],
                                      s["widths"], s["jstate"], s["consts"], plan.units,
                                      self._A, self._scratch, self._capture, self._rows,
                                      s["nrow"], self._b, self._W, self._work)

@@ -46,15 +46,16 @@ from dpledger.policies.contextual.ridge import (cholesky_rank1_update, linucb_sc
 EP_JOINT, EP_REWARD = 0, 1
 # ep consts, by position: width α, ridge λ, shift coefficient σ·c (EP_JOINT), ln(1 + C)
 # (EP_REWARD), then private_loop's refresh constants from position 4 on
-E_ALPHA, E_LAMBDA, E_SHIFT_COEF, E_GROWTH = 0, 1, 2, 3
-E_REFRESH = 4
+E_ALPHA, E_LAMBDA, E_SHIFT_COEF, E_GROWTH, E_MEMORY = 0, 1, 2, 3, 4
+E_REFRESH = 5
 # ist columns
 I_RELEASED, I_START, I_SEEN, I_LENGTH = 0, 1, 2, 3
 
 
 @njit(cache=True)
-def ep_init(kind, chol, chol_cur, theta, widths, ld, consts):
-    """Models before any release: V = λ·I, θ̂ = 0, width α; the exact Gram factors √λ·I."""
+def ep_init(kind, chol, chol_cur, chol_ep, theta, widths, ld, consts):
+    """Models before any release: V = λ·I, θ̂ = 0, width α; the exact Gram factors (of all
+    records, of the open episode's) √λ·I."""
     M, d = chol.shape[0], chol.shape[1]
     root = np.sqrt(consts[E_LAMBDA])
     for m in range(M):
@@ -68,6 +69,7 @@ def ep_init(kind, chol, chol_cur, theta, widths, ld, consts):
             for i in range(d):
                 for j in range(d):
                     chol_cur[m, i, j] = chol[m, i, j]
+                    chol_ep[m, i, j] = chol[m, i, j]
             ld[m, 0] = d * np.log(consts[E_LAMBDA])
             ld[m, 1] = ld[m, 0]
 
@@ -80,10 +82,11 @@ def ep_select(chol, theta, widths, ctx, shared, values, work):
 
 
 @njit(cache=True)
-def ep_push(kind, s, x, r, acc, ist, ld, chol_cur, units, growth, vx, work):
+def ep_push(kind, s, x, r, acc, ist, ld, chol_cur, chol_ep, units, growth, last, vx, work):
     """Record (x, r) of model s joins its open episode (clean).  Returns the statistic stream
     whose episode it closes (0 under record privacy; s under reward privacy, when ln det A_s
-    has grown by ``growth`` = ln(1 + C) since its episode began), or −1."""
+    has grown by ``growth`` = ln(1 + C) since its episode began), or −1.  ``last``: the
+    open episode's own Gram factor is kept too (``memory=last``)."""
     d = x.size
     if kind == EP_JOINT:
         p = d + 1
@@ -105,6 +108,8 @@ def ep_push(kind, s, x, r, acc, ist, ld, chol_cur, units, growth, vx, work):
         a[i] += np.floor(r * x[i] * inv + 0.5) if inv > 0.0 else r * x[i]
     L = chol_cur[s]
     cholesky_rank1_update(L, x, work)
+    if last:
+        cholesky_rank1_update(chol_ep[s], x, work)
     lg = 0.0
     for i in range(d):
         lg += np.log(L[i, i])
@@ -114,8 +119,8 @@ def ep_push(kind, s, x, r, acc, ist, ld, chol_cur, units, growth, vx, work):
 
 
 @njit(cache=True)
-def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, theta, widths, jstate,
-               consts, units, A, scratch, capture, rows, nrow, b, W, work):
+def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, theta, widths,
+               jstate, consts, units, A, scratch, capture, rows, nrow, b, W, work):
     """Close stream g's episode: its ledger row (stream, start, stop) is written, then its
     noise is drawn (every block under record privacy), the noisy episode sum is added to the
     released total, and the models reading it are refreshed.  ``capture`` ((n, D + 1) or
@@ -143,7 +148,10 @@ def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, theta, wid
         if capture.shape[1] > D + 1:
             for e in range(D):
                 capture[n, D + 1 + e] = acc[g, e]
+    last = consts[E_MEMORY] > 0.0
     for e in range(D):
+        if last and kind == EP_REWARD:
+            b[e] = (acc[g, e] + scratch[e]) * units[1]     # this episode's noisy sum only
         pre[g, e] += acc[g, e] + scratch[e]
         acc[g, e] = 0.0
     ist[g, I_RELEASED] += 1
@@ -159,10 +167,32 @@ def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, theta, wid
         for m in range(M):
             rep += refresh_joint(pre[0], m, E, d, units[0], rc, chol, theta, widths, jstate,
                                  b, W, work)
-    else:
+    elif last:
+        # memory=last: the model is the closed episode's alone — its Gram factor and its one
+        # noisy Σ r·x (b, above); the next episode's factor restarts at √λ·I
+        root = np.sqrt(consts[E_LAMBDA])
         for i in range(d):
-            for j in range(i + 1):
-                chol[g, i, j] = chol_cur[g, i, j]
+            for j in range(d):
+                chol[g, i, j] = chol_ep[g, i, j]
+                chol_ep[g, i, j] = 0.0
+            chol_ep[g, i, i] = root
+        _solve_theta(chol[g], b, theta[g], work)
+        ld[g, 0] = ld[g, 1]
+    else:
+        extra = consts[E_SHIFT_COEF] * np.sqrt(ist[g, I_RELEASED])
+        if extra > 0.0:
+            # the estimate's ridge grows with the released noise (n draws of σ per entry):
+            # A + κσ√n·I, one factorisation per episode
+            Lc = chol_cur[g]
+            W[:, :] = Lc @ Lc.T
+            for i in range(d):
+                W[i, i] += extra
+            chol[g, :, :] = np.linalg.cholesky(W)
+        else:
+            for i in range(d):
+                for j in range(i + 1):
+                    chol[g, i, j] = chol_cur[g, i, j]
+        for i in range(d):
             b[i] = pre[g, i] * units[1]
         _solve_theta(chol[g], b, theta[g], work)
         ld[g, 0] = ld[g, 1]
@@ -171,8 +201,8 @@ def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, theta, wid
 
 @njit(cache=True, nogil=True)
 def run_episodes(rng, env, T, shared, delay, kind, spec, acc, pre, ist, ld, chol, chol_cur,
-                 theta, widths, consts, units, capture, rows, nrow, actions, regret, obs_stream,
-                 obs_round, info):
+                 chol_ep, theta, widths, consts, units, capture, rows, nrow, actions, regret,
+                 obs_stream, obs_round, info):
     """One run (module docstring) over T rounds (replay: log rows) with delay ``delay``: the
     environment, delay queue and outcomes are the non-private loop's; ``info`` ← (PSD repairs,
     releases).  Returns (policy rounds, observations, Σ reward, Σ uniform)."""
@@ -191,7 +221,8 @@ def run_episodes(rng, env, T, shared, delay, kind, spec, acc, pre, ist, ld, chol
     sc = np.zeros((K if env.kind == LINEAR else 1, d))
     store = delay < T
     q = queue_new(delay if store else 0, T, d)
-    ep_init(kind, chol, chol_cur, theta, widths, ld, consts)
+    ep_init(kind, chol, chol_cur, chol_ep, theta, widths, ld, consts)
+    last = consts[E_MEMORY] > 0.0
     k = 0
     n_obs = 0
     sums = np.zeros(2)
@@ -202,14 +233,14 @@ def run_episodes(rng, env, T, shared, delay, kind, spec, acc, pre, ist, ld, chol
                               k, actions, regret, sums)
         if due:
             s, rnd, rs, xs = queue_pop(q)
-            g = ep_push(kind, s, xs, rs, acc, ist, ld, chol_cur, units, consts[E_GROWTH], vx,
-                        work)
+            g = ep_push(kind, s, xs, rs, acc, ist, ld, chol_cur, chol_ep, units,
+                        consts[E_GROWTH], last, vx, work)
             obs_stream[n_obs] = 0 if kind == EP_JOINT else s
             obs_round[n_obs] = rnd
             n_obs += 1
             if g >= 0:
                 info[0] += ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur,
-                                      theta, widths, jstate, consts, units, A, scratch,
-                                      capture, rows, nrow, b, W, work)
+                                      chol_ep, theta, widths, jstate, consts, units, A,
+                                      scratch, capture, rows, nrow, b, W, work)
                 info[1] += 1
     return k, n_obs, sums[0], sums[1]

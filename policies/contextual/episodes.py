@@ -32,7 +32,8 @@ from dpledger.mechanisms import matrix as mx
 from dpledger.policies.base import Param, RunOutput
 from dpledger.policies.contextual.base import ContextualProblem
 from dpledger.policies.contextual.episode_loop import (E_ALPHA, E_GROWTH, E_LAMBDA,
-                                                       E_REFRESH, E_SHIFT_COEF, EP_JOINT,
+                                                       E_MEMORY, E_REFRESH, E_SHIFT_COEF,
+                                                       EP_JOINT,
                                                        EP_REWARD, I_LENGTH, run_episodes)
 from dpledger.policies.contextual.linear import LAMBDA
 from dpledger.policies.contextual.private import PrivateLinearPolicy, _moves
@@ -72,8 +73,9 @@ class EpisodePlan:
 
 
 def _consts(alpha: float, lam: float, shift_coef: float = 0.0, growth: float = 0.0,
-            psd_scale: float = 1.0) -> np.ndarray:
+            psd_scale: float = 1.0, last: bool = False) -> np.ndarray:
     c = np.zeros(E_REFRESH + N_CONSTS)
+    c[E_MEMORY] = 1.0 if last else 0.0
     c[E_ALPHA], c[E_LAMBDA], c[E_SHIFT_COEF], c[E_GROWTH] = alpha, lam, shift_coef, growth
     c[E_REFRESH + C_XI] = alpha            # refresh_joint's width ξ + 0·√(…) = α
     c[E_REFRESH + C_PSD_SCALE] = psd_scale
@@ -139,6 +141,7 @@ class _EpisodePolicy(PrivateLinearPolicy):
         return dict(acc=np.zeros((plan.n_stat, plan.width)),
                     pre=np.zeros((plan.n_stat, plan.width)), ist=ist, ld=np.zeros((M, 2)),
                     chol=np.zeros((M, d, d)), chol_cur=np.zeros((M, d, d)),
+                    chol_ep=np.zeros((M, d, d)),
                     theta=np.zeros((M, d)), widths=np.zeros(M), consts=plan.consts.copy())
 
     def run_one(self, rng, env, problem: ContextualProblem) -> RunOutput:
@@ -157,7 +160,8 @@ class _EpisodePolicy(PrivateLinearPolicy):
         info = np.zeros(2, dtype=np.int64)
         rounds, n_obs, reward_sum, uniform_sum = run_episodes(
             rng, env.as_kernel(), T, problem.shared, problem.delay, plan.kind, plan.spec,
-            s["acc"], s["pre"], s["ist"], s["ld"], s["chol"], s["chol_cur"], s["theta"],
+            s["acc"], s["pre"], s["ist"], s["ld"], s["chol"], s["chol_cur"], s["chol_ep"],
+            s["theta"],
             s["widths"], s["consts"], plan.units, capture, rows, nrow, actions, regret,
             obs_stream, obs_round, info)
         n = int(nrow[0])
@@ -212,6 +216,8 @@ class EpisodeLinUCB(_EpisodePolicy):
         RHO, ALPHA, LAMBDA,
         Param("first_episode", 1, "int", "records of the first episode n₀ (>= 1); episode j "
               "holds n₀·2^j"),
+        Param("shift_scale", 1.0, "positive", "κ: the shift after n episodes is λ + κσ√n·(2√p "
+              "+ √(2 ln 2T))"),
     )
 
     def __init__(self, **params):
@@ -263,7 +269,8 @@ class EpisodeLinUCB(_EpisodePolicy):
             units = np.array([1.0, 1.0, 0.0, 0.0])
             drawn = {"sigma": sigma}
         T = max(problem.horizon, 1)
-        coef = sigma * (2.0 * math.sqrt(p) + math.sqrt(2.0 * math.log(2.0 * T)))
+        coef = prm["shift_scale"] * sigma * (2.0 * math.sqrt(p)
+                                             + math.sqrt(2.0 * math.log(2.0 * T)))
         drawn.update(first_episode=n0, schedule="doubling", shift_coefficient=coef)
         return EpisodePlan(EP_JOINT, 1, M * E, spec, (rel,), units,
                            _consts(prm["alpha"], prm["lambda"], shift_coef=coef,
@@ -294,7 +301,17 @@ class AdacOFUL(_EpisodePolicy):
         Param("delta", 1e-6, "positive", "privacy δ of the (ε, δ) target, in (0, 1)"),
         RHO, ALPHA, LAMBDA,
         Param("growth", 1.0, "positive", "C: an episode ends when det A has grown by 1 + C"),
+        Param("noise_ridge", 0.0, "float", "κ >= 0: the estimate reads A + κσ√n·I after n "
+              "releases of its model (0: A itself; memory=all)"),
+        Param("memory", "all", "choice", "all: the model is every released episode of its "
+              "arm (Gram of all records, Σ of the noisy sums); last: the last closed episode "
+              "alone (its Gram, its one noisy sum)", choices=("all", "last")),
     )
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        if self.params["noise_ridge"] < 0:
+            raise DpledgerError(f"noise_ridge must be >= 0, got {self.params['noise_ridge']!r}")
 
     def theorem(self, problem: ContextualProblem):
         p = self.params
@@ -335,4 +352,6 @@ class AdacOFUL(_EpisodePolicy):
         drawn.update(growth=prm["growth"], episode_rule="det A grows by 1 + C")
         return EpisodePlan(EP_REWARD, M, d, spec, (rel,), units,
                            _consts(prm["alpha"], prm["lambda"],
-                                   growth=math.log1p(prm["growth"])), 0, drawn)
+                                   shift_coef=prm["noise_ridge"] * sigma,
+                                   growth=math.log1p(prm["growth"]),
+                                   last=prm["memory"] == "last"), 0, drawn)
