@@ -15,6 +15,7 @@ from contextual_data import unit_rows
 from dpledger.accounting.releases import (DiscreteGaussianTotal, GaussianVectorRelease,
                                           SymmetricMatrixGaussianRelease, release_to_json)
 from dpledger.accounting.store import verify_store
+from dpledger.audits.contextual import audit_contextual
 from dpledger.cli import main
 from dpledger.errors import DpledgerError
 from dpledger.mechanisms import matrix as mx
@@ -210,21 +211,22 @@ def _key(rel) -> str:
     return json.dumps(release_to_json(rel), sort_keys=True)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name,params", [("episode-linucb", {}), ("adac-oful", {}),
+                                         ("adac-oful", {"memory": "last", "growth": 3.0})])
 @pytest.mark.parametrize("sampler", ["float", "exact"])
 @pytest.mark.parametrize("shared", [False, True])
-def test_step_form_equals_the_whole_run(name, sampler, shared, tmp_path):
+def test_step_form_equals_the_whole_run(name, params, sampler, shared, tmp_path):
     """Serving the table (select(context of row t), observe the selected arm's reward) takes the
     simulator's run-0 actions, leaves the generator where the run left it, and records the
     run's rows (stream, [start, stop), release) — the same release, recorded before its draw."""
     x, rw = _table(3, T=T_STEP, K=K_STEP, d=D_STEP, shared=shared, levels=True)
     env = CE.contextual_table(x, rw)
-    pol = make_policy(name)
+    pol = make_policy(name, **params)
     problem = problem_of(env, T_STEP, 0, LATTICE_BITS if sampler == "exact" else 0)
     g = run_generator(5, 0)
     out = pol.run_one(g, env, problem)
     p = online(name, K_STEP, T_STEP, store=tmp_path / "s.db", seed=5, sampler=sampler,
-               dim=D_STEP, shared=shared)
+               dim=D_STEP, shared=shared, **params)
     actions = []
     for t in range(T_STEP):
         ticket = p.select(context=x[t])
@@ -269,6 +271,37 @@ def test_step_form_restart_resumes_the_open_episode(tmp_path):
     assert got == ref
     r.close()
     assert verify_store(tmp_path / "s.db") == []
+
+
+# -- white-box audits -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,params", [("episode-linucb", {}),
+                                         ("adac-oful", {"epsilon": 4.0, "delta": 1e-3})])
+def test_whitebox_audit_reaches_the_certificate(name, params):
+    """The pair's change attains the one release's sensitivity, so at 2·10⁴ trials per side the
+    lower bound is ≥ 0.85 of the certified μ (and never above it: the suite's guard); the
+    policy's clean episode sums are the auditor's."""
+    j = audit_contextual(make_policy(name, **params), trials=20_000, mode="whitebox",
+                         seed=1).to_json()
+    assert j["clean_sum_mismatch"] < 1e-9
+    assert 0.85 <= j["ratio"] <= 1.0, j["ratio"]
+    assert j["first_episode_records"] >= 1
+
+
+@pytest.mark.audit_violations_expected(reason="planted defect: the release draws half its σ")
+def test_whitebox_audit_catches_a_planted_defect():
+    """A plan whose noise law draws σ/2 while the ledger names σ: the audit's lower bound
+    exceeds the certificate."""
+    pol = make_policy("episode-linucb")
+    from dpledger.audits.contextual import contextual_pair
+    e0, _, _ = contextual_pair(pol, 8, 2, "whitebox")     # the audit's pair and problem
+    prob = problem_of(e0, 8, 0)
+    plan = pol.plan(prob)
+    spec = list(plan.spec)
+    spec[1] = spec[1] / 2.0
+    object.__setattr__(plan, "spec", tuple(spec))
+    j = audit_contextual(pol, trials=5000, mode="whitebox", seed=2).to_json()
+    assert j["ratio"] > 1.0
 
 
 # -- bad input ------------------------------------------------------------------------------------

@@ -199,9 +199,10 @@ class EpisodeLinUCB(_EpisodePolicy):
     Choices (docs/algorithms.md#episode-linucb): the **doubling schedule** — episode j holds
     n₀·2^j delivered records (n₀ = ``first_episode``; the count is public, so the schedule
     leaks nothing), so about log₂(T/n₀) releases; the records of the last, unfinished episode
-    are never read; the shift after n releases, shift_n = λ + σ√n·(2√p + √(2 ln 2T)), p = d + 1
-    (the sum of n such noise matrices has spectral norm about 2σ√(np); the second term a
-    Gaussian-concentration tail, our choice; a failed factorisation is repaired by a larger
+    are never read; the shift after n releases, shift_n = λ + κσ√n·(2√p + √(2 ln 2T)), p =
+    d + 1, κ = ``shift_scale`` (the sum of n such noise matrices has spectral norm about
+    2σ√(np); the second term a Gaussian-concentration tail, our choice; a failed factorisation
+    is repaired by a larger
     shift, :func:`~dpledger.policies.contextual.private_loop.factor_psd`); the width α (a
     parameter, as LinUCB's) in place of Shariff & Sheffet's β.  The exact sampler: entries
     rounded to L̃²·2^-16, independent discrete Gaussians (:mod:`dpledger.accounting.lattice`).
@@ -287,7 +288,9 @@ class AdacOFUL(_EpisodePolicy):
     rule of Abbasi-Yadkori, Pál & Szepesvári 2011 §5), and releases the episode's Σ r·x with
     Gaussian noise N(0, σ²I): a reward enters exactly one release (L2 sensitivity L: |r − r′|·
     ‖x‖ ≤ L).  The selection model is frozen between episode ends: A_m and θ̂_m = A_m⁻¹·(Σ of
-    the released sums) at the last end; index θ̂ᵀx + α‖x‖_{A⁻¹}.  σ = L/√(2ρ) for ``rho``, or
+    the released sums) at the last end (``memory=all``; ``memory=last``: the last closed
+    episode's own Gram and noisy sum; ``noise_ridge`` κ: A_m + κσ√n·I after n releases);
+    index θ̂ᵀx + α‖x‖_{A⁻¹}.  σ = L/√(2ρ) for ``rho``, or
     solved with dpledger's accountant for (ε, δ).  The exact sampler: r·x rounded to
     L·2^-16, independent discrete Gaussians.  Ties uniformly at random."""
 
