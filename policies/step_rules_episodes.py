@@ -11,8 +11,8 @@ drawn and folded into the models (:func:`~dpledger.policies.contextual.episode_l
 ep_release`).  With every reward observed before the next select this is the simulator's run
 with no delay: the same actions, the same draws from the same generator, the same rows
 (tests/test_episodes.py).  A refused release freezes its stream (the engine's rule): the models
-stay on what was released.  ``episode-linucb`` is horizon-bound (its shift depends on T);
-``adac-oful`` is anytime.
+stay on what was released.  Both are horizon-bound: ``episode-linucb``'s shift depends on T,
+and the exact sampler's lattice sums are checked against the records T can deliver.
 """
 from __future__ import annotations
 
@@ -103,6 +103,9 @@ class EpisodeLinUCBStep(EpisodeStep):
 
 class AdacOFULStep(EpisodeStep):
     name = "adac-oful"
+    anytime = False
+    horizon_reason = ("the exact sampler's lattice sums are checked against the records T "
+                      "can deliver")
 
 
 EPISODE_RULES = {cls.name: cls for cls in (EpisodeLinUCBStep, AdacOFULStep)}
