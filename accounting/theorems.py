@@ -285,13 +285,17 @@ def reward_private_linucb(epsilon: float, delta: float) -> Theorem:
 
 # ---- issue 32: adaptive-episode private linear policies -----------------------------------------
 
-def _episode_statement(epsilon: float, delta: float, rho: float | None) -> dict:
-    """The target a policy was calibrated to, as a Theorem's currency: (ε, δ), or with a zCDP
-    target ρ its Gaussian form μ = √(2ρ) (one Gaussian release per record: the Gaussian
-    mechanism of μ is exactly μ²/2-zCDP and μ-GDP; rounded up)."""
-    if rho:
-        return {"gdp_mu": sqrt_up(mul_up(2.0, rho))}
-    return {"approx_dp": (float(epsilon), float(delta))}
+def _episode_theorem(paper: str, theorem: str, statement: str, note: str, epsilon: float,
+                     delta: float, rho: float | None) -> Theorem:
+    """A reconstructed adaptive-episode theorem at the target its σ was solved for: (ε, δ), or
+    with a zCDP target ρ its Gaussian form μ = √(2ρ) (one Gaussian release per record: the
+    Gaussian mechanism of μ is exactly μ²/2-zCDP and μ-GDP; rounded up).  ``statement`` has
+    ``{target}`` where the target is named."""
+    target = f"ρ = {rho!r}-zCDP" if rho else f"({epsilon!r}, {delta!r})-DP"
+    value = ({"gdp_mu": sqrt_up(mul_up(2.0, rho))} if rho
+             else {"approx_dp": (float(epsilon), float(delta))})
+    return Theorem(paper=paper, theorem=theorem, statement=statement.format(target=target),
+                   provenance="reconstructed", notes=(note,), **value)
 
 
 def azize_basu_2023_adac_oful(epsilon: float, delta: float, rho: float | None) -> Theorem:
@@ -300,19 +304,17 @@ def azize_basu_2023_adac_oful(epsilon: float, delta: float, rho: float | None) -
     Gram matrix being public (contexts public), so the policy is ρ-zCDP in the rewards with
     σ = L/√(2ρ) — RECONSTRUCTED (the paper's algorithm box was not read: episode rule, width
     and regulariser are ours, docs/algorithms.md#adac-oful)."""
-    target = (f"ρ = {rho!r}-zCDP" if rho else f"({epsilon!r}, {delta!r})-DP")
-    return Theorem(paper="Azize & Basu 2023, Concentrated differential privacy for bandits "
-                         "(arXiv 2309.00557), AdaC-OFUL",
-                   theorem="privacy of AdaC-OFUL (zCDP of the Gaussian mechanism on disjoint "
-                           "episodes; theorem number not checked)",
-                   statement=f"{target} in the rewards, contexts public: each reward lies in "
-                             "one episode's released Σ r·x (sensitivity L), episodes of a "
-                             "model are disjoint, the actions are post-processing",
-                   provenance="reconstructed",
-                   notes=("paper body not read: the determinant-doubling episodes, the width "
-                          "α‖x‖ and λ are reconstructed (docs/algorithms.md#adac-oful); σ "
-                          "solved with dpledger's accountant for the target",),
-                   **_episode_statement(epsilon, delta, rho))
+    return _episode_theorem(
+        "Azize & Basu 2023, Concentrated differential privacy for bandits (arXiv 2309.00557), "
+        "AdaC-OFUL",
+        "privacy of AdaC-OFUL (zCDP of the Gaussian mechanism on disjoint episodes; theorem "
+        "number not checked)",
+        "{target} in the rewards, contexts public: each reward lies in one episode's released "
+        "Σ r·x (sensitivity L), episodes of a model are disjoint, the actions are "
+        "post-processing",
+        "paper body not read: the determinant-growth episodes, the width α‖x‖ and λ are "
+        "reconstructed (docs/algorithms.md#adac-oful); σ solved with dpledger's accountant for "
+        "the target", epsilon, delta, rho)
 
 
 def episode_linucb(epsilon: float, delta: float, rho: float | None) -> Theorem:
@@ -321,15 +323,11 @@ def episode_linucb(epsilon: float, delta: float, rho: float | None) -> Theorem:
     [x; y][x; y]ᵀ (every model's block), so the releases are (ε, δ)-DP (or ρ-zCDP) in one
     record and the other rounds' actions are post-processing of them and of their own
     contexts: joint DP (billboard lemma, Hsu et al. 2014)."""
-    target = (f"ρ = {rho!r}-zCDP" if rho else f"({epsilon!r}, {delta!r})-DP")
-    return Theorem(paper="episode-linucb (dpledger; adaptive episodes of Azize & Basu 2023, "
-                         "arXiv 2309.00557, on the statistic of Shariff & Sheffet 2018)",
-                   theorem="one Gaussian release per record (disjoint episodes), joint DP by "
-                           "the billboard lemma",
-                   statement=f"the released episode matrices are {target} for a change of one "
-                             "record; the actions of the other rounds are post-processing of "
-                             "them and of their own contexts (joint DP)",
-                   provenance="reconstructed",
-                   notes=("our construction (docs/algorithms.md#episode-linucb): doubling "
-                          "episode schedule, regulariser and width are our choices",),
-                   **_episode_statement(epsilon, delta, rho))
+    return _episode_theorem(
+        "episode-linucb (dpledger; adaptive episodes of Azize & Basu 2023, arXiv 2309.00557, "
+        "on the statistic of Shariff & Sheffet 2018)",
+        "one Gaussian release per record (disjoint episodes), joint DP by the billboard lemma",
+        "the released episode matrices are {target} for a change of one record; the actions "
+        "of the other rounds are post-processing of them and of their own contexts (joint DP)",
+        "our construction (docs/algorithms.md#episode-linucb): doubling episode schedule, "
+        "regulariser and width are our choices", epsilon, delta, rho)

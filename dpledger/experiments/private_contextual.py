@@ -117,24 +117,25 @@ def label(variant: str, eps: float | None, inst: str) -> str:
     return f"{variant}{'' if eps is None else f'-eps{eps:g}'}-{inst}"
 
 
+def _env_spec(spec: dict) -> dict:
+    """The sweep's environment spec: the instance's, less the "dim" only the linear kind reads."""
+    return {k: v for k, v in spec.items() if not (k == "dim" and spec["kind"] != "linear")}
+
+
 def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
     insts = ov.instances_or(instance_specs())
     R = ov.runs if ov.runs is not None else (R_QUICK if quick else R_FULL)
     T = ov.horizon if ov.horizon is not None else (T_QUICK if quick else T_FULL)
     seed = ov.seed_or(SEED)
     eps_grid = list(ov.levels) if ov.levels is not None else EPS
-    out = []
-    for inst, spec in insts.items():
-        env = {k: v for k, v in spec.items() if not (k == "dim" and spec["kind"] != "linear")}
-        for var, (pol, how, model) in VARIANTS.items():
-            if not ov.keeps(var):
-                continue
-            for eps in (eps_grid if how else [None]):
-                out.append(RunConfig(
-                    label(var, eps, inst), pol, variant_params(var, eps, spec["dim"]), env, T,
-                    R, seed=seed, tags={"variant": var, "policy": pol, "instance": inst,
-                                        "epsilon": eps, "privacy_model": model}))
-    return out
+    cells = [(inst, spec, var, eps) for inst, spec in insts.items()
+             for var, (_, how, _) in VARIANTS.items() if ov.keeps(var)
+             for eps in (eps_grid if how else [None])]
+    return [RunConfig(label(var, eps, inst), VARIANTS[var][0],
+                      variant_params(var, eps, spec["dim"]), _env_spec(spec), T, R, seed=seed,
+                      tags={"variant": var, "policy": VARIANTS[var][0], "instance": inst,
+                            "epsilon": eps, "privacy_model": VARIANTS[var][2]})
+            for inst, spec, var, eps in cells]
 
 
 # -- summary --------------------------------------------------------------------------------------

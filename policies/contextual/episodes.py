@@ -30,7 +30,7 @@ from dpledger.accounting.releases import (GaussianVectorRelease, Release,
 from dpledger.errors import DpledgerError
 from dpledger.mechanisms import matrix as mx
 from dpledger.policies.base import Param, RunOutput
-from dpledger.policies.contextual.base import ContextualProblem
+from dpledger.policies.contextual.base import ContextualProblem, run_arrays
 from dpledger.policies.contextual.episode_loop import (E_ALPHA, E_GROWTH, E_LAMBDA,
                                                        E_MEMORY, E_REFRESH, E_SHIFT_COEF,
                                                        EP_JOINT,
@@ -153,17 +153,12 @@ class _EpisodePolicy(PrivateLinearPolicy):
         nrow = np.zeros(1, np.int64)
         D = plan.width
         capture = np.zeros((self._capture_rows, 2 * D + 1 if self._capture_clean else D + 1))
-        actions = np.zeros(T, dtype=np.int64)
-        regret = np.zeros(T)
-        obs_stream = np.zeros(T, dtype=np.int64)
-        obs_round = np.zeros(T, dtype=np.int64)
-        info = np.zeros(2, dtype=np.int64)
+        actions, regret, obs_stream, obs_round, info = run_arrays(T)
         rounds, n_obs, reward_sum, uniform_sum = run_episodes(
             rng, env.as_kernel(), T, problem.shared, problem.delay, plan.kind, plan.spec,
             s["acc"], s["pre"], s["ist"], s["ld"], s["chol"], s["chol_cur"], s["chol_ep"],
-            s["theta"],
-            s["widths"], s["consts"], plan.units, capture, rows, nrow, actions, regret,
-            obs_stream, obs_round, info)
+            s["theta"], s["widths"], s["consts"], plan.units, capture, rows, nrow, actions,
+            regret, obs_stream, obs_round, info)
         n = int(nrow[0])
         if n > cap:           # a bound of ours failed: say so rather than drop ledger rows
             raise DpledgerError(f"{self.name}: {n} episodes exceed the bound {cap}")
