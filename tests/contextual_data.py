@@ -8,3 +8,14 @@ def unit_rows(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """Uniform [0, 1) entries, each last-axis row scaled to unit L2 norm."""
     x = rng.random(shape)
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def serve_table(p, x: np.ndarray, rw: np.ndarray, lo: int = 0, hi: int | None = None) -> list:
+    """Serve rows lo … hi − 1 of a contextual table to the step-form policy ``p``: select with
+    row t's context, observe the table's reward of the arm selected.  Returns the arms."""
+    arms = []
+    for t in range(lo, len(x) if hi is None else hi):
+        ticket = p.select(context=x[t])
+        arms.append(ticket.arm)
+        p.observe(ticket, float(rw[t, ticket.arm]))
+    return arms

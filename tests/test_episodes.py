@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from contextual_data import unit_rows
+from contextual_data import serve_table, unit_rows
 from dpledger.accounting.releases import (DiscreteGaussianTotal, GaussianVectorRelease,
                                           SymmetricMatrixGaussianRelease, release_to_json)
 from dpledger.accounting.store import verify_store
@@ -68,15 +68,21 @@ def _check_rows(out, prob, record_private):
         assert r[2, -1] <= np.count_nonzero(obs == s)
 
 
+def _captured_checked(name, params, seed, T, shared):
+    """A captured run on a table of T rows, its ledger rows checked (:func:`_check_rows`)."""
+    env = _env(seed, T=T, shared=shared)
+    pol, prob, plan, out, noise = _captured(name, params, env, T)
+    _check_rows(out, prob, name == "episode-linucb")
+    return pol, prob, plan, out, noise, env
+
+
 # -- per-draw law ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("params", [{}, {"epsilon": 3.0}, {"delta": 0.01}, {"rho": 0.5}])
 @pytest.mark.parametrize("shared", [False, True])
 def test_episode_linucb_draws_match_the_recorded_release(params, shared):
-    T = 4000
-    env = _env(5, T=T, shared=shared)
-    pol, prob, plan, out, noise = _captured("episode-linucb", params, env, T)
-    _check_rows(out, prob, True)
+    pol, prob, plan, out, noise, env = _captured_checked("episode-linucb", params, 5, 4000,
+                                                         shared)
     # the doubling schedule: episode j holds 2^j records, so 4000 records close 11 episodes
     assert out.noise_draws == 11
     assert np.array_equal(out.rows[2] - out.rows[1], 2 ** np.arange(11))
@@ -95,10 +101,7 @@ def test_episode_linucb_draws_match_the_recorded_release(params, shared):
                                     {"growth": 3.0}])
 @pytest.mark.parametrize("shared", [False, True])
 def test_adac_oful_draws_match_the_recorded_release(params, shared):
-    T = 3000
-    env = _env(6, T=T, shared=shared)
-    pol, prob, plan, out, noise = _captured("adac-oful", params, env, T)
-    _check_rows(out, prob, False)
+    pol, prob, plan, out, noise, env = _captured_checked("adac-oful", params, 6, 3000, shared)
     rel = plan.releases[0]
     assert isinstance(rel, GaussianVectorRelease) and rel.sensitivity == prob.norm_bound
     assert rel.dim == prob.dim
@@ -227,11 +230,7 @@ def test_step_form_equals_the_whole_run(name, params, sampler, shared, tmp_path)
     out = pol.run_one(g, env, problem)
     p = online(name, K_STEP, T_STEP, store=tmp_path / "s.db", seed=5, sampler=sampler,
                dim=D_STEP, shared=shared, **params)
-    actions = []
-    for t in range(T_STEP):
-        ticket = p.select(context=x[t])
-        actions.append(ticket.arm)
-        p.observe(ticket, float(rw[t, ticket.arm]))
+    actions = serve_table(p, x, rw)
     assert actions == out.actions.tolist()
     assert p.rng.bit_generator.state == g.bit_generator.state
     rels = p.store.releases
@@ -249,25 +248,17 @@ def test_step_form_restart_resumes_the_open_episode(tmp_path):
     restored, so the continued run is the uninterrupted one (same actions, same rows)."""
     x, rw = _table(8, T=T_STEP, K=K_STEP, d=D_STEP, levels=True)
 
-    def serve(p, lo, hi, acts):
-        for t in range(lo, hi):
-            tk = p.select(context=x[t])
-            acts.append(tk.arm)
-            p.observe(tk, float(rw[t, tk.arm]))
-
-    ref = []
     p = online("episode-linucb", K_STEP, T_STEP, seed=2, dim=D_STEP)
-    serve(p, 0, T_STEP, ref)
-    got = []
+    ref = serve_table(p, x, rw)
     q = online("episode-linucb", K_STEP, T_STEP, store=tmp_path / "s.db", seed=2, dim=D_STEP)
-    serve(q, 0, 50, got)                     # 50 records: the episode of 32 is open
+    got = serve_table(q, x, rw, 0, 50)       # 50 records: the episode of 32 is open
     q.checkpoint()
     state = q.rng.bit_generator.state
     q.store.close()
     r = online("episode-linucb", K_STEP, T_STEP, store=tmp_path / "s.db", seed=2, dim=D_STEP)
     assert r.t == 50 and int(r.rule.state["ist"][0, 2]) == 50
     r.rng.bit_generator.state = state        # continue the same stream to compare
-    serve(r, 50, T_STEP, got)
+    got += serve_table(r, x, rw, 50)
     assert got == ref
     r.close()
     assert verify_store(tmp_path / "s.db") == []
