@@ -113,6 +113,24 @@ def accounted_sigma(make_release: Callable[[float], object], nodes: int, epsilon
                                 epsilon, delta, 0.5 * guess, 2.0 * guess)
 
 
+def accounted_sigma_rho(make_release: Callable[[float], object], nodes: int, rho: float) -> float:
+    """The smallest σ (to 1e-10 relative) whose ``nodes``-fold composition of
+    ``make_release(σ)`` (a Gaussian or discrete-Gaussian release) is ρ-zCDP: a Gaussian release
+    of μ is μ²/2-zCDP (Bun & Steinke 2016, Prop. 1.6) and zCDP adds up, so the target is
+    nodes·ρ(σ) ≤ ρ; a discrete Gaussian's ρ is its recorded (rounded-up) one.  The zCDP targets
+    of the adaptive-episode policies (docs/algorithms.md#adac-oful)."""
+    rho = check_positive("rho", rho)
+    nodes = int(nodes)
+
+    def rho_of(s: float) -> float:
+        rel = make_release(s)
+        return 0.5 * rel.mu * rel.mu if hasattr(rel, "mu") else float(rel.rho)
+    unit = make_release(1.0)
+    mu1 = unit.mu if hasattr(unit, "mu") else math.sqrt(2.0 * unit.rho)
+    guess = math.sqrt(nodes) * mu1 / math.sqrt(2.0 * rho)
+    return smallest_parameter(lambda s: nodes * rho_of(s) <= rho, 0.5 * guess, 2.0 * guess)
+
+
 def accounted_wishart(epsilon: float, delta: float, nodes: int, dim: int,
                       bound: float) -> tuple[int, float]:
     """(k, δ′): the smallest k, over a grid of per-node δ′ = f·δ/m (f ∈ {0.1, 0.25, 0.5, 0.75,

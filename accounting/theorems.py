@@ -321,3 +321,53 @@ def hanna_2022_dp_gope(epsilon: float) -> Theorem:
                    statement="ε-DP: one Laplace release of the per-arm reward sums per phase, "
                              "phases disjoint (parallel composition)",
                    provenance="reconstructed", pure_epsilon=float(epsilon))
+
+
+# ---- issue 32: adaptive-episode private linear policies -----------------------------------------
+
+def _episode_theorem(paper: str, theorem: str, statement: str, note: str, epsilon: float,
+                     delta: float, rho: float | None) -> Theorem:
+    """A reconstructed adaptive-episode theorem at the target its σ was solved for: (ε, δ), or
+    with a zCDP target ρ its Gaussian form μ = √(2ρ) (one Gaussian release per record: the
+    Gaussian mechanism of μ is exactly μ²/2-zCDP and μ-GDP; rounded up).  ``statement`` has
+    ``{target}`` where the target is named."""
+    target = f"ρ = {rho!r}-zCDP" if rho else f"({epsilon!r}, {delta!r})-DP"
+    value = ({"gdp_mu": sqrt_up(mul_up(2.0, rho))} if rho
+             else {"approx_dp": (float(epsilon), float(delta))})
+    return Theorem(paper=paper, theorem=theorem, statement=statement.format(target=target),
+                   provenance="reconstructed", notes=(note,), **value)
+
+
+def azize_basu_2023_adac_oful(epsilon: float, delta: float, rho: float | None) -> Theorem:
+    """AdaC-OFUL (Azize & Basu, "Concentrated differential privacy for bandits", arXiv
+    2309.00557): each reward enters the Gaussian release of one adaptive episode's Σ r·x, the
+    Gram matrix being public (contexts public), so the policy is ρ-zCDP in the rewards with
+    σ = L/√(2ρ) — RECONSTRUCTED (the paper's algorithm box was not read: episode rule, width
+    and regulariser are ours, docs/algorithms.md#adac-oful)."""
+    return _episode_theorem(
+        "Azize & Basu 2023, Concentrated differential privacy for bandits (arXiv 2309.00557), "
+        "AdaC-OFUL",
+        "privacy of AdaC-OFUL (zCDP of the Gaussian mechanism on disjoint episodes; theorem "
+        "number not checked)",
+        "{target} in the rewards, contexts public: each reward lies in one episode's released "
+        "Σ r·x (sensitivity L), episodes of a model are disjoint, the actions are "
+        "post-processing",
+        "paper body not read: the determinant-growth episodes, the width α‖x‖ and λ are "
+        "reconstructed (docs/algorithms.md#adac-oful); σ solved with dpledger's accountant for "
+        "the target", epsilon, delta, rho)
+
+
+def episode_linucb(epsilon: float, delta: float, rho: float | None) -> Theorem:
+    """``episode-linucb`` (our construction after Azize & Basu's adaptive episodes and Shariff &
+    Sheffet 2018's statistic): each record enters one episode's symmetric-Gaussian release of
+    [x; y][x; y]ᵀ (every model's block), so the releases are (ε, δ)-DP (or ρ-zCDP) in one
+    record and the other rounds' actions are post-processing of them and of their own
+    contexts: joint DP (billboard lemma, Hsu et al. 2014)."""
+    return _episode_theorem(
+        "episode-linucb (dpledger; adaptive episodes of Azize & Basu 2023, arXiv 2309.00557, "
+        "on the statistic of Shariff & Sheffet 2018)",
+        "one Gaussian release per record (disjoint episodes), joint DP by the billboard lemma",
+        "the released episode matrices are {target} for a change of one record; the actions "
+        "of the other rounds are post-processing of them and of their own contexts (joint DP)",
+        "our construction (docs/algorithms.md#episode-linucb): doubling episode schedule, "
+        "regulariser and width are our choices", epsilon, delta, rho)

@@ -134,7 +134,7 @@ def whitebox_records(policy, d: int):
     plan_stat = _stat(policy)
     L = NORM_BOUND
     if plan_stat == STAT_JOINT:
-        if policy.params["mode"] == "wishart":
+        if policy.params.get("mode") == "wishart":
             x = _on_bound(d, L)
             return ((x, 1.0), (np.zeros(d), 0.0),
                     "first record [x; y] = (L(1, ..., 1)/sqrt(d), 1) on D, the zero record on D'")
@@ -158,10 +158,13 @@ def _stat(policy) -> int:
         return STAT_JOINT
     if policy.name in ("dp-linucb-mt", "dp-lints-mt"):
         return STAT_ENTRIES
-    if policy.name == "reward-dp-linucb":
+    if policy.name in ("reward-dp-linucb", "adac-oful"):
         return STAT_REWARD
+    if policy.name == "episode-linucb":          # the episode's item is jdp-linucb's
+        return STAT_JOINT
     raise DpledgerError(f"no contextual audit for policy {policy.name!r}: the audits cover "
-                        "jdp-linucb, dp-linucb-mt, dp-lints-mt and reward-dp-linucb")
+                        "jdp-linucb, dp-linucb-mt, dp-lints-mt, reward-dp-linucb, "
+                        "episode-linucb and adac-oful")
 
 
 def contextual_pair(policy, T: int, d: int, mode: str):
@@ -307,10 +310,15 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
     if T > 1 << 16:
         raise DpledgerError("a contextual audit replays its pair per trial: use --horizon <= "
                             "65536")
+    if getattr(policy, "episodic", False) and mode == "whitebox":
+        from dpledger.audits.contextual_episodes import audit_episodes
+        return audit_episodes(policy, trials=trials, T=T, dim=dim, seed=seed,
+                              confidence=confidence, selection_fraction=selection_fraction,
+                              progress=progress)
     env0, env1, description = contextual_pair(policy, T, dim, mode)
     problem = problem_of(env0, T, 0)
     plan = policy.plan(problem)
-    nodes = problem.max_observations.bit_length()
+    nodes = policy.nodes(problem)       # releases a record enters (tree nodes, or one episode)
     cert_obj = policy.certificate(problem)
     wishart = stat == 0 and policy.params.get("mode") == "wishart"
     cert = certificate_summary(cert_obj)

@@ -37,6 +37,9 @@ POLICIES = {
     "dp-linucb-mt (WB: T = 1)": ("dp-linucb-mt", {}, 1),
     "dp-lints-mt": ("dp-lints-mt", {}),
     "reward-dp-linucb": ("reward-dp-linucb", {}),
+    # issue 32: one release per record (audits/contextual_episodes.py)
+    "episode-linucb": ("episode-linucb", {}),
+    "adac-oful": ("adac-oful", {}),
 }
 BLACKBOX = ("jdp-linucb (accounted)", "dp-linucb-mt", "dp-lints-mt", "reward-dp-linucb")
 

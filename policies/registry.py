@@ -41,6 +41,8 @@ _CONTEXTUAL = {
     "reward-dp-linucb": "contextual.private:RewardDpLinUCB",
     "adac-gope": "contextual.gope:AdaCGOPE",
     "dp-gope-hanna": "contextual.gope:HannaDPGOPE",
+    "adac-oful": "contextual.episodes:AdacOFUL",
+    "episode-linucb": "contextual.episodes:EpisodeLinUCB",
 }
 
 

@@ -1069,11 +1069,13 @@ RULES: dict[str, type[StepRule]] = {cls.name: cls for cls in (
 def rule_for(policy) -> type[StepRule]:
     """The step rule of ``policy``, or a one-line refusal naming those that have one."""
     from dpledger.policies.step_rules_contextual import CONTEXTUAL_RULES
+    from dpledger.policies.step_rules_episodes import EPISODE_RULES
     from dpledger.policies.step_rules_phased import PHASED_RULES
     cls = (RULES.get(policy.name) or CONTEXTUAL_RULES.get(policy.name)
-           or PHASED_RULES.get(policy.name))
+           or PHASED_RULES.get(policy.name) or EPISODE_RULES.get(policy.name))
     if cls is None:
+        names = sorted(RULES) + sorted(CONTEXTUAL_RULES) + sorted(PHASED_RULES) \
+            + sorted(EPISODE_RULES)
         raise DpledgerError(f"policy {policy.name!r} has no step form yet; step forms: "
-                            f"{', '.join(sorted(RULES) + sorted(CONTEXTUAL_RULES))}"
-                            f", {', '.join(sorted(PHASED_RULES))}")
+                            f"{', '.join(names)}")
     return cls

@@ -18,7 +18,7 @@ import json
 import numpy as np
 import pytest
 
-from contextual_data import unit_rows
+from contextual_data import serve_table, unit_rows
 from dpledger.accounting.releases import release_to_json
 from dpledger.accounting.store import LedgerStore, verify_store
 from dpledger.errors import DpledgerError
@@ -80,11 +80,7 @@ def test_contextual_step_form_equals_simulator(name, params, sampler, shared, tm
 
     p = online(name, K, T, store=tmp_path / "s.db", seed=5, sampler=sampler, dim=D,
                shared=shared, **params)
-    actions = []
-    for t in range(T):
-        ticket = p.select(context=x[t])
-        actions.append(ticket.arm)
-        p.observe(ticket, float(rw[t, ticket.arm]))
+    actions = serve_table(p, x, rw)
     assert actions == out.actions.tolist()
     assert p.rng.bit_generator.state == g.bit_generator.state
     rels = p.store.releases

@@ -14,9 +14,11 @@
     dpledger audit CONTEXTUAL_POLICY [--set k=v ...] --trials N [--mode whitebox|blackbox]
                    [--horizon T] [--dim d] [--seed 0]
 
-A contextual policy (``jdp-linucb``, ``dp-linucb-mt``, ``dp-lints-mt``, ``reward-dp-linucb``)
-is audited on the built-in pair of :mod:`dpledger.audits.contextual`: two contextual tables
-(K = 2, one context per arm) that differ in their first record.
+A contextual policy (``jdp-linucb``, ``dp-linucb-mt``, ``dp-lints-mt``, ``reward-dp-linucb``,
+``episode-linucb``, ``adac-oful``) is audited on the built-in pair of
+:mod:`dpledger.audits.contextual`: two contextual tables (K = 2, one context per arm) that
+differ in their first record (the episode policies' white-box audit:
+:mod:`dpledger.audits.contextual_episodes`).
 
 A first argument containing ``:`` (or naming a release kind) is a release spec, as ``compose``
 accepts them (``laplace:eps=1``, ``gaussian:mu=0.5``, ``laplace:scale=2,count=3``): the

@@ -31,6 +31,8 @@ EXPERIMENTS = {
     "ou-2024-privacy": "ou_2024_privacy",
     # issue 22 §7: the paper's contextual experiment
     "mishra-thakurta-2015-contextual": "mishra_thakurta_2015_contextual",
+    # issue 32 §4: every private contextual policy at one certified (ε, δ)
+    "private-contextual": "private_contextual",
 }
 
 

@@ -137,6 +137,13 @@ class ContextualPolicy(Policy):
         return out
 
 
+def run_arrays(T: int) -> tuple[np.ndarray, ...]:
+    """A compiled loop's per-round outputs for T rounds: (actions, regret terms, delivered
+    streams, delivered rounds, info counters (2,))."""
+    return (np.zeros(T, dtype=np.int64), np.zeros(T), np.zeros(T, dtype=np.int64),
+            np.zeros(T, dtype=np.int64), np.zeros(2, dtype=np.int64))
+
+
 def default_problem() -> ContextualProblem:
     """A problem for listing a policy's theorem without a run (``dpledger policies``)."""
     return ContextualProblem(10_000, 2, 2, False, 1.0, 0.0, 1.0, 0, "linear")

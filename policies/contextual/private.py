@@ -44,7 +44,7 @@ from dpledger.errors import DpledgerError
 from dpledger.mechanisms import matrix as mx
 from dpledger.mechanisms.noise import lattice_release
 from dpledger.policies.base import Param, RunOutput
-from dpledger.policies.contextual.base import ContextualPolicy, ContextualProblem
+from dpledger.policies.contextual.base import ContextualPolicy, ContextualProblem, run_arrays
 from dpledger.policies.contextual.linear import LAMBDA
 from dpledger.policies.contextual.private_loop import (N_CONSTS, STAT_ENTRIES, STAT_JOINT,
                                                        STAT_REWARD, TS, UCB, C_KAPPA,
@@ -185,11 +185,7 @@ class PrivateLinearPolicy(ContextualPolicy):
         chol = np.zeros((M, d, d))
         theta = np.zeros((M, d))
         widths = np.zeros(M)
-        actions = np.zeros(T, dtype=np.int64)
-        regret = np.zeros(T)
-        obs_stream = np.zeros(T, dtype=np.int64)
-        obs_round = np.zeros(T, dtype=np.int64)
-        info = np.zeros(2, dtype=np.int64)
+        actions, regret, obs_stream, obs_round, info = run_arrays(T)
         rounds, n_obs, reward_sum, uniform_sum = run_private(
             rng, env.as_kernel(), T, problem.shared, problem.delay, plan.rule, plan.stat, tr,
             plan.spec, plan.pad, A, capture, plan.units, plan.consts, plan.lam, chol, theta,
