@@ -41,6 +41,7 @@ from dpledger.accounting.releases import (GaussianVectorRelease, LaplaceRelease,
                                           LaplaceVectorRelease, Release,
                                           SymmetricMatrixGaussianRelease, WishartRelease)
 from dpledger.errors import DpledgerError
+from dpledger.interrupt import stop_slot
 from dpledger.mechanisms import matrix as mx
 from dpledger.mechanisms.noise import lattice_release
 from dpledger.policies.base import Param, RunOutput
@@ -193,7 +194,7 @@ class PrivateLinearPolicy(ContextualPolicy):
         rounds, n_obs, reward_sum, uniform_sum = run_private(
             rng, env.as_kernel(), T, problem.shared, problem.delay, plan.rule, plan.stat, tr,
             plan.spec, plan.pad, A, capture, plan.units, plan.consts, plan.lam, chol, theta,
-            widths, actions, regret, obs_stream, obs_round, info)
+            widths, actions, regret, obs_stream, obs_round, info, stop_slot())
         out = RunOutput(actions=actions, noise_draws=int(tr[3][0, 2]), extra={
             "regret": regret, "obs_stream": obs_stream[:n_obs], "obs_round": obs_round[:n_obs],
             "rounds": int(rounds), "reward_sum": float(reward_sum),

@@ -17,7 +17,6 @@ refused before anything is allocated (:func:`memory_estimate`).
 """
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -26,6 +25,7 @@ from dpledger._jit import njit
 
 from dpledger.accounting.ledger import RewardLedger
 from dpledger.errors import DpledgerError
+from dpledger.interrupt import in_worker_thread, interruptible_pool, raise_if_stopped
 from dpledger.policies.contextual.base import ContextualPolicy, ContextualProblem, check_delay, \
     problem_of
 from dpledger.policies.contextual.environments import ContextualEnvironment
@@ -155,6 +155,7 @@ def run_chunk(policy: ContextualPolicy, env: ContextualEnvironment, problem: Con
     outs, tables, lengths, regrets = [], [], [], []
     rounds, observations, rsum, usum, draws = [], [], [], [], []
     for i in indices:
+        raise_if_stopped()          # Ctrl-C between runs (inside one: the kernel's stop slot)
         out = policy.run_one(run_generator(seed, i), env, problem)
         ex = out.extra
         table, count = observation_segments(ex["obs_stream"], ex["obs_round"], S)
@@ -218,10 +219,13 @@ def simulate_contextual(policy: ContextualPolicy, env: ContextualEnvironment, ho
     check_memory(policy, env, problem, n_runs, workers)    # before the list of indices exists
     run_indices = check_runs(runs, run_indices, seed)
     if workers == 1 or len(run_indices) == 1:
-        parts = [run_chunk(policy, env, problem, seed, run_indices, progress)]
+        # the compiled loop runs off the main thread, which hears Ctrl-C and sets the loop's
+        # stop slot (dpledger.interrupt); in a pool, each process's watcher does
+        parts = [in_worker_thread(lambda: run_chunk(policy, env, problem, seed, run_indices,
+                                                    progress))]
     else:
         chunks = [run_indices[k::workers] for k in range(workers) if run_indices[k::workers]]
-        with ProcessPoolExecutor(max_workers=len(chunks)) as pool:
+        with interruptible_pool("process", len(chunks)) as pool:
             futs = [pool.submit(run_chunk, policy, env, problem, seed, c) for c in chunks]
             parts = []
             for f in futs:
