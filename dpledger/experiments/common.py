@@ -363,7 +363,10 @@ def gdp_mu_of(policy: str, params: dict, T: int, K: int, basis: str) -> float:
     else:
         raise ValueError(f"basis must be 'theorem' or 'certificate', got {basis!r}")
     if mu is None:
-        raise ValueError(f"{policy} states no GDP μ by its {basis}")
+        # a user's choice (a TOML's calibrate, a comparison's policy): one line, exit 2
+        raise DpledgerError(f"{policy} states no GDP μ by its {basis}: a μ budget calibrates "
+                            "only policies whose privacy is Gaussian (GDP), e.g. mts-gaussian "
+                            "or dp-ts-ucb")
     return float(mu)
 
 

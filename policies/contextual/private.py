@@ -125,7 +125,19 @@ class PrivateLinearPolicy(ContextualPolicy):
                     problem.lattice_bits + 1) >= EXACT_LIMIT:
                 raise DpledgerError("too many records for exact lattice sums in float64; use a "
                                     "smaller --horizon")
-            self._plans[problem] = self._make_plan(problem)
+            try:
+                plan = self._make_plan(problem)
+                # each release's normal form (its μ² or ε, exact) is what the ledger and the
+                # certificate compute first: an ε such as 1e300 puts it past the floats
+                Composition.of([(plan.releases[i], 1) for i, _ in plan.per_node])
+            except OverflowError:
+                given = ", ".join(f"{k}={self.params[k]!r}" for k in ("epsilon", "epsilon0",
+                                                                      "delta")
+                                  if k in self.params)
+                raise DpledgerError(f"{self.name}: {given} put the noise's calibration beyond "
+                                    "the range of floating point; use a smaller epsilon (or "
+                                    "linucb, the non-private policy, for no privacy)") from None
+            self._plans[problem] = plan
         return self._plans[problem]
 
     def _make_plan(self, problem: ContextualProblem) -> TreePlan:
