@@ -119,11 +119,17 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
         raise DpledgerError(f"{module.NAME}: these overrides leave nothing to run "
                             f"({ov.describe()})")
     executor = executor_for(workers, scheduler)     # a bad scheduler: refused before any folder
+    made = not os.path.exists(out)
     os.makedirs(out, exist_ok=True)
     cell = cell_runs or (1 if quick else 5)
-    reports = run_sweep(configs, out, executor, cell_runs=cell, quiet=quiet,
-                        extra={"experiment": {"name": module.NAME, "quick": quick,
-                                              "overrides": ov.to_json()}})
+    try:
+        reports = run_sweep(configs, out, executor, cell_runs=cell, quiet=quiet,
+                            extra={"experiment": {"name": module.NAME, "quick": quick,
+                                                  "overrides": ov.to_json()}})
+    except BaseException:
+        if made:
+            _remove_if_empty(out)       # refused (memory) or stopped before its first cell
+        raise
     summary: Summary = module.summarize(reports, out, quick, ov)
     meta = {"experiment": module.NAME, "title": module.TITLE, "quick": quick,
             "overrides": ov.to_json(),
@@ -167,6 +173,19 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
         sys.stdout.write(f"wrote {out}/experiment.json, table.csv, table.md, claims.md, runs/*.json"
                          + "".join(f", {os.path.basename(p)}" for p in summary.plots) + "\n")
     return {"reports": reports, "summary": summary, "meta": meta}
+
+
+def _remove_if_empty(folder: str) -> None:
+    """Remove ``folder`` and its subfolders if no file is in them (a refused or interrupted
+    experiment leaves no empty output folder; finished cells are kept, to be reused)."""
+    for _root, _, files in os.walk(folder):
+        if files:
+            return
+    for root, _dirs, _ in sorted(os.walk(folder), key=lambda w: -len(w[0])):
+        try:
+            os.rmdir(root)
+        except OSError:
+            return
 
 
 def _sizes(configs: Sequence[RunConfig]) -> str:
