@@ -335,6 +335,23 @@ def is_sqlite_file(path) -> bool:
         return False
 
 
+def _readable(conn: sqlite3.Connection, path: str, uri: str) -> sqlite3.Connection:
+    """``conn`` (mode=ro), or where SQLite cannot read a WAL-mode file without making its -shm
+    (a read-only file in a folder this user cannot write: "attempt to write a readonly
+    database", issue 34 §4) and no -wal holds records beyond the file, the file opened as
+    immutable — it is then the whole store."""
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError as exc:
+        wal = path + "-wal"
+        if "readonly" not in str(exc) or (os.path.exists(wal) and os.path.getsize(wal) > 0):
+            return conn             # the caller's first query says what is wrong
+    conn.close()
+    return sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None, timeout=60.0,
+                           check_same_thread=False)
+
+
 def _sqlite_connect(path, readonly: bool) -> sqlite3.Connection:
     """An SQLite connection.  ``readonly``: changing nothing in the store — a query-only
     connection where the file and its folder are writable (so SQLite removes the -wal/-shm
@@ -353,8 +370,13 @@ def _sqlite_connect(path, readonly: bool) -> sqlite3.Connection:
             return conn
         if readonly:
             uri = pathlib.Path(path).absolute().as_uri() + "?mode=ro"
-            return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=60.0,
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=60.0,
                                    check_same_thread=False)
+            return _readable(conn, path, uri)
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            # refused before SQLite makes a -wal/-shm it could not remove (issue 34 §4)
+            raise DpledgerError(f"{path} is read-only: nothing can be appended to it (reading "
+                                "it works: dpledger ledger status, show, verify)")
         return sqlite3.connect(path, isolation_level=None, timeout=60.0,
                                check_same_thread=False)
     except sqlite3.DatabaseError as exc:
