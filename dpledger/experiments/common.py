@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from dpledger.accounting.schema import write_json_atomic
 from dpledger.errors import DpledgerError
+from dpledger.experiments.claims_table import claims_markdown
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, check_overrides
 from dpledger.plots import at_least_zero, legend_outside
 from dpledger.sweep import RunConfig, executor_for, run_sweep
@@ -49,6 +50,8 @@ class Claim:
     confirmed: bool | None          # None: not testable at this size, or outside (below)
     evidence: str
     outside: str | None = None
+    decides: str | None = None      # the one number that decides it (the claims table's
+                                    # column); default: the first clause of the evidence
 
     def __post_init__(self):
         if self.outside and self.confirmed is not None:
@@ -141,13 +144,15 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
     _write_table(summary.table, out)
     with open(os.path.join(out, ".claims.md.tmp"), "w") as fh:
         fh.write(f"# {module.TITLE}{' (quick)' if quick else ''}\n\n")
+        # one table first (claim, verdict, the deciding number, a link), the numbers below
+        top, full = claims_markdown(summary.claims) if summary.claims else ("", "")
+        fh.write(top + "\nFull numbers:\n\n" if top else "")
         fh.write(f"Size of this reproduction: {_sizes(configs)}.\n\n")
         if ov.any():
             fh.write(f"Overridden: {ov.describe()}. Claims are judged on this run; a claim "
                      "judged outside the setting the paper states it in is reported as not "
                      "applicable, with what this run showed.\n\n")
-        fh.write("\n".join(c.line() for c in summary.claims) + "\n" if summary.claims else
-                 "No claims: this experiment states none to check (see the notes).\n")
+        fh.write(full or "No claims: this experiment states none to check (see the notes).\n")
         if getattr(module, "CHOICES", None):
             # the choices describe the full experiment; a quick run's sizes are the line above
             fh.write("\nSettings the paper does not state (our choices"
