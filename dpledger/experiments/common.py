@@ -15,7 +15,7 @@ from dpledger.accounting.schema import write_json_atomic
 from dpledger.errors import DpledgerError
 from dpledger.experiments.claims_table import claims_markdown
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, check_overrides
-from dpledger.plots import at_least_zero, legend_outside
+from dpledger.plots import at_least_zero, draw_bounds, legend_outside, report_bound_curves
 from dpledger.sweep import RunConfig, executor_for, run_sweep
 
 QUICK_T = 20_000
@@ -163,6 +163,11 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
             fh.write("\n".join(f"- {c}" for c in module.CHOICES) + "\n")
         if summary.notes:
             fh.write("\nNotes:\n" + "\n".join(f"- {n}" for n in summary.notes) + "\n")
+        ratios = _bound_ratios(reports)
+        if ratios:
+            fh.write("\nMeasured regret at T ÷ each bound the figures draw (an upper bound "
+                     "holds where the ratio is ≤ 1, a lower bound is met where it is ≥ 1; "
+                     "asymptotic ones speak of T → ∞):\n" + "\n".join(ratios) + "\n")
     os.replace(os.path.join(out, ".claims.md.tmp"), os.path.join(out, "claims.md"))
     if not quiet:
         # a short summary on the terminal (the claims); the full table goes to the files
@@ -178,6 +183,19 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
         sys.stdout.write(f"wrote {out}/experiment.json, table.csv, table.md, claims.md, runs/*.json"
                          + "".join(f", {os.path.basename(p)}" for p in summary.plots) + "\n")
     return {"reports": reports, "summary": summary, "meta": meta}
+
+
+def _bound_ratios(reports: dict) -> list[str]:
+    """One line per setting: its mean regret at T and that regret ÷ each drawable bound."""
+    from dpledger.plots import regret_over_bounds
+    out = []
+    for label, rep in reports.items():
+        parts = [f"{r:.3g} × {b.label} ({b.direction}, {v:.4g})"
+                 for b, v, r in regret_over_bounds(rep)]
+        if parts:
+            out.append(f"- {label}: regret {rep['regret']['final_mean']:.4g} = "
+                       + "; ".join(parts))
+    return out
 
 
 def _remove_if_empty(folder: str) -> None:
@@ -239,8 +257,12 @@ def _write_table(rows: list[dict], out: str) -> None:
         os.replace(tmp, os.path.join(out, name))
 
 
-def plot_regret_panels(groups: dict[str, list[tuple[str, dict]]], path: str, title: str) -> str:
-    """One panel per group (e.g. per ε), one line per policy with its 95 % band."""
+def plot_regret_panels(groups: dict[str, list[tuple[str, dict]]], path: str, title: str,
+                       bounds: bool = True) -> str:
+    """One panel per group (e.g. per ε), one line per policy with its 95 % band; with
+    ``bounds`` (default), the regret bounds of each policy on its instance
+    (:func:`dpledger.plots.report_bound_curves`: upper dotted in its colour, lower dashed in
+    grey, asymptotic ones labelled), the axis cut at 1.3 × the highest band."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -251,11 +273,17 @@ def plot_regret_panels(groups: dict[str, list[tuple[str, dict]]], path: str, tit
     colours: dict[str, str] = {}         # one colour per label in every panel: one legend
     # the grid may hold more axes than groups (the last row's spare ones stay empty)
     for ax, (gname, lines) in zip(axes.ravel(), groups.items(), strict=False):
+        top, drawn = 0.0, []
         for label, rep in lines:
             c = rep["regret"]["curve"]
             colour = colours.setdefault(label, f"C{len(colours) % 10}")
             ax.plot(c["t"], c["mean"], label=label, color=colour)
             ax.fill_between(c["t"], at_least_zero(c["lo"]), c["hi"], alpha=0.2, color=colour)
+            top = max(top, max(c["hi"]))
+            if bounds:
+                drawn.append((label, colour, report_bound_curves(rep)))
+        if bounds:
+            draw_bounds(ax, drawn, 1.3 * top)
         ax.set_xscale("log")
         ax.set_title(gname, fontsize=9)
         ax.set_xlabel("round t")
