@@ -76,3 +76,42 @@ def test_readme_claims_section_is_one_table():
                             r"median only)\*\*", cells[2]), cells[2]
         assert re.fullmatch(r"\[claims\]\(docs/[a-z0-9-]+\.md(#[a-z0-9-]+)?\)", cells[4])
         assert os.path.exists(os.path.join(ROOT, cells[4].split("(")[1].split("#")[0].rstrip(")")))
+
+
+def test_regret_over_bounds_and_the_panels_draw_them(tmp_path):
+    """A run's regret ÷ bound: the Lai–Robbins slope recomputed here (Σ Δ_a / kl(μ_a, μ*) ×
+    ln T for Bernoulli arms) gives the same ratio; the experiment's panel draws that bound as a
+    line besides the policy's own."""
+    import json
+    import math
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from dpledger.cli import main
+    from dpledger.experiments import common
+    from dpledger.plots import regret_over_bounds
+    means, T = [0.7, 0.5, 0.4], 2000
+    assert main(["run", "ucb1", "--means", ",".join(map(str, means)), "--horizon", str(T),
+                 "--runs", "2", "--quiet", "--out", str(tmp_path / "r.json")]) == 0
+    rep = json.loads((tmp_path / "r.json").read_text())
+
+    def kl(p, q):
+        return p * math.log(p / q) + (1 - p) * math.log((1 - p) / (1 - q))
+    slope = sum((0.7 - m) / kl(m, 0.7) for m in means[1:])
+    got = {b.key: (v, r) for b, v, r in regret_over_bounds(rep)}
+    v, r = got["lai-robbins-1985"]
+    assert math.isclose(v, slope * math.log(T), rel_tol=1e-9)
+    assert math.isclose(r, rep["regret"]["final_mean"] / v, rel_tol=1e-12)
+    drawn = []
+    real = plt.Figure.savefig
+
+    def keep(fig, *a, **k):
+        drawn.extend(ln.get_label() for ax in fig.axes for ln in ax.get_lines())
+        return real(fig, *a, **k)
+    try:
+        plt.Figure.savefig = keep
+        common.plot_regret_panels({"panel": [("ucb1", rep)]}, str(tmp_path / "p.png"), "t")
+    finally:
+        plt.Figure.savefig = real
+    assert "ucb1" in drawn
+    assert any(lab.startswith("Lai & Robbins 1985") for lab in drawn), drawn
