@@ -341,12 +341,27 @@ def is_sqlite_file(path) -> bool:
         return False
 
 
+def _ro_uri(path: str) -> str:
+    """The read-only URI of ``path``: mode=ro, or — when this user cannot write the file and no
+    -wal beside it holds records beyond it (no writer has it open) — immutable as well: SQLite
+    then makes no -shm/-wal (a mode=ro reader in a writable folder left them, and in a folder
+    it cannot write could not read a WAL-mode file at all: "attempt to write a readonly
+    database", issue 34 §4).  The file is then read as it stands; a writer with the right to
+    append that starts meanwhile is not seen by this reader."""
+    import pathlib
+    uri = pathlib.Path(path).absolute().as_uri() + "?mode=ro"
+    wal = path + "-wal"
+    if not os.access(path, os.W_OK) and not (os.path.exists(wal) and os.path.getsize(wal) > 0):
+        uri += "&immutable=1"
+    return uri
+
+
 def _sqlite_connect(path, readonly: bool) -> sqlite3.Connection:
     """An SQLite connection.  ``readonly``: changing nothing in the store — a query-only
     connection where the file and its folder are writable (so SQLite removes the -wal/-shm
-    files it made when the last connection closes), else a read-only ``file:`` URI built by
-    pathlib (so %, # and ? in a file name are escaped, not read as URI syntax)."""
-    import pathlib
+    files it made when the last connection closes), else a read-only ``file:`` URI
+    (:func:`_ro_uri`, built by pathlib so that %, # and ? in a file name are escaped, not read
+    as URI syntax)."""
     try:
         folder = os.path.dirname(os.path.abspath(path))
         if readonly and os.access(path, os.W_OK) and os.access(folder, os.W_OK):
@@ -358,9 +373,12 @@ def _sqlite_connect(path, readonly: bool) -> sqlite3.Connection:
             conn.execute("PRAGMA query_only = ON")
             return conn
         if readonly:
-            uri = pathlib.Path(path).absolute().as_uri() + "?mode=ro"
-            return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=60.0,
+            return sqlite3.connect(_ro_uri(path), uri=True, isolation_level=None, timeout=60.0,
                                    check_same_thread=False)
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            # refused before SQLite makes a -wal/-shm it could not remove (issue 34 §4)
+            raise DpledgerError(f"{path} is read-only: nothing can be appended to it (reading "
+                                "it works: dpledger ledger status, show, verify)")
         return sqlite3.connect(path, isolation_level=None, timeout=60.0,
                                check_same_thread=False)
     except sqlite3.DatabaseError as exc:

@@ -30,6 +30,7 @@ location, so a platform whose ``log`` differs shows up as a failed check, not as
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -345,24 +346,54 @@ def _release_llr(release, clean: float, rng: np.random.Generator, n: int) -> np.
     raise DpledgerError(f"no sampler for release kind {kind!r}")
 
 
-def spec_sampler(items, seed: int):
+def entries_per_trial(items) -> int:
+    """Noise entries one trial of one side draws: Σ count × the entries of each release (a
+    vector's or matrix's every entry, a Wishart's (p+1)-square packed draw; 1 for a scalar)."""
+    from dpledger.audits.vector_releases import layout
+    total = 0
+    for rel, count in items:
+        if rel.kind in VECTOR_KINDS or rel.kind == "wishart":
+            blocks, E, _ = layout(rel)
+            total += int(count) * blocks * E
+        else:
+            total += int(count)
+    return max(1, total)
+
+
+def spec_chunk(items) -> int:
+    """Trials drawn together: :data:`SPEC_CHUNK`, or fewer when a trial draws many entries —
+    at most :data:`~dpledger.audits.vector_releases.BATCH_FLOATS` entries a chunk, so that an
+    audit of 1000 trials of a 3000-square matrix draws 1000 trials, not a whole chunk of
+    16 384 (16× the work asked for, issue 34 §3).  A function of the releases only, so a
+    trial's draws still depend on (seed, side, i) alone."""
+    from dpledger.audits.vector_releases import BATCH_FLOATS
+    return max(1, min(SPEC_CHUNK, BATCH_FLOATS // entries_per_trial(items)))
+
+
+def spec_sampler(items, seed: int, tick: Callable[[int], None] | None = None):
     """``sample(side, start, n)``: the LLR scores of trials start … start + n − 1 of side 0 (every
-    clean value 0) or 1 (every clean value Δ).  Trial i belongs to chunk i // SPEC_CHUNK, drawn
-    from ``PCG64(SeedSequence(seed, spawn_key=(side, chunk)))`` release by release in the
-    composition's order, so a trial's score depends on (seed, side, i) only, not on batching."""
+    clean value 0) or 1 (every clean value Δ).  Trial i belongs to chunk i // C
+    (C = :func:`spec_chunk`), drawn from ``PCG64(SeedSequence(seed, spawn_key=(side, chunk)))``
+    release by release in the composition's order, so a trial's score depends on (seed, side,
+    i) only, not on batching.  ``tick(k)``: told the noise entries of every chunk drawn (the
+    audit's progress); Ctrl-C is heard between chunks (Python code)."""
     cache: dict = {}
+    C = spec_chunk(items)
+    per_trial = entries_per_trial(items)
 
     def chunk(side: int, c: int) -> np.ndarray:
         key = (side, c)
         if key not in cache:
             rng = np.random.Generator(np.random.PCG64(
                 np.random.SeedSequence(entropy=int(seed), spawn_key=(int(side), int(c)))))
-            s = np.zeros(SPEC_CHUNK)
+            s = np.zeros(C)
             for rel, count in items:
                 for _ in range(int(count)):
-                    s += _release_llr(rel, float(side), rng, SPEC_CHUNK)
+                    s += _release_llr(rel, float(side), rng, C)
             cache.clear()
             cache[key] = s
+            if tick is not None:
+                tick(C * per_trial)
         return cache[key]
 
     def sample(side: int, start: int, n: int) -> np.ndarray:
@@ -370,8 +401,8 @@ def spec_sampler(items, seed: int):
         i = 0
         while i < n:
             g = start + i
-            c, off = divmod(g, SPEC_CHUNK)
-            m = min(n - i, SPEC_CHUNK - off)
+            c, off = divmod(g, C)
+            m = min(n - i, C - off)
             out[i:i + m] = chunk(side, c)[off:off + m]
             i += m
         return out
@@ -402,12 +433,12 @@ def memory_estimate(items, trials: int, sequential: bool = False) -> dict:
     """Bytes :func:`audit_spec` holds at its peak, before any draw: every trial of both sides
     (:data:`_SPEC_TRIAL_BYTES`; a sequential audit holds its first batch and one later batch of
     at most :data:`~dpledger.audits.stats.SEQUENTIAL_BATCH`), and one chunk of
-    :data:`SPEC_CHUNK` trials being drawn (its per-release temporaries and the largest fixed
+    :func:`spec_chunk` trials being drawn (its per-release temporaries and the largest fixed
     table, a discrete Gaussian's support)."""
     from dpledger.audits.stats import SEQUENTIAL_BATCH
     held = int(trials) + (min(SEQUENTIAL_BATCH, 100 * int(trials)) if sequential else 0)
     draws = [_release_draw_bytes(r) for r, _ in items]
-    chunk = SPEC_CHUNK * (8 + max(p for p, _ in draws)) + max(f for _, f in draws)
+    chunk = spec_chunk(items) * (8 + max(p for p, _ in draws)) + max(f for _, f in draws)
     return {"bytes": _SPEC_SLACK + chunk + _SPEC_TRIAL_BYTES * held,
             "per_trial": _SPEC_TRIAL_BYTES, "fixed": _SPEC_SLACK + chunk, "held_trials": held}
 
@@ -432,7 +463,8 @@ def check_memory(items, trials: int, sequential: bool = False) -> dict:
 def audit_spec(specs, trials: int = 100_000, *, seed: int = 0,
                confidence: float = DEFAULT_CONFIDENCE,
                selection_fraction: float = DEFAULT_SELECTION_FRACTION,
-               until_ratio: float | None = None, max_trials: int | None = None) -> AuditResult:
+               until_ratio: float | None = None, max_trials: int | None = None,
+               progress: Callable[[int, int], None] | None = None) -> AuditResult:
     """White-box audit of the composition of CLI release specs (``laplace:eps=1``,
     ``gaussian:mu=0.5``, ``laplace:scale=2,count=3`` …), as ``compose`` accepts them.
 
@@ -442,20 +474,23 @@ def audit_spec(specs, trials: int = 100_000, *, seed: int = 0,
     Certificate: the composition's (as ``compose`` reports it).  With ``until_ratio`` R the
     audit is sequential (:func:`~dpledger.audits.stats.sequential_audit`): batches from
     ``trials`` per side, doubling, until ε_lower (or μ_lower) ≥ R × certificate, or it cannot,
-    or ``max_trials``."""
+    or ``max_trials``.  ``progress(done, total)``: the noise entries drawn and to draw (a
+    sequential audit's total: at its largest, ``max_trials``)."""
     from dpledger.audits.stats import sequential_audit, ceiling
     trials = check_count("trials", trials, minimum=2)
     seed = check_count("seed", seed, minimum=0)
     comp, items = spec_items(specs)
     check_memory(items, trials, sequential=until_ratio is not None or max_trials is not None)
+    tick = _ticker(progress, items, max(trials, max_trials or 0))
     if any(r.kind == "wishart" for r, _ in items):
         return _audit_wishart(items, trials, seed=seed, confidence=confidence,
                               selection_fraction=selection_fraction,
-                              sequential=until_ratio is not None or max_trials is not None)
+                              sequential=until_ratio is not None or max_trials is not None,
+                              tick=tick)
     cert = composition_summary(comp)
     currency = currency_of(cert)
     delta = GDP_DELTA if currency == "mu" else 0.0
-    sample = spec_sampler(items, seed)
+    sample = spec_sampler(items, seed, tick)
     extra = {"mechanism": {"kind": "composition",
                            "releases": [{"release": _release_json(r), "count": int(c)}
                                         for r, c in items], "seed": int(seed)},
@@ -486,8 +521,24 @@ def audit_spec(specs, trials: int = 100_000, *, seed: int = 0,
                        mode="mechanism", extra=extra, plot_data=plot_data_sequential(seq))
 
 
+def _ticker(progress, items, trials: int) -> Callable[[int], None] | None:
+    """``tick(k)`` adding k drawn entries to ``progress(done, total)``, total the entries of
+    ``trials`` trials of both sides, whole chunks."""
+    if progress is None:
+        return None
+    C = spec_chunk(items)
+    total = 2 * -(-int(trials) // C) * C * entries_per_trial(items)
+    done = [0]
+
+    def tick(k: int) -> None:
+        done[0] += int(k)
+        progress(min(done[0], total), total)
+    return tick
+
+
 def _audit_wishart(items, trials: int, *, seed: int, confidence: float,
-                   selection_fraction: float, sequential: bool) -> AuditResult:
+                   selection_fraction: float, sequential: bool,
+                   tick: Callable[[int], None] | None = None) -> AuditResult:
     """A Wishart release alone (its certificate is an (ε, δ) statement, which composes with
     nothing here): the pair of :mod:`dpledger.audits.vector_releases`, score q = 1/(vᵀY⁻¹v), the
     KOV bound at the release's δ against the theorem's ε; ``limit_reason`` gives the pair's
@@ -500,7 +551,7 @@ def _audit_wishart(items, trials: int, *, seed: int, confidence: float,
     if sequential:
         raise DpledgerError("a wishart audit is fixed-n: drop --until-ratio and --max-trials")
     rel = items[0][0]
-    sample = spec_sampler(items, seed)
+    sample = spec_sampler(items, seed, tick)
     s0, s1 = sample(0, 0, trials), sample(1, 0, trials)
     delta = float(rel.delta)
     sa = audit_scores(s0, s1, confidence=confidence, selection_fraction=selection_fraction,
@@ -521,4 +572,5 @@ def _audit_wishart(items, trials: int, *, seed: int, confidence: float,
                        mode="mechanism", extra=extra)
 
 
-__all__ += ["audit_spec", "spec_items", "spec_sampler", "MAX_SPEC_RELEASES"]
+__all__ += ["audit_spec", "spec_items", "spec_sampler", "spec_chunk", "entries_per_trial",
+            "MAX_SPEC_RELEASES"]

@@ -106,6 +106,17 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+def _error(args, message: str) -> None:
+    """One line on stderr: ``dpledger CMD: error: …``, or for a ``--json`` command a JSON object
+    {"error", "command"} on one line, so that a program reading JSON reads the refusal too."""
+    if getattr(args, "json", False) is True:
+        import json
+        sys.stderr.write(json.dumps({"error": message, "command": args.command},
+                                    ensure_ascii=False) + "\n")
+    else:
+        sys.stderr.write(f"dpledger {args.command}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     _reuse_freed_memory()
@@ -128,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except DpledgerError as exc:
-        sys.stderr.write(f"dpledger {args.command}: error: {_one_line(exc)}\n")
+        _error(args, _one_line(exc))
         return 2
     except InvariantViolation as exc:
         sys.stderr.write(f"dpledger {args.command}: invariant violated: {_one_line(exc)}\n")

@@ -126,7 +126,7 @@ def load_json(path: str | os.PathLike, expected: str, option: str | None = None)
     path = os.fspath(path)
     raw = read_bytes(path, expected, JSON_READ_FACTOR, option)
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")      # a byte-order mark (Windows editors) is no data
     except UnicodeDecodeError as exc:
         raise DpledgerError(f"{path} is not UTF-8 text (byte {exc.start}); {expected} was "
                             "expected") from None
@@ -371,7 +371,7 @@ def _load_csv(path: str):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", UserWarning)     # "input contained no data"
-            return np.loadtxt(path, delimiter=",", ndmin=2)
+            return np.loadtxt(path, delimiter=",", ndmin=2, encoding="utf-8-sig")
     except UserWarning:
         raise DpledgerError(f"malformed reward table {path}: it holds no numbers") from None
     except ValueError as exc:

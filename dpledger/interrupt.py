@@ -51,6 +51,15 @@ def watch(array: Any, index: tuple) -> None:
             array[index] = 1
 
 
+def stop_slot() -> Any:
+    """A one-element int64 array that becomes 1 on a stop request (:func:`watch`): the flag a
+    compiled loop without a sink (the contextual kernels) reads every round."""
+    import numpy as np
+    slot = np.zeros(1, dtype=np.int64)
+    watch(slot, (0,))
+    return slot
+
+
 def request_stop() -> None:
     """Ask every loop of this process to stop at its next check."""
     with _LOCK:
@@ -181,4 +190,4 @@ def interruptible_pool(kind: str, max_workers: int, initializer: Callable | None
 
 
 __all__ = ["Stopped", "watch", "request_stop", "clear_stop", "stop_requested",
-           "raise_if_stopped", "in_worker_thread", "interruptible_pool"]
+           "raise_if_stopped", "stop_slot", "in_worker_thread", "interruptible_pool"]

@@ -74,6 +74,52 @@ def plot_regret(reports: Sequence[dict], path: str, labels: Sequence[str] | None
             f"{size}; band = mean ± 1.96·std/√R, cut at 0", fontsize=8 if not bounds else 6.5)
 
 
+def report_bound_curves(rep: dict) -> list:
+    """:func:`_bound_curves` of a run.json, or [] where it has none to draw — a contextual or
+    replayed run, a fixed reward table, a policy whose bounds cannot be evaluated: what an
+    experiment's figure draws for every policy it runs (issue 34 §5)."""
+    from dpledger.errors import DpledgerError
+    if "curve" not in rep.get("regret", {}) or rep.get("contextual") is not None:
+        return []
+    try:
+        return _bound_curves(rep)
+    except (DpledgerError, KeyError):
+        return []
+
+
+def regret_over_bounds(rep: dict) -> list[tuple[object, float, float]]:
+    """(bound, its value at T, measured mean regret at T ÷ that value) for every drawable bound
+    of a run.json's policy on its instance ([] where :func:`report_bound_curves` has none):
+    below 1 under an upper bound, above 1 over a lower one, asymptotic ones as T → ∞."""
+    from dpledger.errors import DpledgerError
+    if "curve" not in rep.get("regret", {}) or rep.get("contextual") is not None:
+        return []
+    from dpledger.policies.registry import make_policy
+    from dpledger.policies.regret_bounds import bounds_for_policy, drawable
+    from dpledger.policies.reward_families import RewardInstance
+    from dpledger.verify import env_from_json
+    try:
+        inst = RewardInstance.from_environment(env_from_json(rep["environment"]))
+        policy = make_policy(rep["policy"]["name"], **rep["policy"]["params"])
+        _, at_T = bounds_for_policy(policy, inst, int(rep["horizon"]))
+    except (DpledgerError, KeyError):
+        return []
+    m = float(rep["regret"]["final_mean"])
+    return [(b, b.value, m / b.value) for b in at_T if drawable(b) and b.value > 0]
+
+
+def draw_bounds(ax, lines: Sequence[tuple[str, object, list]], top: float) -> None:
+    """On a regret axis: each line's upper bounds dotted in its colour, the distinct lower
+    bounds dashed in greys (:func:`plot_regret`'s styles), the axis cut at ``top``."""
+    for label, colour, curves in lines:
+        for b, xs, ys in curves:
+            if b.direction == "upper":
+                _bound_line(ax, xs, ys, top, f"{label}: {b.label}, upper", ":", colour)
+    _lower_lines(ax, [curves for _, _, curves in lines], top)
+    if top > 0:
+        ax.set_ylim(0, top)
+
+
 def _bound_curves(rep: dict) -> list:
     """The drawable regret bounds of a run.json's policy and instance along its curve's t."""
     from dpledger.errors import DpledgerError

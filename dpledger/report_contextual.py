@@ -14,7 +14,7 @@ from typing import Sequence
 
 from dpledger.accounting.schema import SCHEMA_VERSION, parse_deltas
 from dpledger.policies.contextual.simulator import ContextualResult
-from dpledger.report import (LEDGER_NOT_WRITTEN, _ledger_block, certificate_block,
+from dpledger.report import (LEDGER_NOT_WRITTEN, _ledger_block, _rng_block, certificate_block,
                              privacy_section, realized_from_ledger, regret_block, theorem_block)
 
 REPLAY_NO_REGRET = ("not_applicable:replay has no counterfactual rewards (the log holds the "
@@ -111,7 +111,8 @@ def build_contextual_report(res: ContextualResult, deltas: Sequence[float] | Non
         "contextual": ctx,
         "horizon": problem.horizon,
         "runs": res.runs,
-        "seed": res.seed,
+        "seed": res.seed if res.rng == "seeded" else None,
+        **_rng_block(res),
         "sampler": "exact" if problem.lattice_bits else "float",
         "regret": ({"status": REPLAY_NO_REGRET} if res.regret is None
                    else regret_block(res.points, res.regret)),

@@ -213,7 +213,42 @@ def cells_of(config: RunConfig, cell_runs: int) -> list[list[int]]:
 
 
 def cell_path(out: str, config: RunConfig, indices: Sequence[int]) -> str:
+    # run_sweep lists the finished cells by these names
     return os.path.join(out, "cells", f"{config.key()}-{indices[0]}-{indices[-1]}.json")
+
+
+_CELL_TASK_BYTES = 512          # a cell to compute, as listed: its (config, indices) tuple, the
+                                # index list, the set and path strings of the plan
+
+
+def config_memory(cfg: "RunConfig", runs: int, workers: int, check: bool = False) -> dict:
+    """The simulator's memory estimate of ``runs`` runs of ``cfg`` (K-armed or contextual);
+    with ``check``, refused as a run would be."""
+    env = cfg.make_env()
+    if cfg.env.get("kind") in CONTEXTUAL_KINDS:
+        from dpledger.policies.contextual import simulator as CS
+        fn = CS.check_memory if check else CS.memory_estimate
+        return fn(cfg.make_policy(), env, _contextual_problem(cfg, env), runs, workers)
+    from dpledger.policies import simulator as S
+    fn = S.check_memory if check else S.memory_estimate
+    return fn(cfg.make_policy(), env, cfg.horizon, runs, workers=workers)
+
+
+def check_sweep_memory(configs: Sequence["RunConfig"], cell_runs: int, workers: int) -> None:
+    """Refuse a sweep whose plan or reports cannot fit, before any cell is listed (issue 34
+    §3: ``--runs 1e6`` listed 4·10⁶ cells and reached 3 GB before failing): the list of cells
+    to compute, and the report of a setting — every run's regret curve and records, joined —
+    in each of ``workers`` processes building reports at once."""
+    from dpledger.policies.simulator import _MEMORY_SLACK
+    from dpledger.resources import check_fits, fmt_bytes
+    n_cells = sum(-(-int(c.runs) // int(cell_runs)) for c in configs)
+    held = {c.label: config_memory(c, int(c.runs), 1)["held"] for c in configs}
+    worst = max(held, key=held.get)
+    at_once = max(1, min(int(workers), len(configs)))
+    need = _MEMORY_SLACK + n_cells * _CELL_TASK_BYTES + at_once * held[worst]
+    check_fits("this experiment", need,
+               f"use fewer --runs (the report of setting {worst!r} joins every run: "
+               f"{fmt_bytes(held[worst])}; {n_cells:,} cells of {cell_runs} runs are listed)")
 
 
 def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: int = 5,
@@ -227,19 +262,21 @@ def run_sweep(configs: Sequence[RunConfig], out: str, executor=None, cell_runs: 
     if len(set(labels)) != len(labels):
         raise DpledgerError("sweep labels must be distinct")
     executor = executor or LocalExecutor(1)
+    w = executor.workers if isinstance(executor, LocalExecutor) else 1
+    check_sweep_memory(configs, cell_runs, w)       # before the list of cells exists
+    if isinstance(executor, LocalExecutor):     # each of `workers` processes holds one cell
+        for cfg in {c.key(): c for c in configs}.values():
+            config_memory(cfg, min(cell_runs, cfg.runs) * w, w, check=True)
+    try:
+        done = set(os.listdir(os.path.join(out, "cells")))
+    except OSError:                             # no cells yet
+        done = set()
     todo = []
     for cfg in configs:
-        for idx in cells_of(cfg, cell_runs):
-            if not os.path.exists(cell_path(out, cfg, idx)):
-                todo.append((cfg.to_json(), idx))
+        as_json, key = cfg.to_json(), cfg.key()     # once per config, not once per cell
+        todo += [(as_json, idx) for idx in cells_of(cfg, cell_runs)
+                 if f"{key}-{idx[0]}-{idx[-1]}.json" not in done]
     by_key = {c.key(): c for c in configs}
-    if isinstance(executor, LocalExecutor):     # each of `workers` processes holds one cell
-        from dpledger.policies.simulator import check_memory
-        w = executor.workers
-        for key in sorted({RunConfig(**c).key() for c, _ in todo}):
-            cfg = by_key[key]
-            check_memory(cfg.make_policy(), cfg.make_env(), cfg.horizon,
-                         min(cell_runs, cfg.runs) * w, workers=w)
     # rounds of the finished cells on stderr (cells differ in horizon, so rounds say more about
     # the time left than cells); the clock starts at the first cell, which carries compilation
     total = sum(len(idx) * c["horizon"] for c, idx in todo)

@@ -45,7 +45,7 @@ def problem_from_json(report: dict) -> ContextualProblem:
 def verify_contextual(report: dict, ledger, v):
     """Fill the :class:`~dpledger.verify.Verification` ``v``."""
     from dpledger.inputs import check_run_counts
-    from dpledger.verify import (_same as same, _malformed as malformed,
+    from dpledger.verify import (_same as same, _malformed as malformed, _not_reproducible,
                                  check_invariants, privacy_inputs, realized_from_stored,
                                  refuse_undeclared)
     try:
@@ -53,7 +53,9 @@ def verify_contextual(report: dict, ledger, v):
         name, params = pol["name"], pol["params"]
         if not isinstance(params, dict):
             raise TypeError("policy.params must be an object")
-        T, R = check_run_counts(report, seed_optional=False)
+        # rng os: no seed (the runs' bits came from OS entropy)
+        T, R = check_run_counts(report,
+                                seed_optional=_not_reproducible(report) is not None)
         ctx = report["contextual"]
         problem = problem_from_json(report)
         rounds = [int(x) for x in ctx["rounds"]]
@@ -123,8 +125,10 @@ def _check_environment(report: dict, problem: ContextualProblem, problems: list[
         given = env.get("theta_source") == "given"
         make = linear if problem.env == "linear" else linear_fixed
         try:
+            # rng os records no seed; its θ was drawn from seed 0 (--seed is refused with it)
+            seed = 0 if report.get("seed") is None else int(report["seed"])
             rebuilt = make(problem.dim, problem.arms, env["theta"] if given else None,
-                           int(report["seed"]), problem.norm_bound, problem.lo,
+                           seed, problem.norm_bound, problem.lo,
                            problem.hi).to_json()
         except DpledgerError as exc:
             problems.append(f"environment: {exc}")

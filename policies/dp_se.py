@@ -63,7 +63,10 @@ def epoch_length(e, m, eps, beta):
     l8 = np.log(8.0 * m * e * e / beta)
     l4 = np.log(4.0 * m * e * e / beta)
     r = max(32.0 * l8 / (delta * delta), 8.0 * l4 / (eps * delta)) + 1.0
-    return r, l8, l4
+    # an epoch longer than any horizon (T <= 1e9) is cut by the run's end whatever its length;
+    # held below 2^62 so that its conversion to int64 cannot wrap (ε = 1e-300 gave R_e ≈ 1e302
+    # and a negative round count)
+    return min(r, 4.0e18), l8, l4
 
 
 @njit(cache=True, inline="always")

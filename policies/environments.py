@@ -158,7 +158,11 @@ def truncated_exponential(rates, lo: float = 0.0, hi: float = 1.0) -> Environmen
 
 def beta(ab, lo: float = 0.0, hi: float = 1.0) -> Environment:
     lo, hi = check_range(lo, hi)
-    arr = np.asarray(ab, dtype=np.float64)
+    try:
+        arr = np.asarray(ab, dtype=np.float64)
+    except (TypeError, ValueError):         # ragged pairs, words: no (K, 2) array of numbers
+        raise DpledgerError("beta arms need (a, b) pairs of numbers for at least 2 arms, got "
+                            f"{ab!r}"[:200]) from None
     if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 2:
         raise DpledgerError("beta arms need (a, b) pairs for at least 2 arms")
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):

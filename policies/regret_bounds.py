@@ -288,12 +288,12 @@ def azize_basu_2022_thresholds(instance, epsilon: float | None = None) -> Regret
     inst = _instance(instance)
     gaps = _suboptimal(inst)
     terms = tuple(g.d_inf / (6.0 * g.t_inf) if g.t_inf > 0 else math.inf for g in gaps)
-    return RegretBound("azize-basu-2022/thm3-thresholds", "threshold", "regime",
-                       "exact_constants", max(terms), AZIZE_BASU_2022,
-                       "Theorem 3 (consequence 3)", "eq. (4)",
-                       "ε_a = d_inf(P_a, μ*)/(6·t_inf(P_a, μ*)); the bound is non-private for "
-                       "ε ≥ max_a ε_a", ("the bound of eq. (4)",), quantity="epsilon",
-                       terms=terms, notes=_regimes(gaps, terms, epsilon), epsilon=epsilon)
+    return _finite_somewhere(RegretBound(
+        "azize-basu-2022/thm3-thresholds", "threshold", "regime", "exact_constants", max(terms),
+        AZIZE_BASU_2022, "Theorem 3 (consequence 3)", "eq. (4)",
+        "ε_a = d_inf(P_a, μ*)/(6·t_inf(P_a, μ*)); the bound is non-private for ε ≥ max_a ε_a",
+        ("the bound of eq. (4)",), quantity="epsilon", terms=terms,
+        notes=_regimes(gaps, terms, epsilon), epsilon=epsilon), "d_inf(P_a, μ*)")
 
 
 def azize_basu_2022_linear_minimax(d: int, T: int, epsilon: float = math.inf) -> RegretBound:
@@ -344,6 +344,17 @@ def azize_2025_lower(instance, T: int, epsilon: float) -> RegretBound:
     return replace(base, value=sum(terms) * math.log(T), terms=terms)
 
 
+def _finite_somewhere(bound: RegretBound, what: str) -> RegretBound:
+    """A regime threshold whose every per-arm term is infinite (μ* = 1, or μ_a = 0, on
+    Bernoulli arms: ``what`` is infinite) separates no regimes: every ε is high privacy for
+    every arm.  It is reported as not applicable, with that reason, not as ε = ∞ per arm."""
+    if bound.terms and not any(math.isfinite(t) for t in bound.terms):
+        return _with(replace(bound, terms=(), notes=()), (
+            f"a finite {what} for some suboptimal arm (here every one is infinite, so no ε "
+            "reaches the low-privacy regime)",))
+    return bound
+
+
 def azize_2025_thresholds(instance, epsilon: float | None = None) -> RegretBound:
     """The per-arm regime thresholds of the d_ε bound (the slides): d_ε(μ_a, μ*) = kl(μ_a, μ*)
     — privacy is free for arm a — iff ε ≥ logit(μ*) − logit(μ_a).  Bernoulli only."""
@@ -361,8 +372,9 @@ def azize_2025_thresholds(instance, epsilon: float | None = None) -> RegretBound
         return math.inf if p >= 1 else -math.inf if p <= 0 else math.log(p) - math.log1p(-p)
     gaps = _suboptimal(inst)
     terms = tuple(logit(mu) - logit(g.mean) for g in gaps)
-    return replace(base, value=max(terms), terms=terms, notes=_regimes(gaps, terms, epsilon),
-                   epsilon=epsilon)
+    return _finite_somewhere(replace(base, value=max(terms), terms=terms,
+                                     notes=_regimes(gaps, terms, epsilon), epsilon=epsilon),
+                             "logit(μ*) − logit(μ_a)")
 
 
 def lai_robbins(instance, T: int) -> RegretBound:

@@ -56,6 +56,17 @@ OS_RNG_DETAIL = ("each run's bits come from a PCG64 generator seeded with 128 bi
                  "operating system's entropy (secrets.randbits); not reproducible")
 
 
+def check_rng_source(rng: str, exact: bool) -> None:
+    """``rng`` is "seeded" or "os", and "os" comes with the exact sampler (K-armed and
+    contextual runs alike)."""
+    if rng not in RNG_SOURCES:
+        raise DpledgerError(f"rng must be 'seeded' or 'os', got {rng!r}")
+    if rng == "os" and not exact:
+        raise DpledgerError("the OS bit source (rng 'os') is for deployment with the exact "
+                            "sampler; the float sampler's outputs leak the rewards through "
+                            "their floating-point set whatever the bit source")
+
+
 def _os_entropy() -> int:
     """``--rng os`` (deployment): 128 bits from the operating system's CSPRNG (:mod:`secrets`),
     drawn once per run; the run's PCG64 Generator is seeded with them, the exact samplers draw
@@ -597,12 +608,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
         raise DpledgerError(f"not an environment: {env!r}")
     if sampler not in ("float", "exact"):
         raise DpledgerError(f"sampler must be 'float' or 'exact', got {sampler!r}")
-    if rng not in RNG_SOURCES:
-        raise DpledgerError(f"rng must be 'seeded' or 'os', got {rng!r}")
-    if rng == "os" and sampler != "exact" and not env.lattice_bits:
-        raise DpledgerError("the OS bit source (rng 'os') is for deployment with the exact "
-                            "sampler; the float sampler's outputs leak the rewards through "
-                            "their floating-point set whatever the bit source")
+    check_rng_source(rng, sampler == "exact" or bool(env.lattice_bits))
     if sampler == "exact" and not env.lattice_bits:
         from dpledger.mechanisms.noise import LATTICE_BITS
         env = env.with_lattice(LATTICE_BITS)

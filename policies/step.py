@@ -498,6 +498,57 @@ def open_or_create_store(url: str, budget=None) -> LedgerStore:
             raise exc from None               # the creation's own reason
 
 
+_ENGINE_ARM_BYTES = 18             # OnlinePolicy's pulls, arrived (int64), frozen, live (bool)
+_STEP_SLACK = 1 << 20              # the engine's scalars, dicts and the rule's Python objects
+
+
+def _array_bytes(obj, depth: int = 0) -> int:
+    """Bytes of the numpy arrays an object holds (its attributes, dicts, tuples and lists,
+    a few levels deep): what a step rule's state takes."""
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if depth > 3:
+        return 0
+    if isinstance(obj, dict):
+        return sum(_array_bytes(v, depth + 1) for v in obj.values())
+    if isinstance(obj, (tuple, list)):
+        return sum(_array_bytes(v, depth + 1) for v in obj)
+    if hasattr(obj, "__dict__") and not isinstance(obj, type):
+        return sum(_array_bytes(v, depth + 1) for k, v in vars(obj).items()
+                   if k not in ("policy", "engine", "pulls"))
+    return 0
+
+
+def step_memory_estimate(policy, rule_cls, K: int, horizon: int | None,
+                         problem=None) -> int:
+    """Bytes a policy in step form holds, estimated before its state is allocated (issue 34
+    §2: the step API is a boundary like the CLI).
+
+    K-armed rules hold a fixed number of per-arm arrays (their size at most logarithmic in T):
+    the rule's arrays are measured as built for 2 and 3 arms at the same horizon and extended
+    linearly to K.  Contextual rules: the policy's models and trees
+    (``model_bytes``, the simulator's estimate of one run) and a round's K contexts and scores
+    — first a lower bound that needs no plan (M models of d² and one packed (d+1)-square
+    item), since planning a private policy allocates its item."""
+    if rule_cls.contextual:
+        d, M = problem.dim, problem.n_streams
+        floor = 8 * (M * d * d + (d + 1) * (d + 2) // 2)
+        check_step_fits(policy, floor)
+        need = policy.model_bytes(problem) + 8 * K * (d + 2)
+    else:
+        small = [_array_bytes(rule_cls(policy, k, horizon)) for k in (2, 3)]
+        need = small[0] + (K - 2) * max(0, small[1] - small[0])
+    return _STEP_SLACK + K * _ENGINE_ARM_BYTES + need
+
+
+def check_step_fits(policy, need: int) -> None:
+    """Refuse, in one line, a step-form policy whose state would not fit in memory."""
+    from dpledger.resources import check_fits
+    check_fits(f"policy {policy.name!r} in step form", need,
+               "use fewer arms" + (" or a smaller dim" if getattr(policy, "contextual", False)
+                                   else ""))
+
+
 def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, seed=None,
            sampler: str = "float", reward_range=(0.0, 1.0), run: int = 0, budget=None,
            dim: int | None = None, shared: bool = False, norm_bound: float = 1.0,
@@ -572,6 +623,7 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
             raise DpledgerError(f"norm_bound must be a number > 0, got {norm_bound!r}")
         problem = step_problem(K, horizon, dim, bool(shared), L, lo, hi,
                                LATTICE_BITS if sampler == "exact" else 0)
+        check_step_fits(policy, step_memory_estimate(policy, rule_cls, K, horizon, problem))
         rule = rule_cls(policy, K, horizon, problem)
         if not isinstance(clip_contexts, (bool, np.bool_)):
             raise DpledgerError(f"clip_contexts must be True or False, got {clip_contexts!r}")
@@ -583,6 +635,7 @@ def online(name: str, n_arms: int, horizon: int | None = None, *, store=None, se
         if dim is not None or shared or clip_contexts:
             raise DpledgerError(f"policy {name!r} is K-armed: it takes no dim, shared or "
                                 "clip_contexts")
+        check_step_fits(policy, step_memory_estimate(policy, rule_cls, K, horizon))
         rule = rule_cls(policy, K, horizon)
     owns = False
     if store is None:

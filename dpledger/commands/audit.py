@@ -593,14 +593,35 @@ def _run_one_run(args) -> int:
 
 def _audit_spec(args, trials, until, max_trials):
     from dpledger.audits.mechanisms import audit_spec
-    return audit_spec([args.policy] + list(args.releases), trials,
-                      seed=parse_int("--seed", args.seed, minimum=0),
-                      confidence=parse_float("--confidence", args.confidence, minimum=0.0,
-                                             maximum=1.0, open_interval=True),
-                      selection_fraction=parse_float("--selection-fraction",
-                                                     args.selection_fraction, minimum=0.0,
-                                                     maximum=1.0, open_interval=True),
-                      until_ratio=until, max_trials=max_trials)
+    draws = _Draws(args.quiet)
+    try:
+        return audit_spec([args.policy] + list(args.releases), trials,
+                          seed=parse_int("--seed", args.seed, minimum=0),
+                          confidence=parse_float("--confidence", args.confidence, minimum=0.0,
+                                                 maximum=1.0, open_interval=True),
+                          selection_fraction=parse_float("--selection-fraction",
+                                                         args.selection_fraction, minimum=0.0,
+                                                         maximum=1.0, open_interval=True),
+                          until_ratio=until, max_trials=max_trials, progress=draws)
+    finally:
+        draws.close()
+
+
+class _Draws:
+    """Noise entries drawn, on stderr (a :class:`~dpledger.progress.Bar` shown after a
+    second): a mechanism audit of a large matrix draws billions (issue 34 §3)."""
+
+    def __init__(self, quiet: bool):
+        self.quiet, self.bar = quiet, None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = Bar(total, "entry", quiet=self.quiet, desc="noise entries drawn")
+        self.bar.set(done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _run_spec(args, trials, until, max_trials) -> int:

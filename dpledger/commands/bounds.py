@@ -8,6 +8,7 @@ model, and the regime thresholds.  Text by default, ``--json`` for the records.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from dpledger.commands.run import add_instance_options
@@ -74,9 +75,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _number(x: float, fmt: str) -> str:
+    """A bound's number as the text shows it: ∞ for an infinite one (never "inf")."""
+    return format(x, fmt) if math.isfinite(x) else ("∞" if x > 0 else "−∞")
+
+
 def _value(b) -> str:
     if b.value is not None:
-        return f"{b.value:.6g}"
+        return _number(b.value, ".6g")
     if b.order_term is not None:
         return f"O({b.order_term:.3g})"
     return "—"
@@ -84,7 +90,7 @@ def _value(b) -> str:
 
 def _tag(b) -> str:
     if b.direction == "threshold":
-        return "per arm: " + ", ".join(f"{t:.4g}" for t in b.terms) if b.terms else ""
+        return "per arm: " + ", ".join(_number(t, ".4g") for t in b.terms) if b.terms else ""
     tag = {"exact_constants": "exact constants", "order_only": "order only",
            "asymptotic": "asymptotic"}[b.status]
     return f"minimax: the worst instance, {tag}" if b.scope == "minimax" else tag

@@ -369,9 +369,8 @@ def run_contextual(args) -> int:
     """``dpledger run`` on a contextual environment (linucb, lints, …)."""
     from dpledger.policies.contextual.simulator import simulate_contextual
     from dpledger.report_contextual import build_contextual_report
-    if args.rng != "seeded":
-        raise DpledgerError("the contextual policies run with the seeded generator only (no "
-                            "--rng os)")
+    if args.rng == "os" and args.seed is not None:
+        raise DpledgerError("--seed cannot be combined with --rng os (the OS entropy replaces it)")
     policy = make_policy_from_text(args.policy, parse_params(args.set))
     R = _int("runs", args.runs, 1, MAX_COUNT)
     seed = _int("seed", "0" if args.seed is None else args.seed, 0)
@@ -391,5 +390,6 @@ def run_contextual(args) -> int:
             progress(n)
             progress.rounds(progress.done * T)
         res = simulate_contextual(policy, env, T, seed=seed, runs=R, delay=delay,
-                                  workers=workers, progress=tick, sampler=args.sampler)
+                                  workers=workers, progress=tick, sampler=args.sampler,
+                                  rng=args.rng)
     return write_run(args, build_contextual_report(res, deltas), res.ledger)

@@ -13,8 +13,9 @@ from typing import Any, Sequence
 
 from dpledger.accounting.schema import write_json_atomic
 from dpledger.errors import DpledgerError
+from dpledger.experiments.claims_table import claims_markdown
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, check_overrides
-from dpledger.plots import at_least_zero, legend_outside
+from dpledger.plots import at_least_zero, draw_bounds, legend_outside, report_bound_curves
 from dpledger.sweep import RunConfig, executor_for, run_sweep
 
 QUICK_T = 20_000
@@ -49,6 +50,8 @@ class Claim:
     confirmed: bool | None          # None: not testable at this size, or outside (below)
     evidence: str
     outside: str | None = None
+    decides: str | None = None      # the one number that decides it (the claims table's
+                                    # column); default: the first clause of the evidence
 
     def __post_init__(self):
         if self.outside and self.confirmed is not None:
@@ -119,11 +122,17 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
         raise DpledgerError(f"{module.NAME}: these overrides leave nothing to run "
                             f"({ov.describe()})")
     executor = executor_for(workers, scheduler)     # a bad scheduler: refused before any folder
+    made = not os.path.exists(out)
     os.makedirs(out, exist_ok=True)
     cell = cell_runs or (1 if quick else 5)
-    reports = run_sweep(configs, out, executor, cell_runs=cell, quiet=quiet,
-                        extra={"experiment": {"name": module.NAME, "quick": quick,
-                                              "overrides": ov.to_json()}})
+    try:
+        reports = run_sweep(configs, out, executor, cell_runs=cell, quiet=quiet,
+                            extra={"experiment": {"name": module.NAME, "quick": quick,
+                                                  "overrides": ov.to_json()}})
+    except BaseException:
+        if made:
+            _remove_if_empty(out)       # refused (memory) or stopped before its first cell
+        raise
     summary: Summary = module.summarize(reports, out, quick, ov)
     meta = {"experiment": module.NAME, "title": module.TITLE, "quick": quick,
             "overrides": ov.to_json(),
@@ -135,13 +144,15 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
     _write_table(summary.table, out)
     with open(os.path.join(out, ".claims.md.tmp"), "w") as fh:
         fh.write(f"# {module.TITLE}{' (quick)' if quick else ''}\n\n")
+        # one table first (claim, verdict, the deciding number, a link), the numbers below
+        top, full = claims_markdown(summary.claims) if summary.claims else ("", "")
+        fh.write(top + "\nFull numbers:\n\n" if top else "")
         fh.write(f"Size of this reproduction: {_sizes(configs)}.\n\n")
         if ov.any():
             fh.write(f"Overridden: {ov.describe()}. Claims are judged on this run; a claim "
                      "judged outside the setting the paper states it in is reported as not "
                      "applicable, with what this run showed.\n\n")
-        fh.write("\n".join(c.line() for c in summary.claims) + "\n" if summary.claims else
-                 "No claims: this experiment states none to check (see the notes).\n")
+        fh.write(full or "No claims: this experiment states none to check (see the notes).\n")
         if getattr(module, "CHOICES", None):
             # the choices describe the full experiment; a quick run's sizes are the line above
             fh.write("\nSettings the paper does not state (our choices"
@@ -152,6 +163,11 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
             fh.write("\n".join(f"- {c}" for c in module.CHOICES) + "\n")
         if summary.notes:
             fh.write("\nNotes:\n" + "\n".join(f"- {n}" for n in summary.notes) + "\n")
+        ratios = _bound_ratios(reports)
+        if ratios:
+            fh.write("\nMeasured regret at T ÷ each bound the figures draw (an upper bound "
+                     "holds where the ratio is ≤ 1, a lower bound is met where it is ≥ 1; "
+                     "asymptotic ones speak of T → ∞):\n" + "\n".join(ratios) + "\n")
     os.replace(os.path.join(out, ".claims.md.tmp"), os.path.join(out, "claims.md"))
     if not quiet:
         # a short summary on the terminal (the claims); the full table goes to the files
@@ -167,6 +183,32 @@ def run_experiment(module, out: str, quick: bool = False, workers: int = 1,
         sys.stdout.write(f"wrote {out}/experiment.json, table.csv, table.md, claims.md, runs/*.json"
                          + "".join(f", {os.path.basename(p)}" for p in summary.plots) + "\n")
     return {"reports": reports, "summary": summary, "meta": meta}
+
+
+def _bound_ratios(reports: dict) -> list[str]:
+    """One line per setting: its mean regret at T and that regret ÷ each drawable bound."""
+    from dpledger.plots import regret_over_bounds
+    out = []
+    for label, rep in reports.items():
+        parts = [f"{r:.3g} × {b.label} ({b.direction}, {v:.4g})"
+                 for b, v, r in regret_over_bounds(rep)]
+        if parts:
+            out.append(f"- {label}: regret {rep['regret']['final_mean']:.4g} = "
+                       + "; ".join(parts))
+    return out
+
+
+def _remove_if_empty(folder: str) -> None:
+    """Remove ``folder`` and its subfolders if no file is in them (a refused or interrupted
+    experiment leaves no empty output folder; finished cells are kept, to be reused)."""
+    for _root, _, files in os.walk(folder):
+        if files:
+            return
+    for root, _dirs, _ in sorted(os.walk(folder), key=lambda w: -len(w[0])):
+        try:
+            os.rmdir(root)
+        except OSError:
+            return
 
 
 def _sizes(configs: Sequence[RunConfig]) -> str:
@@ -215,8 +257,12 @@ def _write_table(rows: list[dict], out: str) -> None:
         os.replace(tmp, os.path.join(out, name))
 
 
-def plot_regret_panels(groups: dict[str, list[tuple[str, dict]]], path: str, title: str) -> str:
-    """One panel per group (e.g. per ε), one line per policy with its 95 % band."""
+def plot_regret_panels(groups: dict[str, list[tuple[str, dict]]], path: str, title: str,
+                       bounds: bool = True) -> str:
+    """One panel per group (e.g. per ε), one line per policy with its 95 % band; with
+    ``bounds`` (default), the regret bounds of each policy on its instance
+    (:func:`dpledger.plots.report_bound_curves`: upper dotted in its colour, lower dashed in
+    grey, asymptotic ones labelled), the axis cut at 1.3 × the highest band."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -227,11 +273,17 @@ def plot_regret_panels(groups: dict[str, list[tuple[str, dict]]], path: str, tit
     colours: dict[str, str] = {}         # one colour per label in every panel: one legend
     # the grid may hold more axes than groups (the last row's spare ones stay empty)
     for ax, (gname, lines) in zip(axes.ravel(), groups.items(), strict=False):
+        top, drawn = 0.0, []
         for label, rep in lines:
             c = rep["regret"]["curve"]
             colour = colours.setdefault(label, f"C{len(colours) % 10}")
             ax.plot(c["t"], c["mean"], label=label, color=colour)
             ax.fill_between(c["t"], at_least_zero(c["lo"]), c["hi"], alpha=0.2, color=colour)
+            top = max(top, max(c["hi"]))
+            if bounds:
+                drawn.append((label, colour, report_bound_curves(rep)))
+        if bounds:
+            draw_bounds(ax, drawn, 1.3 * top)
         ax.set_xscale("log")
         ax.set_title(gname, fontsize=9)
         ax.set_xlabel("round t")
@@ -363,7 +415,10 @@ def gdp_mu_of(policy: str, params: dict, T: int, K: int, basis: str) -> float:
     else:
         raise ValueError(f"basis must be 'theorem' or 'certificate', got {basis!r}")
     if mu is None:
-        raise ValueError(f"{policy} states no GDP μ by its {basis}")
+        # a user's choice (a TOML's calibrate, a comparison's policy): one line, exit 2
+        raise DpledgerError(f"{policy} states no GDP μ by its {basis}: a μ budget calibrates "
+                            "only policies whose privacy is Gaussian (GDP), e.g. mts-gaussian "
+                            "or dp-ts-ucb")
     return float(mu)
 
 

@@ -148,6 +148,11 @@ class CustomExperiment:
                 cls = policy_class(name)
             except DpledgerError as exc:
                 raise DpledgerError(f"{at}: {exc}") from None
+            if getattr(cls, "contextual", False):
+                from dpledger.policies.registry import available
+                raise DpledgerError(f"{at}: {name} is a contextual policy; a custom experiment "
+                                    "runs K-armed policies on K-armed instances ("
+                                    + ", ".join(available()) + ")")
             label = _name(_get(item, "label", str, at, name), f"{at}: label")
             if label in out:
                 raise DpledgerError(f"{at}: label {label!r} is used twice (give each entry its "
@@ -188,8 +193,11 @@ class CustomExperiment:
         lo, hi = _search_range(p)
         T = self.horizons[0]
         K = min(n_arms(s) for s in self.INSTANCES.values())
-        a = gdp_mu_of(name, {**params, p.name: lo}, T, K, self.match)
-        b = gdp_mu_of(name, {**params, p.name: hi}, T, K, self.match)
+        try:
+            a = gdp_mu_of(name, {**params, p.name: lo}, T, K, self.match)
+            b = gdp_mu_of(name, {**params, p.name: hi}, T, K, self.match)
+        except DpledgerError as exc:
+            raise DpledgerError(f"{at}: {exc}") from None
         if not b < a:
             raise DpledgerError(f"{at}: the GDP μ of {name} does not fall as {p.name} grows "
                                 f"({a:.4g} → {b:.4g}); calibrate a parameter that adds noise")
@@ -317,6 +325,9 @@ def load_custom(path: str) -> CustomExperiment:
         raise DpledgerError(f"{path} is not UTF-8 text; a TOML experiment was expected") from None
     except tomllib.TOMLDecodeError as exc:
         raise DpledgerError(f"malformed TOML in {path}: {exc}") from None
+    except RecursionError:      # arrays or tables nested thousands deep (tomllib recurses)
+        raise DpledgerError(f"{path} nests its arrays or tables too deeply to be a TOML "
+                            "experiment") from None
     return CustomExperiment(path, doc)
 
 

@@ -133,7 +133,7 @@ def read_log(path: str, context_columns: list[str] | None = None) -> dict:
     if size == 0:
         raise DpledgerError(f"--log {path} is empty; {what} was expected")
     try:
-        fh = open(path, "r", encoding="utf-8", newline="")
+        fh = open(path, "r", encoding="utf-8-sig", newline="")
     except OSError as exc:
         raise DpledgerError(f"--log {path}: cannot read it ({exc.strerror or exc})") from None
     with fh:

@@ -17,6 +17,7 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Certificate
 from dpledger.accounting.releases import NonPrivateRelease
 from dpledger.errors import DpledgerError
+from dpledger.interrupt import stop_slot
 from dpledger.policies.base import Param, RunOutput
 from dpledger.policies.contextual.base import ContextualPolicy, ContextualProblem
 from dpledger.policies.contextual.loop import LINTS, LINUCB, run_ridge
@@ -59,7 +60,7 @@ class RidgePolicy(ContextualPolicy):
         rounds, n_obs, reward_sum, uniform_sum = run_ridge(
             rng, env.as_kernel(), T, problem.shared, problem.delay, self.rule,
             float(self.params[self.width_param]), chol, bvec, theta, actions, regret,
-            obs_stream, obs_round)
+            obs_stream, obs_round, stop_slot())
         out = RunOutput(actions=actions, extra={
             "regret": regret, "obs_stream": obs_stream[:n_obs], "obs_round": obs_round[:n_obs],
             "rounds": int(rounds), "reward_sum": float(reward_sum),

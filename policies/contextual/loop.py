@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from dpledger._jit import njit
 
+from dpledger.interrupt import Stopped
 from dpledger.policies.contextual.environments import CLICKS, LINEAR, REPLAY, SUPERVISED
 from dpledger.policies.contextual.ridge import (dot, linucb_scores, lints_scores, pick,
                                                 ridge_observe)
@@ -148,6 +149,16 @@ def round_outcome(env, rng, ctx, row, a):
     return True, rw[a], best - rw[a], total / K
 
 
+@njit(cache=True, inline="always")
+def check_stop(stop):
+    """Raise :class:`~dpledger.interrupt.Stopped` once the stop slot is set (Ctrl-C, see
+    :mod:`dpledger.interrupt`).  Read every round: one load and a branch that is never taken
+    against at least K·d² operations of a contextual round, and a round of a private policy at
+    d = 64 takes milliseconds, so a coarser check would make Ctrl-C wait."""
+    if stop[0] != 0:
+        raise Stopped()
+
+
 @njit(cache=True)
 def queue_new(delay, T, d):
     """The delay queue of a run of T rounds with delay ``delay`` and contexts of dimension d: at
@@ -205,7 +216,7 @@ def settle_round(env, rng, ctx, row, a, t, shared, delay, store, q, k, actions, 
 
 @njit(cache=True, nogil=True)
 def run_ridge(rng, env, T, shared, delay, rule, width, chol, bvec, theta, actions, regret,
-              obs_stream, obs_round):
+              obs_stream, obs_round, stop):
     """One run of LinUCB (``rule`` LINUCB, ``width`` = α) or linear TS (LINTS, ``width`` = v)
     over T rounds (replay: T log rows) with delay ``delay``, on the models (chol, bvec, theta)
     of :func:`~dpledger.policies.contextual.ridge.new_models`.
@@ -213,7 +224,8 @@ def run_ridge(rng, env, T, shared, delay, rule, width, chol, bvec, theta, action
     Writes the arm of every round (row) into ``actions``, the regret term of every round into
     ``regret`` (0 for replay), the delivered observations into ``obs_stream``/``obs_round``;
     returns (policy rounds, observations delivered, Σ reward, Σ uniform play's mean reward),
-    the sums on the raw scale over the policy rounds."""
+    the sums on the raw scale over the policy rounds.  ``stop``: the stop slot
+    (:func:`dpledger.interrupt.stop_slot`), read every round (:func:`check_stop`)."""
     K = env.n_arms
     d = chol.shape[1]
     values = np.zeros(K)
@@ -226,6 +238,7 @@ def run_ridge(rng, env, T, shared, delay, rule, width, chol, bvec, theta, action
     n_obs = 0
     sums = np.zeros(2)          # Σ reward, Σ uniform play's mean reward
     for t in range(1, T + 1):
+        check_stop(stop)
         ctx, row = round_context(env, rng, t, scratch)
         if rule == LINUCB:
             linucb_scores(chol, theta, ctx, shared, width, values, work)

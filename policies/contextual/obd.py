@@ -94,7 +94,7 @@ def extract(wheel: str, folder: str) -> list[str]:
 
 def convert(campaign_csv: str) -> tuple[str, dict]:
     """One campaign's log as replay CSV text (module docstring) and a description."""
-    with open(campaign_csv, newline="", encoding="utf-8") as fh:
+    with open(campaign_csv, newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
     if not rows:
         raise DpledgerError(f"{campaign_csv} has no rows")

@@ -41,6 +41,7 @@ from dpledger.accounting.releases import (GaussianVectorRelease, LaplaceRelease,
                                           LaplaceVectorRelease, Release,
                                           SymmetricMatrixGaussianRelease, WishartRelease)
 from dpledger.errors import DpledgerError
+from dpledger.interrupt import stop_slot
 from dpledger.mechanisms import matrix as mx
 from dpledger.mechanisms.noise import lattice_release
 from dpledger.policies.base import Param, RunOutput
@@ -124,7 +125,19 @@ class PrivateLinearPolicy(ContextualPolicy):
                     problem.lattice_bits + 1) >= EXACT_LIMIT:
                 raise DpledgerError("too many records for exact lattice sums in float64; use a "
                                     "smaller --horizon")
-            self._plans[problem] = self._make_plan(problem)
+            try:
+                plan = self._make_plan(problem)
+                # each release's normal form (its μ² or ε, exact) is what the ledger and the
+                # certificate compute first: an ε such as 1e300 puts it past the floats
+                Composition.of([(plan.releases[i], 1) for i, _ in plan.per_node])
+            except OverflowError:
+                given = ", ".join(f"{k}={self.params[k]!r}" for k in ("epsilon", "epsilon0",
+                                                                      "delta")
+                                  if k in self.params)
+                raise DpledgerError(f"{self.name}: {given} put the noise's calibration beyond "
+                                    "the range of floating point; use a smaller epsilon (or "
+                                    "linucb, the non-private policy, for no privacy)") from None
+            self._plans[problem] = plan
         return self._plans[problem]
 
     def _make_plan(self, problem: ContextualProblem) -> TreePlan:
@@ -189,7 +202,7 @@ class PrivateLinearPolicy(ContextualPolicy):
         rounds, n_obs, reward_sum, uniform_sum = run_private(
             rng, env.as_kernel(), T, problem.shared, problem.delay, plan.rule, plan.stat, tr,
             plan.spec, plan.pad, A, capture, plan.units, plan.consts, plan.lam, chol, theta,
-            widths, actions, regret, obs_stream, obs_round, info)
+            widths, actions, regret, obs_stream, obs_round, info, stop_slot())
         out = RunOutput(actions=actions, noise_draws=int(tr[3][0, 2]), extra={
             "regret": regret, "obs_stream": obs_stream[:n_obs], "obs_round": obs_round[:n_obs],
             "rounds": int(rounds), "reward_sum": float(reward_sum),

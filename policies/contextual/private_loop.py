@@ -46,8 +46,8 @@ from dpledger._jit import njit
 from dpledger.mechanisms.matrix import (add_outer_packed, add_outer_packed_lattice,
                                         packed_index, tree_prefix, tree_push, tree_version)
 from dpledger.policies.contextual.environments import LINEAR
-from dpledger.policies.contextual.loop import (queue_new, queue_pop, round_context,
-                                               settle_round)
+from dpledger.policies.contextual.loop import (check_stop, queue_new, queue_pop,
+                                               round_context, settle_round)
 from dpledger.policies.contextual.ridge import (backward_solve, cholesky_rank1_update,
                                                 forward_solve, linucb_scores_widths,
                                                 lints_scores, pick)
@@ -180,13 +180,15 @@ def fill_item(stat, item, s, E, x, r, inv_g, inv_r, vx):
 
 @njit(cache=True, nogil=True)
 def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, capture, units,
-                consts, lam, chol, theta, widths, actions, regret, obs_stream, obs_round, info):
+                consts, lam, chol, theta, widths, actions, regret, obs_stream, obs_round, info,
+                stop):
     """One run of a private policy (module docstring) over T rounds (replay: log rows) with
     delay ``delay``.  ``tr``: the tree state (one tree, or one per stream for STAT_REWARD);
     ``units`` = (gram or joint unit, reward unit, their inverses — 0 for the float sampler);
     ``chol``, ``theta``, ``widths``: the M models.  Writes actions, regret terms and delivered
     observations as :func:`~dpledger.policies.contextual.loop.run_ridge`; ``info`` ← (PSD
-    repairs, model refreshes).  Returns (policy rounds, observations, Σ reward, Σ uniform)."""
+    repairs, model refreshes); ``stop`` the stop slot, read every round.  Returns (policy
+    rounds, observations, Σ reward, Σ uniform)."""
     K = env.n_arms
     M = chol.shape[0]
     d = chol.shape[1]
@@ -209,6 +211,7 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
     n_obs = 0
     sums = np.zeros(2)
     for t in range(1, T + 1):
+        check_stop(stop)
         ctx, row = round_context(env, rng, t, scratch)
         private_select(rng, stat, rule, tr, ctx, shared, units, consts, chol, theta, widths,
                        jstate, cached, info, values, b, W, work, work2)

@@ -17,7 +17,6 @@ refused before anything is allocated (:func:`memory_estimate`).
 """
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -26,12 +25,13 @@ from dpledger._jit import njit
 
 from dpledger.accounting.ledger import RewardLedger
 from dpledger.errors import DpledgerError
+from dpledger.interrupt import in_worker_thread, interruptible_pool, raise_if_stopped
 from dpledger.policies.contextual.base import ContextualPolicy, ContextualProblem, check_delay, \
     problem_of
 from dpledger.policies.contextual.environments import ContextualEnvironment
 from dpledger.resources import available_memory, fmt_bytes
-from dpledger.policies.simulator import (_MEMORY_SLACK, _record,
-                                         check_runs, count_runs, checkpoints, run_generator)
+from dpledger.policies.simulator import (_MEMORY_SLACK, _generator, _os_entropy, _record,
+                                         check_rng_source, check_runs, count_runs, checkpoints)
 
 
 @dataclass
@@ -144,8 +144,9 @@ def check_memory(policy, env, problem, runs, workers=1, available: int | None = 
 
 def run_chunk(policy: ContextualPolicy, env: ContextualEnvironment, problem: ContextualProblem,
               seed: int, indices: Sequence[int],
-              progress: Callable[[int], None] | None = None) -> dict:
-    """The runs ``indices``: their regret at the checkpoints, sums, and one ledger."""
+              progress: Callable[[int], None] | None = None, rng: str = "seeded") -> dict:
+    """The runs ``indices``: their regret at the checkpoints, sums, and one ledger.  ``rng``
+    "os": each run's generator seeded with 128 bits of OS entropy, as K-armed runs."""
     ledger = RewardLedger()
     id_map = np.array([ledger.intern(r) for r in policy.releases(problem)] or [0], np.int64)
     if np.array_equal(id_map, np.arange(id_map.size)):
@@ -155,7 +156,9 @@ def run_chunk(policy: ContextualPolicy, env: ContextualEnvironment, problem: Con
     outs, tables, lengths, regrets = [], [], [], []
     rounds, observations, rsum, usum, draws = [], [], [], [], []
     for i in indices:
-        out = policy.run_one(run_generator(seed, i), env, problem)
+        raise_if_stopped()          # Ctrl-C between runs (inside one: the kernel's stop slot)
+        entropy = _os_entropy() if rng == "os" else None
+        out = policy.run_one(_generator(seed, i, entropy), env, problem)
         ex = out.extra
         table, count = observation_segments(ex["obs_stream"], ex["obs_round"], S)
         tables.append(table)
@@ -183,11 +186,12 @@ def simulate_contextual(policy: ContextualPolicy, env: ContextualEnvironment, ho
                         seed: int = 0, runs: int | None = None,
                         run_indices: Sequence[int] | None = None, delay: int = 0,
                         workers: int = 1, progress: Callable[[int], None] | None = None,
-                        sampler: str = "float") -> ContextualResult:
+                        sampler: str = "float", rng: str = "seeded") -> ContextualResult:
     """Run ``policy`` on ``env`` for ``horizon`` rounds (replay: log rows walked, at most the
     log's rows) with reward delay ``delay``, once per run index.  ``sampler="exact"``: a
     private policy with an exact-sampler form draws lattice noise on statistics rounded to the
-    lattice 2^-LATTICE_BITS of their range (the problem's ``lattice_bits``)."""
+    lattice 2^-LATTICE_BITS of their range (the problem's ``lattice_bits``).  ``rng="os"``
+    (deployment, with the exact sampler): each run's bits from OS entropy, not reproducible."""
     if not isinstance(policy, ContextualPolicy):
         raise DpledgerError(f"policy {getattr(policy, 'name', policy)!r} is not a contextual "
                             "policy")
@@ -203,6 +207,7 @@ def simulate_contextual(policy: ContextualPolicy, env: ContextualEnvironment, ho
     n_runs = count_runs(runs, run_indices, seed)
     if sampler not in ("float", "exact"):
         raise DpledgerError(f"sampler must be 'float' or 'exact', got {sampler!r}")
+    check_rng_source(rng, sampler == "exact")
     bits = 0
     if sampler == "exact":
         if not (policy.private and policy.exact_sampler):
@@ -218,17 +223,23 @@ def simulate_contextual(policy: ContextualPolicy, env: ContextualEnvironment, ho
     check_memory(policy, env, problem, n_runs, workers)    # before the list of indices exists
     run_indices = check_runs(runs, run_indices, seed)
     if workers == 1 or len(run_indices) == 1:
-        parts = [run_chunk(policy, env, problem, seed, run_indices, progress)]
+        # the compiled loop runs off the main thread, which hears Ctrl-C and sets the loop's
+        # stop slot (dpledger.interrupt); in a pool, each process's watcher does
+        parts = [in_worker_thread(lambda: run_chunk(policy, env, problem, seed, run_indices,
+                                                    progress, rng))]
     else:
         chunks = [run_indices[k::workers] for k in range(workers) if run_indices[k::workers]]
-        with ProcessPoolExecutor(max_workers=len(chunks)) as pool:
-            futs = [pool.submit(run_chunk, policy, env, problem, seed, c) for c in chunks]
+        with interruptible_pool("process", len(chunks)) as pool:
+            futs = [pool.submit(run_chunk, policy, env, problem, seed, c, None, rng)
+                    for c in chunks]
             parts = []
             for f in futs:
                 parts.append(f.result())
                 if progress is not None:
                     progress(len(parts[-1]["indices"]))
-    return assemble(policy, env, problem, int(seed), parts)
+    res = assemble(policy, env, problem, int(seed), parts)
+    res.rng = rng
+    return res
 
 
 def assemble(policy, env, problem, seed: int, parts: Sequence[dict]) -> ContextualResult:
