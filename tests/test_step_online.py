@@ -136,7 +136,11 @@ def _kill_test(path, restarts, policy="lazy-dp-ts"):
                                 env=env, cwd=os.path.dirname(HERE))
         first = proc.stdout.readline()        # "start T": resumed
         assert first.startswith(b"start"), proc.stderr.read().decode()[-2000:]
-        proc.stdout.readline()                # one step served (compiled), or the horizon
+        # a few steps served (compiled, and past the first releases, however loaded the
+        # machine), or the horizon; then killed at a random moment
+        for _ in range(8):
+            if not proc.stdout.readline():
+                break
         time.sleep(float(rng.uniform(0.05, 0.6)))
         proc.kill()
         proc.wait()
