@@ -67,7 +67,7 @@ def test_tampered_certificate_is_caught(data, tmp_path, capsys):
     (["linucb", "--sampler", "exact"], "no exact-sampler form"),
     (["jdp-linucb", "--set", "delta=1.5"], "delta must lie in (0, 1)"),
     (["dp-linucb-mt", "--set", "epsilon0=-1"], "epsilon0 must be > 0"),
-    (["reward-dp-linucb", "--rng", "os"], "seeded generator only"),
+    (["reward-dp-linucb", "--rng", "os"], "is for deployment with the exact sampler"),
 ])
 def test_bad_input_one_line_exit_2(args, message, tmp_path, capsys):
     out = tmp_path / "run.json"

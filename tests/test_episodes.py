@@ -255,7 +255,8 @@ def test_step_form_restart_resumes_the_open_episode(tmp_path):
     q.checkpoint()
     state = q.rng.bit_generator.state
     q.store.close()
-    r = online("episode-linucb", K_STEP, T_STEP, store=tmp_path / "s.db", seed=2, dim=D_STEP)
+    r = online("episode-linucb", K_STEP, T_STEP, store=tmp_path / "s.db", seed=2, dim=D_STEP,
+               take_over=True)
     assert r.t == 50 and int(r.rule.state["ist"][0, 2]) == 50
     r.rng.bit_generator.state = state        # continue the same stream to compare
     got += serve_table(r, x, rw, 50)

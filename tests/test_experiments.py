@@ -121,6 +121,8 @@ def test_claims_have_numbers(quick):
     assert claims
     for c in claims:
         assert c.confirmed in (True, False, None)
+        if c.confirmed is None and " skipped: " in c.evidence:
+            continue         # an instance whose data is absent here (the OBD log): said so
         assert c.text and any(ch.isdigit() for ch in c.evidence), c
 
 

@@ -129,7 +129,7 @@ class PrivateLinearPolicy(ContextualPolicy):
                 plan = self._make_plan(problem)
                 # each release's normal form (its μ² or ε, exact) is what the ledger and the
                 # certificate compute first: an ε such as 1e300 puts it past the floats
-                Composition.of([(plan.releases[i], 1) for i, _ in plan.per_node])
+                Composition.of([(rel, 1) for rel in plan.releases])
             except OverflowError:
                 given = ", ".join(f"{k}={self.params[k]!r}" for k in ("epsilon", "epsilon0",
                                                                       "delta")
