@@ -55,6 +55,26 @@ from dpledger.policies.sink import put_action
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
 from dpledger.policies.rules import argmax_first, tie_break, capture_release
 
+COUNTER = Param("counter", "binary", "choice",
+                "the continual counter of every arm: binary (Chan–Shi–Song's tree, as printed) "
+                "or smooth (Andersson & Pagh 2023's smooth binary mechanism, reconstructed: "
+                "docs/algorithms.md#smooth-binary-counter)", choices=("binary", "smooth"),
+                omit_at_default=True)
+
+
+def counter_class(cls, params):
+    """``cls`` or, for ``counter=smooth``, its smooth subclass (policies/smooth_trees.py).
+    The value is checked here as the Param checks it, so a bad one is one line, exit 2."""
+    value = params.get("counter", "binary")
+    if isinstance(value, str):
+        value = value.strip()
+    COUNTER.parse(value)
+    if value == "binary" or cls.__dict__.get("smooth_counter", False):
+        return cls
+    from dpledger.policies import smooth_trees
+    return smooth_trees.SMOOTH_CLASSES[cls.name]
+
+
 BATCH_ROW = 0              # count placeholder of a random-pull batch row (filled in finish)
 
 
@@ -231,9 +251,14 @@ class DPUCB(KernelPolicy):
                    Param("relaxation_scale", 1.0, "positive",
                          "multiplies the printed width's confidence relaxation Γ (1: as "
                          "printed; the paper's experiments tune this 'confidence parameter')",
-                         omit_at_default=True))
+                         omit_at_default=True),
+                   COUNTER)
     adaptive = False
     kernel = _dp_ucb
+
+    def __new__(cls, **params):
+        # counter=smooth runs another kernel: the policy is its subclass (one name, dp-ucb)
+        return object.__new__(counter_class(cls, params))
 
     def __init__(self, **params):
         super().__init__(**params)
