@@ -166,6 +166,11 @@ class DPUCBSmooth(DPUCB):
     def finish(self, out, T, K):
         return out
 
+    def step_rule(self):
+        """The step form's rule (policies/step_rules_smooth.py), in place of dp-ucb's."""
+        from dpledger.policies.step_rules_smooth import SmoothDPUCBStep
+        return SmoothDPUCBStep
+
 
 DPUCBSmooth.smooth_counter = True
 SMOOTH_CLASSES = {"dp-ucb": DPUCBSmooth}

@@ -1011,7 +1011,8 @@ RULES: dict[str, type[StepRule]] = {cls.name: cls for cls in (
 def rule_for(policy) -> type[StepRule]:
     """The step rule of ``policy``, or a one-line refusal naming those that have one."""
     from dpledger.policies.step_rules_contextual import CONTEXTUAL_RULES
-    cls = RULES.get(policy.name) or CONTEXTUAL_RULES.get(policy.name)
+    cls = (getattr(policy, "step_rule", lambda: None)() or RULES.get(policy.name)
+           or CONTEXTUAL_RULES.get(policy.name))
     if cls is None:
         raise DpledgerError(f"policy {policy.name!r} has no step form yet; step forms: "
                             f"{', '.join(sorted(RULES) + sorted(CONTEXTUAL_RULES))}")

@@ -1,0 +1,90 @@
+"""Step form of the ``counter=smooth`` tree policies (policies/smooth_trees.py,
+docs/algorithms.md#smooth-binary-counter): the same compiled state updates as their kernels
+(:mod:`dpledger.mechanisms.smooth`), one reward at a time (policies/step.py).
+
+A reward pushed into an arm's smooth tree makes exactly one non-empty node due — the one
+recorded, its exact observation range — and the new empty nodes of the same step, which touch
+no reward and are not recorded; :meth:`SmoothDPUCBStep.draw_due` draws the noise of all of
+them in the kernel's order (top level first), so the generator moves as in the kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dpledger._jit import njit
+from dpledger.mechanisms.smooth import (smooth_commit, smooth_new, smooth_node, smooth_output,
+                                        smooth_push)
+from dpledger.policies import mishra_thakurta
+from dpledger.policies.smooth_trees import tree_bound
+from dpledger.policies.step_rules import StepRule, _dp_ucb_select
+
+_I_NNEW = 7                     # ist slot of the number of new nodes (mechanisms/smooth.py)
+
+
+@njit(cache=True)
+def smooth_push_arm(sfs, sis, a, x):
+    """Push ``x`` into arm a's tree: (new nodes, start, stop of the non-empty one)."""
+    m = smooth_push(sfs[a], sis[a], x)
+    s0 = 0
+    s1 = 0
+    for k in range(m):
+        _, lo, hi = smooth_node(sfs[a], sis[a], k)
+        if hi > lo:
+            s0 = lo
+            s1 = hi
+    return m, s0, s1
+
+
+@njit(cache=True)
+def smooth_commit_arm(sfs, sis, a, k, noise):
+    """Node k of arm a's new nodes released as its clean value + ``noise``; the running sum."""
+    value, _, _ = smooth_node(sfs[a], sis[a], k)
+    smooth_commit(sfs[a], sis[a], k, value + noise)
+    return smooth_output(sfs[a], sis[a])
+
+
+class SmoothDPUCBStep(StepRule):
+    """DP-UCB with ``counter=smooth``: one smooth tree per arm bounded by T − K + 1 items."""
+
+    name = "dp-ucb"
+    anytime = False
+    horizon_reason = "each arm's smooth tree is shaped for T − K + 1 items"
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        T = horizon
+        h, w = policy.shape(T, K)
+        fs0, is0 = smooth_new(h, w, tree_bound(T, K), 0)
+        self.gamma = float(policy.confidence_relaxation(T, K))
+        self.experimental = policy.params["width"] == "experimental"
+        self._rel = policy.releases(T, K)[0]
+        self.state = dict(sfs=np.zeros((K, fs0.size)), sis=np.tile(is0, (K, 1)),
+                          r=np.zeros(K), n=np.zeros(K), ca=np.zeros(K), cb=np.zeros(K),
+                          cc=np.zeros(K), idx=np.zeros(K))
+
+    def release(self, rid):
+        return self._rel
+
+    def ready(self, a):
+        return self.state["n"][a] > 0
+
+    def select(self, box, t):
+        s = self.state
+        lt = np.log(t)
+        return _dp_ucb_select(box, lt, np.sqrt(lt), s["ca"], s["cb"], s["cc"], s["idx"])
+
+    def push(self, a, x):
+        s = self.state
+        m, s0, s1 = smooth_push_arm(s["sfs"], s["sis"], a, x)
+        return [(a, 0, int(s0), int(s1))]
+
+    def draw_due(self, engine, due):
+        s = self.state
+        for a, rid, _, _ in due:
+            r = 0.0
+            for k in range(int(s["sis"][a, _I_NNEW])):
+                r = smooth_commit_arm(s["sfs"], s["sis"], a, k, self.draw(engine, rid))
+            n = s["n"][a] + 1.0
+            s["r"][a], s["n"][a] = r, n
+            s["ca"][a], s["cb"][a], s["cc"][a] = mishra_thakurta.dp_ucb_coefficients(
+                r, n, self.gamma, self.experimental, mishra_thakurta.dp_ucb_root(n))

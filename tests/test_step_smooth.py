@@ -1,0 +1,82 @@
+"""``dp-ucb --set counter=smooth`` (policies/smooth_trees.py): the step form equals the whole
+run (the tests/test_step_equality.py checks: actions, generator state, records), the ledger's
+rows are the kernel's captured releases, the certificate is the ledger's worst reward, and a
+bad counter is refused in one line."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+from dpledger.accounting.smooth_tree import smooth_item_nodes
+from dpledger.errors import DpledgerError
+from dpledger.policies import environments as E
+from dpledger.policies import online
+from dpledger.policies.registry import make_policy
+from dpledger.policies.simulator import run_generator, simulate
+
+from tests.test_step_equality import _key, _sim_records, _store_records, reward_table
+
+
+@pytest.mark.parametrize("K,T,params", [(3, 300, {}), (2, 400, {"width": "experimental",
+                                                                  "epsilon": 4.0})])
+def test_smooth_step_form_equals_simulator(K, T, params, tmp_path):
+    params = dict(params, counter="smooth")
+    table = reward_table(T, K)
+    env = E.table(table)
+    seed = 5
+    pol = make_policy("dp-ucb", **params)
+    assert type(pol).__name__ == "DPUCBSmooth" and pol.params["counter"] == "smooth"
+    res = simulate(pol, env, T, seed=seed, runs=1, keep_actions=True)
+    g = run_generator(seed, 0)
+    cap = np.zeros((6, 2 * T + 8))
+    type(pol).kernel(g, env.as_tuple(), T, K, T, pol.kernel_params(T, K),
+                     np.zeros(T, np.int64), np.zeros((5, pol.row_capacity(T, K)), np.int64), cap)
+    p = online("dp-ucb", K, T, store=tmp_path / "s.db", seed=seed, **params)
+    actions = []
+    for t in range(T):
+        ticket = p.select()
+        actions.append(ticket.arm)
+        p.observe(ticket, table[t, ticket.arm])
+    assert actions == res.actions[0].tolist()
+    assert p.rng.bit_generator.state == g.bit_generator.state
+    sim, mine = _sim_records(res.ledger), _store_records(p.store)
+    assert mine == sim and len(mine) == T           # one row per reward: its new node
+    captured = collections.Counter((int(a), int(s), int(e)) for a, s, e in
+                                   cap[3:6, 1:1 + int(cap[5, 0])].T)
+    assert collections.Counter((a, s, e) for a, s, e, _, _ in mine) == captured
+    # every reward's rows are its node count under the smooth scheme (exact, not a bound)
+    h, w = pol.shape(T, K)
+    pulls = np.bincount(res.actions[0], minlength=K)
+    for a in range(K):
+        cov = np.zeros(pulls[a] + 1, np.int64)
+        for arm, s, e, _, _ in mine:
+            if arm == a:
+                cov[s] += 1
+                cov[e] -= 1
+        assert np.array_equal(np.cumsum(cov)[:-1], smooth_item_nodes(int(pulls[a]), h, w))
+    assert {r for *_, r, _ in mine} == {_key(pol.releases(T, K)[0])}
+    p.close()
+
+
+def test_smooth_certificate_is_the_worst_reward_and_equals_binary_budget():
+    T, K = 20000, 5
+    env = E.bernoulli([0.75, 0.625, 0.5, 0.375, 0.25])
+    pol = make_policy("dp-ucb", counter="smooth")
+    res = simulate(pol, env, T, seed=1, runs=1)
+    cert = max(c.composition.pure_epsilon() for c in pol.certificate(T, K).candidates)
+    worst = res.ledger.worst_reward().composition.pure_epsilon()
+    assert worst <= cert * (1 + 1e-12)
+    # the first item of a tree of T − K + 1 items lies in h − w nodes: ε0 = ε/K in all, as the
+    # binary tree's certificate
+    binary = make_policy("dp-ucb").certificate(T, K).candidates[0].composition.pure_epsilon()
+    assert cert == pytest.approx(binary) == pytest.approx(1.0 / K)
+
+
+def test_unknown_counter_is_refused():
+    with pytest.raises(DpledgerError, match="counter must be one of binary, smooth"):
+        make_policy("dp-ucb", counter="fenwick")
+    assert type(make_policy("dp-ucb")).__name__ == "DPUCB"
+    assert "counter" not in make_policy("dp-ucb").public_params()
+    assert make_policy("dp-ucb", counter="smooth").public_params()["counter"] == "smooth"
