@@ -122,7 +122,6 @@ class DPUCBSmooth(DPUCB):
     """DP-UCB with ``counter=smooth`` (module docstring); built by ``DPUCB(counter="smooth")``."""
 
     provenance = "reconstructed"
-    exact_sampler = False
     kernel = _dp_ucb_smooth
 
     def __init__(self, **params):

@@ -11,6 +11,7 @@ import pytest
 
 from dpledger.accounting.smooth_tree import smooth_item_nodes
 from dpledger.errors import DpledgerError
+from dpledger.mechanisms.noise import LATTICE_BITS, lattice_release
 from dpledger.policies import environments as E
 from dpledger.policies import online
 from dpledger.policies.registry import make_policy
@@ -19,21 +20,23 @@ from dpledger.policies.simulator import run_generator, simulate
 from tests.test_step_equality import _key, _sim_records, _store_records, reward_table
 
 
-@pytest.mark.parametrize("K,T,params", [(3, 300, {}), (2, 400, {"width": "experimental",
-                                                                  "epsilon": 4.0})])
-def test_smooth_step_form_equals_simulator(K, T, params, tmp_path):
+@pytest.mark.parametrize("K,T,params,sampler", [
+    (3, 300, {}, "float"), (3, 300, {}, "exact"),
+    (2, 400, {"width": "experimental", "epsilon": 4.0}, "float")])
+def test_smooth_step_form_equals_simulator(K, T, params, sampler, tmp_path):
     params = dict(params, counter="smooth")
     table = reward_table(T, K)
     env = E.table(table)
     seed = 5
     pol = make_policy("dp-ucb", **params)
     assert type(pol).__name__ == "DPUCBSmooth" and pol.params["counter"] == "smooth"
-    res = simulate(pol, env, T, seed=seed, runs=1, keep_actions=True)
+    res = simulate(pol, env, T, seed=seed, runs=1, keep_actions=True, sampler=sampler)
+    kenv = env.with_lattice(LATTICE_BITS) if sampler == "exact" else env
     g = run_generator(seed, 0)
     cap = np.zeros((6, 2 * T + 8))
-    type(pol).kernel(g, env.as_tuple(), T, K, T, pol.kernel_params(T, K),
+    type(pol).kernel(g, kenv.as_tuple(), T, K, T, pol.kernel_params(T, K),
                      np.zeros(T, np.int64), np.zeros((5, pol.row_capacity(T, K)), np.int64), cap)
-    p = online("dp-ucb", K, T, store=tmp_path / "s.db", seed=seed, **params)
+    p = online("dp-ucb", K, T, store=tmp_path / "s.db", seed=seed, sampler=sampler, **params)
     actions = []
     for t in range(T):
         ticket = p.select()
@@ -56,7 +59,9 @@ def test_smooth_step_form_equals_simulator(K, T, params, tmp_path):
                 cov[s] += 1
                 cov[e] -= 1
         assert np.array_equal(np.cumsum(cov)[:-1], smooth_item_nodes(int(pulls[a]), h, w))
-    assert {r for *_, r, _ in mine} == {_key(pol.releases(T, K)[0])}
+    rel = pol.releases(T, K)[0]
+    assert {r for *_, r, _ in mine} == {_key(lattice_release(rel, LATTICE_BITS)
+                                             if sampler == "exact" else rel)}
     p.close()
 
 
