@@ -109,6 +109,9 @@ def regret(T: int, R: int, width: str, eps: float = 1.0, seed: int = 0,
         cpu = _cpu() - cpu0
         regs = np.array(regs)
         out[counter] = dict(mean=float(regs.mean()), band=float(1.96 * regs.std(ddof=1) / np.sqrt(R)),
+                            median=float(np.median(regs)),
+                            # a run that ends with ≥ T/20 regret has locked onto a worse arm
+                            stuck=float(np.mean(regs >= T / 20)),
                             certificate_eps=max(c.composition.pure_epsilon() for c in cert.candidates),
                             cpu_s=cpu, rounds_per_cpu_s=R * T / cpu)
     return out
@@ -143,7 +146,8 @@ def main() -> None:
             res = regret(T, R, width, relaxation_scale=kappa)
             for counter, r in res.items():
                 print(f"DP-UCB width={width} κ={kappa:g} counter={counter} T={T} R={R}: regret {r['mean']:.0f} ± "
-                      f"{r['band']:.0f} (95 %), certificate ε = {r['certificate_eps']:.4g}, "
+                      f"{r['band']:.0f} (95 %), median {r['median']:.0f}, runs with regret ≥ T/20 "
+                      f"{r['stuck']:.2f}, certificate ε = {r['certificate_eps']:.4g}, "
                       f"{r['rounds_per_cpu_s']:.3g} rounds/CPU-s")
     t = time.strftime("%Y-%m-%d %H:%M")
     print(f"({t}; CPU seconds of this process; machine shared with other jobs)")
