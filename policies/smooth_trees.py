@@ -156,7 +156,7 @@ class DPUCBSmooth(DPUCB):
         cand = smooth_tree_candidate(
             tree_bound(T, K), h, w, self.releases(T, K)[0], Witness(arm=0, index=0, round=1),
             "each reward enters one arm's smooth tree (parallel composition across arms); "
-            f"every node Lap((h − w)/ε0) with sensitivity 1 (ε0/(h − w)); reading the running "
+            "every node Lap((h − w)/ε0) with sensitivity 1 (ε0/(h − w)); reading the running "
             "sums is post-processing")
         return Certificate(candidates=(cand,),
                            note=f"per-tree budget ε0 = {eps0!r} ({self.params['per_tree_budget']}); "
