@@ -178,18 +178,9 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
     idx = np.zeros(K)
     draws = 0
     for t in range(1, stop + 1):
-        if t <= K:
-            a = t - 1
-        else:
-            if t < n_tab:
-                lt = tab_lt[t]
-                sl = tab_slt[t]
-            else:
-                lt = np.log(t)
-                sl = np.sqrt(lt)
-            a, tie = dp_ucb_argmax(lt, sl, ca, cb, cc, idx)
-            if tie:
-                a = tie_break(idx, a, rng)
+        a, tie = dp_ucb_round(t, K, n_tab, tab_lt, tab_slt, ca, cb, cc, idx)
+        if tie:
+            a = tie_break(idx, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
         noise = tree_noise(rng, env, scale, rows, a, a, 0, bis[a, 0], levels, 0)
@@ -202,6 +193,22 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
                                                         n[a], gamma_, experimental, tab_s2n)
         put_action(actions, t, a)
     return stop, K, draws
+
+
+@njit(cache=True, inline="always")
+def dp_ucb_round(t, K, n_tab, tab_lt, tab_slt, ca, cb, cc, idx):
+    """Round t's arm before a tie-break, (a, tie): arm t − 1 in rounds 1 … K, then
+    :func:`dp_ucb_argmax` at ln t and √(ln t) (read from the tables below ``n_tab``).  Shared
+    by the binary and the smooth DP-UCB kernels (policies/smooth_trees.py)."""
+    if t <= K:
+        return t - 1, False
+    if t < n_tab:
+        lt = tab_lt[t]
+        sl = tab_slt[t]
+    else:
+        lt = np.log(t)
+        sl = np.sqrt(lt)
+    return dp_ucb_argmax(lt, sl, ca, cb, cc, idx)
 
 
 @njit(cache=True, inline="always")

@@ -26,8 +26,8 @@ from dpledger.mechanisms.smooth import (smooth_commit, smooth_new, smooth_node, 
                                         smooth_push, smooth_sensitivity, smooth_shape,
                                         smooth_variance)
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.mishra_thakurta import (DPUCB, dp_ucb_argmax, dp_ucb_coefficients,
-                                               dp_ucb_root)
+from dpledger.policies.mishra_thakurta import (DPUCB, dp_ucb_coefficients, dp_ucb_root,
+                                               dp_ucb_round)
 from dpledger.policies.rules import capture_release, tie_break
 from dpledger.policies.sink import put_action
 
@@ -91,18 +91,9 @@ def _dp_ucb_smooth(rng, env, T, K, stop, params, actions, rows, capture):
     draws = 0
     n_rows = 0
     for t in range(1, stop + 1):
-        if t <= K:
-            a = t - 1
-        else:
-            if t < n_tab:
-                lt = tab_lt[t]
-                sl = tab_slt[t]
-            else:
-                lt = np.log(t)
-                sl = np.sqrt(lt)
-            a, tie = dp_ucb_argmax(lt, sl, ca, cb, cc, idx)
-            if tie:
-                a = tie_break(idx, a, rng)
+        a, tie = dp_ucb_round(t, K, n_tab, tab_lt, tab_slt, ca, cb, cc, idx)
+        if tie:
+            a = tie_break(idx, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         r, n_rows, m, v_noisy, v_clean = smooth_arm_release(rng, env, sfs[a], sis[a], x, scale,
                                                            rows, n_rows, a, capture)

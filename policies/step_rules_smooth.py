@@ -16,7 +16,7 @@ from dpledger.mechanisms.smooth import (smooth_commit, smooth_new, smooth_node, 
                                         smooth_push)
 from dpledger.policies import mishra_thakurta
 from dpledger.policies.smooth_trees import tree_bound
-from dpledger.policies.step_rules import StepRule, _dp_ucb_select
+from dpledger.policies.step_rules import DPUCBStep
 
 _I_NNEW = 7                     # ist slot of the number of new nodes (mechanisms/smooth.py)
 
@@ -43,35 +43,19 @@ def smooth_commit_arm(sfs, sis, a, k, noise):
     return smooth_output(sfs[a], sis[a])
 
 
-class SmoothDPUCBStep(StepRule):
-    """DP-UCB with ``counter=smooth``: one smooth tree per arm bounded by T − K + 1 items."""
+class SmoothDPUCBStep(DPUCBStep):
+    """DP-UCB with ``counter=smooth``: one smooth tree per arm bounded by T − K + 1 items
+    (DP-UCB's step rule for the index; the trees' state replaced)."""
 
-    name = "dp-ucb"
-    anytime = False
     horizon_reason = "each arm's smooth tree is shaped for T − K + 1 items"
 
     def __init__(self, policy, K, horizon):
         super().__init__(policy, K, horizon)
-        T = horizon
-        h, w = policy.shape(T, K)
-        fs0, is0 = smooth_new(h, w, tree_bound(T, K), 0)
-        self.gamma = float(policy.confidence_relaxation(T, K))
-        self.experimental = policy.params["width"] == "experimental"
-        self._rel = policy.releases(T, K)[0]
+        h, w = policy.shape(horizon, K)
+        fs0, is0 = smooth_new(h, w, tree_bound(horizon, K), 0)
+        binary = self.state
         self.state = dict(sfs=np.zeros((K, fs0.size)), sis=np.tile(is0, (K, 1)),
-                          r=np.zeros(K), n=np.zeros(K), ca=np.zeros(K), cb=np.zeros(K),
-                          cc=np.zeros(K), idx=np.zeros(K))
-
-    def release(self, rid):
-        return self._rel
-
-    def ready(self, a):
-        return self.state["n"][a] > 0
-
-    def select(self, box, t):
-        s = self.state
-        lt = np.log(t)
-        return _dp_ucb_select(box, lt, np.sqrt(lt), s["ca"], s["cb"], s["cc"], s["idx"])
+                          **{k: binary[k] for k in ("r", "n", "ca", "cb", "cc", "idx")})
 
     def push(self, a, x):
         s = self.state
