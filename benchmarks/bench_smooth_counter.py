@@ -93,13 +93,14 @@ def _pseudo_regret(actions, means) -> float:
 
 
 def regret(T: int, R: int, width: str, eps: float = 1.0, seed: int = 0,
-           relaxation_scale: float = 1.0) -> dict:
+           relaxation_scale: float = 1.0, budget: str = "split") -> dict:
     env = bernoulli(MEANS)
     K = len(MEANS)
     out = {}
     for counter in ("binary", "smooth"):
         kw = {"relaxation_scale": relaxation_scale} if relaxation_scale != 1.0 else {}
-        pol = make_policy("dp-ucb", epsilon=eps, width=width, counter=counter, **kw)
+        pol = make_policy("dp-ucb", epsilon=eps, width=width, counter=counter,
+                          per_tree_budget=budget, **kw)
         cert = pol.certificate(T, K)
         regs = []
         cpu0 = _cpu()
@@ -123,6 +124,8 @@ def main() -> None:
     ap.add_argument("--part", choices=("variance", "regret", "all"), default="all")
     ap.add_argument("--runs", type=int, default=None)
     ap.add_argument("--horizon", type=int, default=None)
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--budget", choices=("split", "full"), default="split")
     ap.add_argument("--config", default="", help="comma-separated width:κ among "
                     + ", ".join(f"{w}:{k:g}" for w, k in CONFIGS) + " (default all)")
     a = ap.parse_args()
@@ -143,9 +146,10 @@ def main() -> None:
         for width, kappa in CONFIGS:
             if a.config and f"{width}:{kappa:g}" not in a.config.split(","):
                 continue
-            res = regret(T, R, width, relaxation_scale=kappa)
+            res = regret(T, R, width, eps=a.epsilon, relaxation_scale=kappa, budget=a.budget)
             for counter, r in res.items():
-                print(f"DP-UCB width={width} κ={kappa:g} counter={counter} T={T} R={R}: regret {r['mean']:.0f} ± "
+                print(f"DP-UCB ε={a.epsilon:g} {a.budget} width={width} κ={kappa:g} counter={counter} "
+                      f"T={T} R={R}: regret {r['mean']:.0f} ± "
                       f"{r['band']:.0f} (95 %), median {r['median']:.0f}, runs with regret ≥ T/20 "
                       f"{r['stuck']:.2f}, certificate ε = {r['certificate_eps']:.4g}, "
                       f"{r['rounds_per_cpu_s']:.3g} rounds/CPU-s")

@@ -20,6 +20,15 @@ from dpledger.policies.simulator import run_generator, simulate
 from tests.test_step_equality import _key, _sim_records, _store_records, reward_table
 
 
+def _play(p, table) -> list[int]:
+    """Step ``p`` through the reward table (select, then observe the selected arm's reward)."""
+    tickets = []
+    while len(tickets) < table.shape[0]:
+        tickets.append(p.select())
+        p.observe(tickets[-1], table[len(tickets) - 1, tickets[-1].arm])
+    return [tk.arm for tk in tickets]
+
+
 @pytest.mark.parametrize("K,T,params,sampler", [
     (3, 300, {}, "float"), (3, 300, {}, "exact"),
     (2, 400, {"width": "experimental", "epsilon": 4.0}, "float")])
@@ -37,12 +46,7 @@ def test_smooth_step_form_equals_simulator(K, T, params, sampler, tmp_path):
     type(pol).kernel(g, kenv.as_tuple(), T, K, T, pol.kernel_params(T, K),
                      np.zeros(T, np.int64), np.zeros((5, pol.row_capacity(T, K)), np.int64), cap)
     p = online("dp-ucb", K, T, store=tmp_path / "s.db", seed=seed, sampler=sampler, **params)
-    actions = []
-    for t in range(T):
-        ticket = p.select()
-        actions.append(ticket.arm)
-        p.observe(ticket, table[t, ticket.arm])
-    assert actions == res.actions[0].tolist()
+    assert _play(p, table) == res.actions[0].tolist()
     assert p.rng.bit_generator.state == g.bit_generator.state
     sim, mine = _sim_records(res.ledger), _store_records(p.store)
     assert mine == sim and len(mine) == T           # one row per reward: its new node
