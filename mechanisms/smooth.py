@@ -17,10 +17,14 @@ leaves whose h-bit index has exactly w ones, in increasing order: l_0 = 2^w − 
   position has a 0, so in at most **h − w** nodes; the first item lies in the most (exactly
   #{p ∈ [w, h): C(p, w) ≤ n} nodes after n items,
   :func:`dpledger.accounting.smooth_tree.smooth_worst_nodes`).
-* **Noise** (choice): every node of the decomposition gets Lap(b) with b = (h − w)/ε — also
-  the nodes that hold no item (their release is the constant 0 plus noise, touching no reward:
-  no ledger row), so that the law at every step is the sum of w independent Lap(b), variance
-  2·w·b² (:func:`smooth_variance`).
+* **Noise** (choice): every node that holds items gets Lap(b) with b = (h − w)/ε; a node of
+  the decomposition that holds none is the constant 0, released without noise (it depends on
+  no reward; noise there would touch no reward and have no ledger row, which this toolkit does
+  not draw).  The empty nodes of step t are the z_t trailing 1-bits of l_t (below them every bit
+  is 1, so no weight-w index fits), so the running count's noise is a sum of w − z_t
+  independent Lap(b), variance 2·(w − z_t)·b² (:func:`smooth_variances`), at most 2·w·b²
+  (:func:`smooth_variance`).  The paper noises every node, so that the law is the same at every
+  step; here it varies with z_t and is never larger.
 * **Shape** (choice): for Gaussian noise the paper balances w = h/2 (variance ∝ w·(h − w));
   for Laplace noise the per-step variance is 2·w·(h − w)²/ε², and :func:`smooth_shape` takes
   the (h, w) with C(h, w) ≥ L + 1 (leaves l_0 … l_L) that minimises it (ties: the smaller h).
@@ -28,9 +32,9 @@ leaves whose h-bit index has exactly w ones, in increasing order: l_0 = 2^w − 
   (7908/ε² on average over t ≤ 10⁶).
 
 Each step releases exactly one node that holds items (the node containing the item just
-pushed; the others are new empty nodes or nodes already released), so a tree of n items writes n
-ledger rows, one per released node, each its exact range of items: the per-reward certificate
-read off the ledger is exact for every reward, not only the worst.
+pushed; the others are new empty nodes or nodes already released), so a tree of n items draws n
+Laplace noises and writes n ledger rows, one per released node, each its exact range of items:
+the per-reward certificate read off the ledger is exact for every reward, not only the worst.
 
 Protocol (state: float64 ``fs`` and int64 ``ist``; h ≤ 62):
 
@@ -45,7 +49,7 @@ Protocol (state: float64 ``fs`` and int64 ``ist``; h ≤ 62):
 ``smooth_output(fs, ist) -> float``
     the noisy running count: the sum of the w noisy nodes of the current leaf.
 ``smooth_step(...)``, ``smooth_run(...)``
-    push, draw ``Lap(scale)`` for every new node (a ledger row for each non-empty one), commit.
+    push, draw ``Lap(scale)`` for the new non-empty node (after its ledger row), commit.
 """
 from __future__ import annotations
 
@@ -92,10 +96,30 @@ def smooth_sensitivity(h: int, w: int) -> int:
 
 
 def smooth_variance(h: int, w: int, epsilon: float) -> float:
-    """Variance of the noise of every running count: w nodes of Lap((h − w)/ε) each,
-    2·w·((h − w)/ε)²."""
+    """The largest noise variance of a running count (a step whose leaf ends in 0: w non-empty
+    nodes of Lap((h − w)/ε)), 2·w·((h − w)/ε)²."""
     b = (h - w) / float(epsilon)
     return 2.0 * w * b * b
+
+
+@njit(cache=True)
+def _trailing_ones(n, w):
+    out = np.zeros(n, dtype=np.int64)
+    leaf = (np.int64(1) << w) - 1
+    for t in range(n):
+        leaf = next_leaf(leaf)
+        z = 0
+        while (leaf >> z) & 1:
+            z += 1
+        out[t] = z
+    return out
+
+
+def smooth_variances(n: int, h: int, w: int, epsilon: float) -> np.ndarray:
+    """Noise variance of the running count after item t = 1 … n: 2·(w − z_t)·((h − w)/ε)², z_t
+    the trailing 1-bits of the leaf l_t (its empty nodes)."""
+    b = (h - w) / float(epsilon)
+    return 2.0 * (w - _trailing_ones(int(n), int(w))) * b * b
 
 
 def binary_variance(t: int, levels: int, epsilon: float) -> float:
@@ -205,15 +229,18 @@ def smooth_output(fs, ist):
 
 @njit(cache=True, inline="always")
 def smooth_step(fs, ist, x, rng, scale, rid, cols, n, run, arm):
-    """One item: every new node gets Lap(scale) (numpy's Laplace, :func:`laplace_bits`); a
-    non-empty one writes ledger row ``n`` first.  Returns (output, rows written so far)."""
+    """One item: the new node holding items writes ledger row ``n`` and gets Lap(scale)
+    (numpy's Laplace, :func:`laplace_bits`); the new empty ones are 0.  Returns (output, rows
+    written so far)."""
     m = smooth_push(fs, ist, x)
     for k in range(m):
         value, start, stop = smooth_node(fs, ist, k)
         if stop > start:
             write_row(cols, n, run, arm, start, stop, rid, 1)
             n += 1
-        smooth_commit(fs, ist, k, value + laplace_bits(rng.bit_generator, scale))
+            smooth_commit(fs, ist, k, value + laplace_bits(rng.bit_generator, scale))
+        else:
+            smooth_commit(fs, ist, k, 0.0)
     return smooth_output(fs, ist), n
 
 

@@ -39,28 +39,29 @@ def tree_bound(T: int, K: int) -> int:
 
 @njit(cache=True, inline="always")
 def smooth_arm_release(rng, env, fs, ist, x, scale, rows, n_rows, a, capture):
-    """Push reward ``x`` into arm ``a``'s smooth tree and release its new nodes: every one gets
-    Lap(scale) (``laplace_draw``), a non-empty one writes kernel row ``n_rows`` first (range,
-    release id 0) and is captured (:func:`capture_release`).  Returns (noisy running sum, rows
-    written, draws, first released value and its clean value for the two-row capture)."""
+    """Push reward ``x`` into arm ``a``'s smooth tree and release its new nodes: the non-empty
+    one writes kernel row ``n_rows`` (range, release id 0), gets Lap(scale) (``laplace_draw``)
+    and is captured (:func:`capture_release`); the empty ones are 0.  Returns (noisy running
+    sum, rows written, draws, the released value and its clean value for the two-row
+    capture)."""
     m = smooth_push(fs, ist, x)
     first_noisy = 0.0
     first_clean = 0.0
-    got = False
+    draws = 0
     for k in range(m):
         value, s0, s1 = smooth_node(fs, ist, k)
         if s1 > s0:
             write_kernel_row(rows, n_rows, a, s0, s1, 0, 1)
             n_rows += 1
-        noise = laplace_draw(rng, env, scale, 1.0)
-        if s1 > s0:
+            noise = laplace_draw(rng, env, scale, 1.0)
+            draws += 1
             capture_release(capture, value + noise, value, scale, a, s0, s1)
-            if not got:
-                got = True
-                first_noisy = value + noise
-                first_clean = value
-        smooth_commit(fs, ist, k, value + noise)
-    return smooth_output(fs, ist), n_rows, m, first_noisy, first_clean
+            first_noisy = value + noise
+            first_clean = value
+            smooth_commit(fs, ist, k, value + noise)
+        else:
+            smooth_commit(fs, ist, k, 0.0)
+    return smooth_output(fs, ist), n_rows, draws, first_noisy, first_clean
 
 
 @njit(cache=True, nogil=True)
@@ -136,8 +137,8 @@ class DPUCBSmooth(DPUCB):
                                sensitivity=1.0)]
 
     def running_sum_variance(self, T: int, K: int) -> float:
-        """The noise variance of every running sum an arm's tree publishes (normalised reward
-        units): 2·w·((h − w)/ε0)²."""
+        """The largest noise variance of a running sum an arm's tree publishes (normalised
+        reward units): 2·w·((h − w)/ε0)²."""
         h, w = self.shape(T, K)
         return smooth_variance(h, w, self.epsilon0(K))
 

@@ -3,9 +3,9 @@ docs/algorithms.md#smooth-binary-counter): the same compiled state updates as th
 (:mod:`dpledger.mechanisms.smooth`), one reward at a time (policies/step.py).
 
 A reward pushed into an arm's smooth tree makes exactly one non-empty node due — the one
-recorded, its exact observation range — and the new empty nodes of the same step, which touch
-no reward and are not recorded; :meth:`SmoothDPUCBStep.draw_due` draws the noise of all of
-them in the kernel's order (top level first), so the generator moves as in the kernel.
+recorded, its exact observation range, the one noise drawn — and new empty nodes, which are 0
+(no reward, no draw); :meth:`SmoothDPUCBStep.draw_due` commits them in the kernel's order (top
+level first), so the generator moves as in the kernel.
 """
 from __future__ import annotations
 
@@ -36,11 +36,16 @@ def smooth_push_arm(sfs, sis, a, x):
 
 
 @njit(cache=True)
-def smooth_commit_arm(sfs, sis, a, k, noise):
-    """Node k of arm a's new nodes released as its clean value + ``noise``; the running sum."""
-    value, _, _ = smooth_node(sfs[a], sis[a], k)
-    smooth_commit(sfs[a], sis[a], k, value + noise)
+def _commit_arm(sfs, sis, a, k, noisy):
+    smooth_commit(sfs[a], sis[a], k, noisy)
     return smooth_output(sfs[a], sis[a])
+
+
+def smooth_commit_arm(sfs, sis, a, k, noise):
+    """Node k of arm a's new nodes released — its clean value + ``noise``, or 0 for an empty
+    node (``noise`` None: no draw) — and the arm's running sum."""
+    value, lo, hi = smooth_node(sfs[a], sis[a], k)
+    return _commit_arm(sfs, sis, a, k, 0.0 if noise is None else value + noise)
 
 
 class SmoothDPUCBStep(DPUCBStep):
@@ -67,7 +72,9 @@ class SmoothDPUCBStep(DPUCBStep):
         for a, rid, _, _ in due:
             r = 0.0
             for k in range(int(s["sis"][a, _I_NNEW])):
-                r = smooth_commit_arm(s["sfs"], s["sis"], a, k, self.draw(engine, rid))
+                _, lo, hi = smooth_node(s["sfs"][a], s["sis"][a], k)
+                r = smooth_commit_arm(s["sfs"], s["sis"], a, k,
+                                      self.draw(engine, rid) if hi > lo else None)
             n = s["n"][a] + 1.0
             s["r"][a], s["n"][a] = r, n
             s["ca"][a], s["cb"][a], s["cc"][a] = mishra_thakurta.dp_ucb_coefficients(

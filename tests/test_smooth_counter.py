@@ -120,17 +120,32 @@ def _noise_at(kind, L, eps, reps, checkpoints, seed):
     return got
 
 
-def test_variance_closed_forms_smooth_uniform_binary_popcount():
+def _trailing_ones_of_leaves(n, w):
+    """z_t for t = 1 … n, from the leaves enumerated by popcount (not Gosper's rule)."""
+    out, x = [], (1 << w) - 1
+    while len(out) < n:
+        x += 1
+        if bin(x).count("1") == w:
+            out.append(len(bin(x)) - len(bin(x).rstrip("1")))
+    return np.array(out)
+
+
+def test_variance_closed_forms_smooth_and_binary():
     """Seeded: the sample variance of the running count's noise at several steps against
-    2·w·((h − w)/ε)² (smooth, the same at every step) and 2·popcount(t)·(levels/ε)² (binary).
-    Tolerance 5 standard errors of a sample variance (kurtosis of a sum of m Laplaces is
-    3 + 3/m, so SE = σ²·√((2 + 3/m)/R)): two-sided error rate < 1e-6 per check."""
+    2·(w − z_t)·((h − w)/ε)² (smooth; z_t the trailing ones of leaf l_t, its empty nodes) and
+    2·popcount(t)·(levels/ε)² (binary).  Tolerance 5 standard errors of a sample variance
+    (kurtosis of a sum of m Laplaces is 3 + 3/m, so SE = σ²·√((2 + 3/m)/R)): two-sided error
+    rate < 1e-6 per check."""
     L, eps, R = 1000, 2.0, 3000
-    pts = [1, 2, 3, 255, 256, 511, 777, 1000]
+    pts = [1, 2, 3, 4, 255, 256, 511, 777, 1000]
     h, w = S.smooth_shape(L)
+    z = _trailing_ones_of_leaves(L, w)
+    closed = S.smooth_variances(L, h, w, eps)
+    assert np.array_equal(closed, 2.0 * (w - z) * ((h - w) / eps) ** 2)
+    assert closed.max() == S.smooth_variance(h, w, eps) and set(z[np.array(pts) - 1]) != {0}
     sm = _noise_at("smooth", L, eps, R, pts, 11)
-    want = S.smooth_variance(h, w, eps)
-    se = want * np.sqrt((2 + 3 / w) / R)
+    want = closed[np.array(pts) - 1]
+    se = want * np.sqrt((2 + 3 / (w - z[np.array(pts) - 1])) / R)
     assert np.all(np.abs(sm.var(axis=0, ddof=1) - want) < 5 * se)
     bi = _noise_at("binary", L, eps, R, pts, 12)
     for j, t in enumerate(pts):
@@ -139,7 +154,7 @@ def test_variance_closed_forms_smooth_uniform_binary_popcount():
         assert abs(bi[:, j].var(ddof=1) - v) < 5 * v * np.sqrt((2 + 3 / m) / R)
     # the ratio the benchmark reports, from the closed forms: ≥ 3 on average over t ≤ L
     avg_binary = np.mean([S.binary_variance(t, C.binary_levels(L), eps) for t in range(1, L + 1)])
-    assert avg_binary / want > 3.0
+    assert avg_binary / closed.mean() > 3.0
 
 
 def test_bad_inputs_are_one_line_errors():
