@@ -28,8 +28,9 @@ leaves whose h-bit index has exactly w ones, in increasing order: l_0 = 2^w − 
 * **Shape** (choice): for Gaussian noise the paper balances w = h/2 (variance ∝ w·(h − w));
   for Laplace noise the per-step variance is 2·w·(h − w)²/ε², and :func:`smooth_shape` takes
   the (h, w) with C(h, w) ≥ L + 1 (leaves l_0 … l_L) that minimises it (ties: the smaller h).
-  At L = 10⁶ that is h = 33, w = 27: variance 1944/ε² against the binary tree's 2·20²·popcount(t)/ε²
-  (7908/ε² on average over t ≤ 10⁶).
+  At L = 10⁶ that is h = 33, w = 27: variance at most 1944/ε² (1655/ε² on average over
+  t ≤ 10⁶) against the binary tree's 2·20²·popcount(t)/ε² (7908/ε² on average, 15200/ε² at
+  the worst t).
 
 Each step releases exactly one node that holds items (the node containing the item just
 pushed; the others are new empty nodes or nodes already released), so a tree of n items draws n

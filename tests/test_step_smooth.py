@@ -43,8 +43,10 @@ def test_smooth_step_form_equals_simulator(K, T, params, sampler, tmp_path):
     kenv = env.with_lattice(LATTICE_BITS) if sampler == "exact" else env
     g = run_generator(seed, 0)
     cap = np.zeros((6, 2 * T + 8))
-    type(pol).kernel(g, kenv.as_tuple(), T, K, T, pol.kernel_params(T, K),
-                     np.zeros(T, np.int64), np.zeros((5, pol.row_capacity(T, K)), np.int64), cap)
+    played, n_rows, draws = type(pol).kernel(
+        g, kenv.as_tuple(), T, K, T, pol.kernel_params(T, K), np.zeros(T, np.int64),
+        np.zeros((5, pol.row_capacity(T, K)), np.int64), cap)
+    assert played == n_rows == draws == T          # one noise per reward, after its row
     p = online("dp-ucb", K, T, store=tmp_path / "s.db", seed=seed, sampler=sampler, **params)
     assert _play(p, table) == res.actions[0].tolist()
     assert p.rng.bit_generator.state == g.bit_generator.state
