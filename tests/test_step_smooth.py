@@ -119,3 +119,12 @@ def test_smooth_whitebox_audit_reaches_nine_tenths():
     trials = 1_000_000 if os.environ.get("DPLEDGER_FULL") == "1" else 100_000
     r = _smooth_audit(trials, 21)
     assert 0.9 <= r.ratio <= 1.0 and r.violation is False
+
+
+def test_theorem4_regret_bound_is_withheld_for_the_smooth_counter():
+    from dpledger.policies.regret_bounds import mishra_thakurta_2015_dp_ucb
+    inst = [0.75, 0.5]
+    binary = mishra_thakurta_2015_dp_ucb(inst, 1000, 0.5, 0.1)
+    smooth = mishra_thakurta_2015_dp_ucb(inst, 1000, 0.5, 0.1, counter="smooth")
+    assert binary.order_term is not None and not binary.unmet
+    assert smooth.order_term is None and any("counter=smooth" in u for u in smooth.unmet)
