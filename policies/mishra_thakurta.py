@@ -55,6 +55,26 @@ from dpledger.policies.sink import put_action
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
 from dpledger.policies.rules import argmax_first, tie_break, capture_release
 
+COUNTER = Param("counter", "binary", "choice",
+                "the continual counter of every arm: binary (Chan–Shi–Song's tree, as printed) "
+                "or smooth (Andersson & Pagh 2023's smooth binary mechanism, reconstructed: "
+                "docs/algorithms.md#smooth-binary-counter)", choices=("binary", "smooth"),
+                omit_at_default=True)
+
+
+def counter_class(cls, params):
+    """``cls`` or, for ``counter=smooth``, its smooth subclass (policies/smooth_trees.py).
+    The value is checked here as the Param checks it, so a bad one is one line, exit 2."""
+    value = params.get("counter", "binary")
+    if isinstance(value, str):
+        value = value.strip()
+    COUNTER.parse(value)
+    if value == "binary" or cls.__dict__.get("smooth_counter", False):
+        return cls
+    from dpledger.policies import smooth_trees
+    return smooth_trees.SMOOTH_CLASSES[cls.name]
+
+
 BATCH_ROW = 0              # count placeholder of a random-pull batch row (filled in finish)
 
 
@@ -158,18 +178,9 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
     idx = np.zeros(K)
     draws = 0
     for t in range(1, stop + 1):
-        if t <= K:
-            a = t - 1
-        else:
-            if t < n_tab:
-                lt = tab_lt[t]
-                sl = tab_slt[t]
-            else:
-                lt = np.log(t)
-                sl = np.sqrt(lt)
-            a, tie = dp_ucb_argmax(lt, sl, ca, cb, cc, idx)
-            if tie:
-                a = tie_break(idx, a, rng)
+        a, tie = dp_ucb_round(t, K, n_tab, tab_lt, tab_slt, ca, cb, cc, idx)
+        if tie:
+            a = tie_break(idx, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
         noise = tree_noise(rng, env, scale, rows, a, a, 0, bis[a, 0], levels, 0)
@@ -182,6 +193,22 @@ def _dp_ucb(rng, env, T, K, stop, params, actions, rows, capture):
                                                         n[a], gamma_, experimental, tab_s2n)
         put_action(actions, t, a)
     return stop, K, draws
+
+
+@njit(cache=True, inline="always")
+def dp_ucb_round(t, K, n_tab, tab_lt, tab_slt, ca, cb, cc, idx):
+    """Round t's arm before a tie-break, (a, tie): arm t − 1 in rounds 1 … K, then
+    :func:`dp_ucb_argmax` at ln t and √(ln t) (read from the tables below ``n_tab``).  Shared
+    by the binary and the smooth DP-UCB kernels (policies/smooth_trees.py)."""
+    if t <= K:
+        return t - 1, False
+    if t < n_tab:
+        lt = tab_lt[t]
+        sl = tab_slt[t]
+    else:
+        lt = np.log(t)
+        sl = np.sqrt(lt)
+    return dp_ucb_argmax(lt, sl, ca, cb, cc, idx)
 
 
 @njit(cache=True, inline="always")
@@ -231,9 +258,14 @@ class DPUCB(KernelPolicy):
                    Param("relaxation_scale", 1.0, "positive",
                          "multiplies the printed width's confidence relaxation Γ (1: as "
                          "printed; the paper's experiments tune this 'confidence parameter')",
-                         omit_at_default=True))
+                         omit_at_default=True),
+                   COUNTER)
     adaptive = False
     kernel = _dp_ucb
+
+    def __new__(cls, **params):
+        # counter=smooth runs another kernel: the policy is its subclass (one name, dp-ucb)
+        return object.__new__(counter_class(cls, params))
 
     def __init__(self, **params):
         super().__init__(**params)

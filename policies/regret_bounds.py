@@ -479,13 +479,15 @@ def hu_2025_dp_ts_ucb_minimax(K: int, T: int, alpha: float) -> RegretBound:
 
 def mishra_thakurta_2015_dp_ucb(instance, T: int, epsilon0: float, gamma: float,
                                 printed: bool = True,
-                                relaxation_scale: float = 1.0) -> RegretBound:
+                                relaxation_scale: float = 1.0,
+                                counter: str = "binary") -> RegretBound:
     """Mishra & Thakurta 2015, Theorem 4 (private UCB, Algorithm 1): with probability ≥ 1 − γ
     over the algorithm, E[Regret(T)] = O(Σ_{μ_a < μ*} k·log²T·log(kT/γ)/(ε·Δ_a) + Δ_a).
     k/ε is 1/ε0 with ε0 = ε/k the printed per-tree budget (``epsilon0`` is the policy's; with
     ε0 = ε — Azize & Basu's reading — the same proof gives 1/ε0, reconstructed).  Order only.
     ``printed=False`` (the experimental confidence width) and a tuned Γ (``relaxation_scale``
-    ≠ 1) are outside the theorem."""
+    ≠ 1) are outside the theorem, as is ``counter="smooth"`` (the proof bounds the binary
+    tree's noise)."""
     inst, T = _instance(instance), _horizon(T)
     epsilon0, gamma = _eps(epsilon0), check_positive("γ", gamma)
     K, lnT = inst.n_arms, math.log(T)
@@ -503,6 +505,9 @@ def mishra_thakurta_2015_dp_ucb(instance, T: int, epsilon0: float, gamma: float,
     if relaxation_scale != 1.0:
         unmet.append(f"the printed confidence relaxation Γ (this policy scales it by "
                      f"relaxation_scale = {relaxation_scale:g}, outside the theorem)")
+    if counter != "binary":
+        unmet.append("the binary tree counter (this policy runs counter=smooth: its proof "
+                     "bounds the binary tree's noise, outside the theorem)")
     return _with(bound, unmet)
 
 
@@ -701,7 +706,7 @@ UPPER_BOUNDS: dict[str, UpperBounds] = {
                                      hu_2025_dp_ts_ucb_minimax(inst.n_arms, T, p.params["alpha"])],
     "dp-ucb": lambda p, inst, T: [mishra_thakurta_2015_dp_ucb(
         inst, T, p.epsilon0(inst.n_arms), p.params["gamma"], p.params["width"] == "printed",
-        p.params.get("relaxation_scale", 1.0))],
+        p.params.get("relaxation_scale", 1.0), p.params.get("counter", "binary"))],
     "dp-ts-mt": lambda p, inst, T: [mishra_thakurta_2015_private_ts(
         inst, T, _eps_of(p), p.params["gap_estimation"] and p.params["random_pulls"] == "printed")],
     "dp-ts": lambda p, inst, T: [hu_hegde_2022_dp_ts(inst, T, _eps_of(p)),

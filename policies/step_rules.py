@@ -1071,8 +1071,9 @@ def rule_for(policy) -> type[StepRule]:
     from dpledger.policies.step_rules_contextual import CONTEXTUAL_RULES
     from dpledger.policies.step_rules_episodes import EPISODE_RULES
     from dpledger.policies.step_rules_phased import PHASED_RULES
-    cls = (RULES.get(policy.name) or CONTEXTUAL_RULES.get(policy.name)
-           or PHASED_RULES.get(policy.name) or EPISODE_RULES.get(policy.name))
+    cls = (getattr(policy, "step_rule", lambda: None)() or RULES.get(policy.name)
+           or CONTEXTUAL_RULES.get(policy.name) or PHASED_RULES.get(policy.name)
+           or EPISODE_RULES.get(policy.name))
     if cls is None:
         names = sorted(RULES) + sorted(CONTEXTUAL_RULES) + sorted(PHASED_RULES) \
             + sorted(EPISODE_RULES)

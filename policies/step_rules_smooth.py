@@ -1,0 +1,81 @@
+"""Step form of the ``counter=smooth`` tree policies (policies/smooth_trees.py,
+docs/algorithms.md#smooth-binary-counter): the same compiled state updates as their kernels
+(:mod:`dpledger.mechanisms.smooth`), one reward at a time (policies/step.py).
+
+A reward pushed into an arm's smooth tree makes exactly one non-empty node due — the one
+recorded, its exact observation range, the one noise drawn — and new empty nodes, which are 0
+(no reward, no draw); :meth:`SmoothDPUCBStep.draw_due` commits them in the kernel's order (top
+level first), so the generator moves as in the kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dpledger._jit import njit
+from dpledger.mechanisms.smooth import (smooth_commit, smooth_new, smooth_node, smooth_output,
+                                        smooth_push)
+from dpledger.policies import mishra_thakurta
+from dpledger.policies.smooth_trees import tree_bound
+from dpledger.policies.step_rules import DPUCBStep
+
+_I_NNEW = 7                     # ist slot of the number of new nodes (mechanisms/smooth.py)
+
+
+@njit(cache=True)
+def smooth_push_arm(sfs, sis, a, x):
+    """Push ``x`` into arm a's tree: (new nodes, start, stop of the non-empty one)."""
+    m = smooth_push(sfs[a], sis[a], x)
+    s0 = 0
+    s1 = 0
+    for k in range(m):
+        _, lo, hi = smooth_node(sfs[a], sis[a], k)
+        if hi > lo:
+            s0 = lo
+            s1 = hi
+    return m, s0, s1
+
+
+@njit(cache=True)
+def _commit_arm(sfs, sis, a, k, noisy):
+    smooth_commit(sfs[a], sis[a], k, noisy)
+    return smooth_output(sfs[a], sis[a])
+
+
+def smooth_commit_arm(sfs, sis, a, k, noise):
+    """Node k of arm a's new nodes released — its clean value + ``noise``, or 0 for an empty
+    node (``noise`` None: no draw) — and the arm's running sum."""
+    value, lo, hi = smooth_node(sfs[a], sis[a], k)
+    return _commit_arm(sfs, sis, a, k, 0.0 if noise is None else value + noise)
+
+
+class SmoothDPUCBStep(DPUCBStep):
+    """DP-UCB with ``counter=smooth``: one smooth tree per arm bounded by T − K + 1 items
+    (DP-UCB's step rule for the index; the trees' state replaced)."""
+
+    horizon_reason = "each arm's smooth tree is shaped for T − K + 1 items"
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        h, w = policy.shape(horizon, K)
+        fs0, is0 = smooth_new(h, w, tree_bound(horizon, K), 0)
+        binary = self.state
+        self.state = dict(sfs=np.zeros((K, fs0.size)), sis=np.tile(is0, (K, 1)),
+                          **{k: binary[k] for k in ("r", "n", "ca", "cb", "cc", "idx")})
+
+    def push(self, a, x):
+        s = self.state
+        m, s0, s1 = smooth_push_arm(s["sfs"], s["sis"], a, x)
+        return [(a, 0, int(s0), int(s1))]
+
+    def draw_due(self, engine, due):
+        s = self.state
+        for a, rid, _, _ in due:
+            r = 0.0
+            for k in range(int(s["sis"][a, _I_NNEW])):
+                _, lo, hi = smooth_node(s["sfs"][a], s["sis"][a], k)
+                r = smooth_commit_arm(s["sfs"], s["sis"], a, k,
+                                      self.draw(engine, rid) if hi > lo else None)
+            n = s["n"][a] + 1.0
+            s["r"][a], s["n"][a] = r, n
+            s["ca"][a], s["cb"][a], s["cc"][a] = mishra_thakurta.dp_ucb_coefficients(
+                r, n, self.gamma, self.experimental, mishra_thakurta.dp_ucb_root(n))
