@@ -16,8 +16,8 @@ from dpledger.accounting.releases import NonPrivateRelease
 from dpledger.policies.base import KernelPolicy, Param, RunOutput
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
-from dpledger.policies.rules import (argmax_first, argmax_step, bernoulli_kl,
-                                     kl_ucb_newton, tie_break)
+from dpledger.policies.rules import (argmax_first, argmax_random_tie, argmax_step,
+                                     bernoulli_kl, kl_ucb_newton, tie_break)
 
 
 class NonPrivatePolicy(KernelPolicy):
@@ -43,8 +43,13 @@ class NonPrivatePolicy(KernelPolicy):
 
 
 @njit(cache=True, inline="always")
-def ucb1_select(rng, t, sums, n, index):
-    """Round t's arm (t > K): argmax μ̂ + √(2 ln t / n), ties uniformly at random."""
+def ucb1_select(t, sums, n, index):
+    """Round t's candidate (t > K): (a, tie) — the first argmax of μ̂ + √(2 ln t / n) and whether
+    another arm equals it; on a tie the caller draws the arm with
+    :func:`~dpledger.policies.rules.tie_break` (argmax_random_tie's comparisons and draw).  No
+    Generator here: numba reference-counts one passed into an inlined helper whose body loops or
+    branches, two atomic operations a round, 62 ns a round against 24 ns for the loop without
+    them (issue 31; docs/design.md#performance-targets)."""
     K = index.size
     lt = 2.0 * np.log(t)
     best = sums[0] / n[0] + np.sqrt(lt / n[0])
@@ -55,9 +60,7 @@ def ucb1_select(rng, t, sums, n, index):
         v = sums[j] / n[j] + np.sqrt(lt / n[j])
         index[j] = v
         best, a, tie = argmax_step(v, j, best, a, tie)
-    if tie:                  # same comparisons and tie-break as argmax_random_tie
-        a = tie_break(index, a, rng)
-    return a
+    return a, tie
 
 
 @njit(cache=True, inline="always")
@@ -74,7 +77,12 @@ def _ucb1(rng, env, T, K, stop, params, actions, rows, capture):
     n = np.zeros(K)
     index = np.zeros(K)
     for t in range(1, stop + 1):
-        a = t - 1 if t <= K else ucb1_select(rng, t, sums, n, index)
+        if t <= K:
+            a = t - 1
+        else:
+            a, tie = ucb1_select(t, sums, n, index)
+            if tie:
+                a = tie_break(index, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         mean_push(a, x, sums, n)
         put_action(actions, t, a)
@@ -204,37 +212,58 @@ def _beta_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """Beta-Bernoulli Thompson sampling (Agrawal & Goyal 2012): θ_j ~ Beta(S_j + 1, F_j + 1) in arm
     order, argmax (ties at random), then the reward.  A reward x strictly inside (0, 1) is turned
     into a success with probability x (the Bernoulli trick of Agrawal & Goyal, one ``random``
-    draw after the reward; none for rewards that are exactly 0 or 1)."""
+    draw after the reward; none for rewards that are exactly 0 or 1).
+
+    The round is :func:`beta_ts_select`'s, written out here with the same per-arm draw
+    (:func:`beta_ts_draw`) and the same sweep: the Generator must not enter an inlined helper
+    that loops (see :func:`ucb1_select`)."""
     s = np.zeros(K)
     f = np.zeros(K)
     theta = np.zeros(K)
     for t in range(1, stop + 1):
-        a = beta_ts_select(rng, s, f, theta)
+        for j in range(K):
+            theta[j] = beta_ts_draw(rng, j, s, f)
+        a, tie = argmax_first(theta)
+        if tie:
+            a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
-        beta_ts_push(rng, a, x, s, f)
+        if x != 1.0 and x != 0.0:           # bernoulli_trick's draw, out of its helper
+            x = 1.0 if rng.random() < x else 0.0
+        beta_ts_push(a, x, s, f)
         put_action(actions, t, a)
     return stop, 0, 0
 
 
 @njit(cache=True, inline="always")
+def beta_ts_draw(rng, j, s, f):
+    """Arm j's posterior sample θ_j ~ Beta(S_j + 1, F_j + 1) (straight-line: inlined with the
+    Generator at no cost)."""
+    return rng.beta(s[j] + 1.0, f[j] + 1.0)
+
+
+@njit(cache=True)
 def beta_ts_select(rng, s, f, theta):
-    """θ_j ~ Beta(S_j + 1, F_j + 1) in arm order, argmax (ties at random)."""
+    """θ_j ~ Beta(S_j + 1, F_j + 1) in arm order, argmax (ties at random): the step form's
+    round (:mod:`dpledger.policies.step_rules`), the kernel's loop body."""
     for j in range(theta.size):
-        theta[j] = rng.beta(s[j] + 1.0, f[j] + 1.0)
-    a, tie = argmax_first(theta)
-    if tie:
-        a = tie_break(theta, a, rng)
-    return a
+        theta[j] = beta_ts_draw(rng, j, s, f)
+    return argmax_random_tie(theta, rng)
 
 
 @njit(cache=True, inline="always")
-def beta_ts_push(rng, a, x, s, f):
-    """Arm a's reward x: a success or a failure (Bernoulli(x) for x strictly inside (0, 1))."""
-    if x == 1.0:
-        s[a] += 1.0
-    elif x == 0.0:
-        f[a] += 1.0
-    elif rng.random() < x:
+def bernoulli_trick(rng, x):
+    """The observation a reward x in [0, 1] becomes: x itself when 0 or 1, else a success with
+    probability x (one ``random`` draw)."""
+    y = x
+    if x != 1.0 and x != 0.0:
+        y = 1.0 if rng.random() < x else 0.0
+    return y
+
+
+@njit(cache=True, inline="always")
+def beta_ts_push(a, y, s, f):
+    """Arm a's observation y ∈ {0, 1} (after :func:`bernoulli_trick`): a success or a failure."""
+    if y == 1.0:
         s[a] += 1.0
     else:
         f[a] += 1.0

@@ -33,7 +33,8 @@ from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_p
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
-from dpledger.policies.rules import argmax_first, tie_break, capture_release, clip01
+from dpledger.policies.rules import (argmax_first, argmax_random_tie, capture_release, clip01,
+                                     tie_break)
 
 
 
@@ -44,18 +45,23 @@ from dpledger.policies.rules import argmax_first, tie_break, capture_release, cl
 # noisy sum.  The whole-run kernel below and :mod:`dpledger.policies.online` call the same three.
 
 @njit(cache=True, inline="always")
+def lazy_draw(rng, shift, j, mu_tilde, O):
+    """Arm j's sample θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + shift/O_j), with
+    shift = 3·log2(t)/ε (straight-line: inlined with the Generator at no cost)."""
+    m = clip01(mu_tilde[j] + shift / O[j])
+    return rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
+
+
+@njit(cache=True)
 def lazy_select(rng, eps, t, mu_tilde, O, theta):
-    """Round t's arm: θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + 3·log2(t)/(ε·O_j))
-    in arm order, argmax (ties uniformly at random)."""
-    K = theta.size
+    """Round t's arm: every arm's :func:`lazy_draw` in arm order, argmax (ties uniformly at
+    random) — the step form's round; the kernel writes the same loop out (the Generator must not
+    enter an inlined helper that loops: numba reference-counts it there, see
+    :func:`dpledger.policies.baselines.ucb1_select`)."""
     shift = 3.0 * np.log2(t) / eps
-    for j in range(K):
-        m = clip01(mu_tilde[j] + shift / O[j])
-        theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-    a, tie = argmax_first(theta)
-    if tie:
-        a = tie_break(theta, a, rng)
-    return a
+    for j in range(theta.size):
+        theta[j] = lazy_draw(rng, shift, j, mu_tilde, O)
+    return argmax_random_tie(theta, rng)
 
 
 @njit(cache=True, inline="always")
@@ -100,7 +106,15 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     n_rows = 0
     for t in range(1, stop + 1):
         # rounds 1 … K: each arm once, its reward released with Lap(1/ε)
-        a = t - 1 if t <= K else lazy_select(rng, eps, t, mu_tilde, O, theta)
+        if t <= K:
+            a = t - 1
+        else:                               # lazy_select's round
+            shift = 3.0 * np.log2(t) / eps
+            for j in range(K):
+                theta[j] = lazy_draw(rng, shift, j, mu_tilde, O)
+            a, tie = argmax_first(theta)
+            if tie:
+                a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         due, start, stop_ = lazy_push(a, x, r, buf_sum, buf_len, n_obs)
         if due:
@@ -183,7 +197,14 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         lfs[a] = fs
         lis[a] = ist
     for t in range(1, stop + 1):
-        a = t - 1 if t <= K else dp_ts_select(rng, eps, t, mu_tilde, O, theta)
+        if t <= K:
+            a = t - 1
+        else:                               # dp_ts_select's round
+            for j in range(K):
+                theta[j] = dp_ts_draw(rng, eps, t, j, mu_tilde, O)
+            a, tie = argmax_first(theta)
+            if tie:
+                a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         kind, value, start, stop_ = dp_ts_push(a, x, O, lfs, lis, bfs, bis)
         if kind == 0:                       # O = 2^{r+1} − 1: the log mechanism absorbs
@@ -209,16 +230,21 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
 
 
 @njit(cache=True, inline="always")
+def dp_ts_draw(rng, eps, t, j, mu_tilde, O):
+    """Arm j's sample θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + υ(ε, O_j, t))
+    (straight-line: inlined with the Generator at no cost)."""
+    m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
+    return rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
+
+
+@njit(cache=True)
 def dp_ts_select(rng, eps, t, mu_tilde, O, theta):
-    """A round's arm (after the initial pulls): θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1),
-    m = clip(μ̃_j + υ(ε, O_j, t)), argmax (ties uniformly at random)."""
+    """A round's arm (after the initial pulls): every arm's :func:`dp_ts_draw` in arm order,
+    argmax (ties uniformly at random) — the step form's round; the kernel writes the same loop
+    out (see :func:`lazy_select`)."""
     for j in range(theta.size):
-        m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
-        theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-    a, tie = argmax_first(theta)
-    if tie:
-        a = tie_break(theta, a, rng)
-    return a
+        theta[j] = dp_ts_draw(rng, eps, t, j, mu_tilde, O)
+    return argmax_random_tie(theta, rng)
 
 
 @njit(cache=True, inline="always")

@@ -481,7 +481,8 @@ class NonPrivateStep(StepRule):
 
 @njit(cache=True)
 def _ucb1_select(box, t, sums, n, index):
-    return baselines.ucb1_select(box.rng, t, sums, n, index)
+    a, tie = baselines.ucb1_select(t, sums, n, index)
+    return tie_break(index, a, box.rng) if tie else a
 
 
 class UCB1Step(NonPrivateStep):
@@ -526,7 +527,7 @@ def _beta_ts_select(box, s, f, theta):
 
 @njit(cache=True)
 def _beta_ts_push(box, a, x, s, f):
-    baselines.beta_ts_push(box.rng, a, x, s, f)
+    baselines.beta_ts_push(a, baselines.bernoulli_trick(box.rng, x), s, f)
 
 
 class BetaTSStep(NonPrivateStep):
