@@ -133,7 +133,9 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
         if t <= K:
             a = t - 1
         else:
-            a = klucb_select(rng, t, fast, bound, p, n, index, ucache, until, leader)
+            a, tie = klucb_select(t, fast, bound, p, n, index, ucache, until, leader)
+            if tie:
+                a = tie_break(index, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         klucb_push(a, x, sums, n, p, until, leader)
         put_action(actions, t, a)
@@ -141,9 +143,10 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
 
 
 @njit(cache=True, inline="always")
-def klucb_select(rng, t, fast, bound, p, n, index, ucache, until, leader):
-    """Round t's arm (t > K) by the rule of :func:`_klucb` (threshold test and leader bound
-    when ``fast``/``bound``; every index otherwise — the same argmax set)."""
+def klucb_select(t, fast, bound, p, n, index, ucache, until, leader):
+    """Round t's candidate (t > K) by the rule of :func:`_klucb` (threshold test and leader
+    bound when ``fast``/``bound``; every index otherwise — the same argmax set): (a, tie), the
+    caller breaking a tie over ``index`` (no Generator here, see :func:`ucb1_select`)."""
     K = index.size
     lt = np.log(t)
     ld = leader[0]
@@ -158,7 +161,7 @@ def klucb_select(rng, t, fast, bound, p, n, index, ucache, until, leader):
         m += 1e-9
         pl = p[ld]
         if m < 1.0 and (pl >= m or n[ld] * bernoulli_kl(pl, m) < lt * (1.0 - 1e-9)):
-            return ld
+            return ld, False
     if fast:
         il = kl_ucb_newton(p[ld], lt / n[ld])
         for j in range(K):
@@ -172,10 +175,7 @@ def klucb_select(rng, t, fast, bound, p, n, index, ucache, until, leader):
     else:
         for j in range(K):
             index[j] = kl_ucb_newton(p[j], lt / n[j])
-    a, tie = argmax_first(index)
-    if tie:
-        a = tie_break(index, a, rng)
-    return a
+    return argmax_first(index)
 
 
 @njit(cache=True, inline="always")

@@ -498,7 +498,8 @@ class UCB1Step(NonPrivateStep):
 
 @njit(cache=True)
 def _klucb_select(box, t, fast, bound, p, n, index, ucache, until, leader):
-    return baselines.klucb_select(box.rng, t, fast, bound, p, n, index, ucache, until, leader)
+    a, tie = baselines.klucb_select(t, fast, bound, p, n, index, ucache, until, leader)
+    return tie_break(index, a, box.rng) if tie else a
 
 
 class KLUCBStep(NonPrivateStep):
@@ -548,7 +549,8 @@ class BetaTSStep(NonPrivateStep):
 
 @njit(cache=True)
 def _imed_select(box, p, n, val):
-    return azize2025.imed_select(box.rng, p, n, val)
+    a, tie = azize2025.imed_select(p, n, val)
+    return tie_break(val, a, box.rng) if tie else a
 
 
 class IMEDStep(NonPrivateStep):
