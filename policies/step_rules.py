@@ -581,7 +581,10 @@ def _mts_select(box, bits, unit, S, k, inv, sig, slat, live, theta, capture, t):
 
 @njit(cache=True)
 def _mts_pull(a, x, c, bits, S, k, inv, sig, slat, tab):
-    ou.mts_pull(a, x, c, bits, S, k, inv, sig, slat, tab, tab)
+    ou.mts_pull(a, x, S, k)
+    ou.mts_scales(a, c, k, inv, sig)            # no tables in the step form
+    if bits > 0:
+        ou.mts_pull_lattice(a, c, bits, k, slat)
 
 
 class MTSGaussianStep(StepRule):
