@@ -13,7 +13,9 @@ from dpledger._jit import njit
 from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Certificate
 from dpledger.accounting.releases import NonPrivateRelease
-from dpledger.policies.base import KernelPolicy, Param, RunOutput
+from dpledger.policies.base import POSTERIOR_DRAW, KernelPolicy, Param, RunOutput
+from dpledger.policies.beta_max import (beta_above, beta_arm_stats, beta_may_beat,
+                                        beta_upper_tail)
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
 from dpledger.policies.rules import (argmax_first, argmax_random_tie, argmax_step,
@@ -220,16 +222,36 @@ def _beta_ts(rng, env, T, K, stop, params, actions, rows, capture):
     s = np.zeros(K)
     f = np.zeros(K)
     theta = np.zeros(K)
+    use_max = params.size > 0 and params[0] != 0.0
+    al = np.ones(K)                         # the posteriors' parameters, their means and
+    be = np.ones(K)                         # bound weights (posterior_draw="max")
+    mu = np.full(K, 0.5)
+    w = np.full(K, 6.0)
     for t in range(1, stop + 1):
-        for j in range(K):
-            theta[j] = beta_ts_draw(rng, j, s, f)
-        a, tie = argmax_first(theta)
-        if tie:
-            a = tie_break(theta, a, rng)
+        if use_max:                         # beta_max_select's round
+            a = argmax_first(mu)[0]
+            m = rng.beta(al[a], be[a])
+            lead = a
+            for j in range(K):
+                if j != lead:
+                    u = rng.random()
+                    if beta_may_beat(u, mu[j], w[j], m) and u < beta_upper_tail(al[j], be[j],
+                                                                                  m):
+                        m = beta_above(rng, al[j], be[j], m)
+                        a = j
+        else:
+            for j in range(K):
+                theta[j] = beta_ts_draw(rng, j, s, f)
+            a, tie = argmax_first(theta)
+            if tie:
+                a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         if x != 1.0 and x != 0.0:           # bernoulli_trick's draw, out of its helper
             x = 1.0 if rng.random() < x else 0.0
         beta_ts_push(a, x, s, f)
+        al[a] = s[a] + 1.0
+        be[a] = f[a] + 1.0
+        beta_arm_stats(a, al, be, mu, w)
         put_action(actions, t, a)
     return stop, 0, 0
 
@@ -276,5 +298,9 @@ class BetaTS(NonPrivatePolicy):
     name = "ts-beta"
     title = "Beta-Bernoulli Thompson sampling (Agrawal & Goyal 2012)"
     provenance = "faithful"
+    params_spec = (POSTERIOR_DRAW,)
     kernel = _beta_ts
     action_sink = True
+
+    def kernel_params(self, T, K):
+        return np.array([1.0 if self.params["posterior_draw"] == "max" else 0.0])

@@ -38,8 +38,8 @@ from dpledger.accounting.posterior_reads import (posterior_read_lattice_sigma,
                                                  posterior_read_release)
 from dpledger.mechanisms.counters import binary_new, binary_push, binary_state_size, log_new
 from dpledger.mechanisms.noise import lattice_release
-from dpledger.policies import (anytime_lazy_ucb, azize2025, azize_basu, baselines, dp_se,
-                               hu2025, hu_hegde, mishra_thakurta, ou)
+from dpledger.policies import (anytime_lazy_ucb, azize2025, azize_basu, baselines, beta_max,
+                               dp_se, hu2025, hu_hegde, mishra_thakurta, ou)
 from dpledger.policies.rules import tie_break
 from dpledger.policies.step import laplace_step
 
@@ -522,7 +522,9 @@ class KLUCBStep(NonPrivateStep):
 
 
 @njit(cache=True)
-def _beta_ts_select(box, s, f, theta):
+def _beta_ts_select(box, s, f, theta, use_max):
+    if use_max:                  # the kernel's posterior_draw="max" round, the same draws
+        return beta_max.beta_max_select(box.rng, s + 1.0, f + 1.0, theta)
     return baselines.beta_ts_select(box.rng, s, f, theta)
 
 
@@ -541,7 +543,8 @@ class BetaTSStep(NonPrivateStep):
 
     def select(self, box, t):
         s = self.state
-        return _beta_ts_select(box, s["s"], s["f"], s["index"])
+        return _beta_ts_select(box, s["s"], s["f"], s["index"],
+                               self.policy.params["posterior_draw"] == "max")
 
     def apply(self, a, x):
         _beta_ts_push(self.engine.box, a, x, self.state["s"], self.state["f"])
