@@ -104,8 +104,8 @@ class StepRule:
 # ---- Lazy-DP-TS (policies/hu_hegde.py) --------------------------------------------------------
 
 @njit(cache=True)
-def _lazy_select(box, eps, t, mu_tilde, O, theta):
-    return hu_hegde.lazy_select(box.rng, eps, t, mu_tilde, O, theta)
+def _lazy_select(box, eps, t, mu_tilde, O, theta, use_max):
+    return hu_hegde.lazy_select(box.rng, eps, t, mu_tilde, O, theta, use_max)
 
 
 class LazyDPTSStep(StepRule):
@@ -127,7 +127,8 @@ class LazyDPTSStep(StepRule):
 
     def select(self, box, t):
         s = self.state
-        return _lazy_select(box, self.eps, t, s["mu"], s["O"], s["theta"])
+        return _lazy_select(box, self.eps, t, s["mu"], s["O"], s["theta"],
+                            self.policy.params["posterior_draw"] == "max")
 
     def push(self, a, x):
         s = self.state

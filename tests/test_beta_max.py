@@ -112,40 +112,43 @@ def test_max_draw_has_the_plain_law(name):
     assert stats.ks_2samp(vals_m, vals_p).pvalue > LEVEL
 
 
-def test_whole_runs_have_the_plain_law():
-    """The ts-beta kernel with posterior_draw="max" and with "all" (the default): 3000 runs of
-    T = 40 on three Bernoulli arms each; the pull counts of each arm at the end (χ² test of
-    homogeneity over the values taken) and the reward totals (two-sample KS), level 1e-3 each
-    (four tests: at most 0.4 % false alarms).  Each round's law given the past is the same,
-    hence the law of the whole play."""
+@pytest.mark.parametrize("name", ["ts-beta", "lazy-dp-ts"])
+def test_whole_runs_have_the_plain_law(name):
+    """The policy's kernel with posterior_draw="max" and with "all" (the default): 3000 runs of
+    T = 40 on three Bernoulli arms each; the pull counts of each arm at the end, χ² test of
+    homogeneity over the values taken (rare values pooled), level 1e-3 each (three tests per
+    policy: at most 0.3 % false alarms).  Each round's law given the past is the same, hence the
+    law of the whole play."""
     env = bernoulli([0.6, 0.5, 0.3]).as_tuple()
     K, T, runs = 3, 40, 3000
     out = {}
-    for flag in (0.0, 1.0):
+    for draw in ("all", "max"):
+        pol = make_policy(name, posterior_draw=draw)
+        params = pol.kernel_params(T, K)
         counts = np.zeros((runs, K), np.int64)
         for r in range(runs):
-            rng = np.random.default_rng([int(flag), r])
+            rng = np.random.default_rng([len(draw), r])
             actions = np.zeros(T, np.int64)
-            baselines._beta_ts(rng, env, T, K, T, np.array([flag]), actions,
-                               np.zeros((5, 1), np.int64), np.zeros((2, 0)))
+            rows = np.zeros((5, pol.row_capacity(T, K)), np.int64)
+            type(pol).kernel(rng, env, T, K, T, params, actions, rows, np.zeros((2, 0)))
             counts[r] = np.bincount(actions, minlength=K)
-        out[flag] = counts
+        out[draw] = counts
     for j in range(K):
-        a, b = out[0.0][:, j], out[1.0][:, j]
+        a, b = out["all"][:, j], out["max"][:, j]
         vals = np.union1d(a, b)
         table = np.array([[np.sum(a == v) for v in vals], [np.sum(b == v) for v in vals]])
         keep = table.sum(axis=0) >= 10          # χ² needs counts: pool the rare values
         table = np.column_stack([table[:, keep], table[:, ~keep].sum(axis=1)])
         table = table[:, table.sum(axis=0) > 0]
-        assert stats.chi2_contingency(table).pvalue > LEVEL, (j, table)
+        assert stats.chi2_contingency(table).pvalue > LEVEL, (name, j, table)
 
 
 def test_posterior_draw_is_recorded_and_changes_the_draws():
     """posterior_draw is recorded in run.json only when it is "max" (earlier runs keep their
     bytes and are rebuilt at "all", the rule they played); the two draw differently."""
-    assert "posterior_draw" not in make_policy("ts-beta").public_params()
-    assert make_policy("ts-beta", posterior_draw="max").public_params() == {"posterior_draw":
-                                                                            "max"}
+    for name in ("ts-beta", "lazy-dp-ts"):
+        assert "posterior_draw" not in make_policy(name).public_params()
+        assert make_policy(name, posterior_draw="max").public_params()["posterior_draw"] == "max"
     env = bernoulli([0.6, 0.5, 0.3]).as_tuple()
     acts = []
     for flag in (0.0, 1.0):
