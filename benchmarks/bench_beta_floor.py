@@ -40,32 +40,17 @@ K = 5
 
 
 @njit(nogil=True)
-def _floor_scheme(rng, env, T, K, stop, params, actions, rows, capture):
+def _floor(rng, env, T, K, stop, params, actions, rows, capture):
+    """One Beta draw and ``params[0]`` uniforms a round, the reward and the update of arm 0."""
     s = np.zeros(K)
     f = np.zeros(K)
+    n_uniforms = int(params[0])
     acc = 0.0
     for t in range(1, stop + 1):
         a = 0
         acc += rng.beta(s[a] + 1.0, f[a] + 1.0)
-        for _ in range(1, K):
+        for _ in range(n_uniforms):
             acc += rng.random()
-        x = draw_reward(rng, env, a, t - 1)
-        if x == 1.0:
-            s[a] += 1.0
-        else:
-            f[a] += 1.0
-        put_action(actions, t, a)
-    return stop, 0, int(acc) & 0
-
-
-@njit(nogil=True)
-def _floor_any(rng, env, T, K, stop, params, actions, rows, capture):
-    s = np.zeros(K)
-    f = np.zeros(K)
-    acc = 0.0
-    for t in range(1, stop + 1):
-        a = 0
-        acc += rng.beta(s[a] + 1.0, f[a] + 1.0)
         x = draw_reward(rng, env, a, t - 1)
         if x == 1.0:
             s[a] += 1.0
@@ -82,7 +67,7 @@ def main() -> None:
     args = ap.parse_args()
     env = bernoulli([0.75, 0.625, 0.5, 0.375, 0.25]).as_tuple()
     kinds = {"all": (baselines._beta_ts, np.zeros(1)), "max": (baselines._beta_ts, np.ones(1)),
-             "floor-scheme": (_floor_scheme, np.zeros(1)), "floor-any": (_floor_any, np.zeros(1))}
+             "floor-scheme": (_floor, np.array([K - 1.0])), "floor-any": (_floor, np.zeros(1))}
 
     def once(fn, params, T, seed):
         rng = np.random.default_rng(seed)
