@@ -271,7 +271,12 @@ def _imed(rng, env, T, K, stop, params, actions, rows, capture):
     p = np.zeros(K)
     val = np.zeros(K)
     for t in range(1, stop + 1):
-        a = t - 1 if t <= K else imed_select(rng, p, n, val)
+        if t <= K:
+            a = t - 1
+        else:
+            a, tie = imed_select(p, n, val)
+            if tie:
+                a = tie_break(val, a, rng)
         r = draw_reward(rng, env, a, t - 1)
         imed_push(a, r, sums, n, p)
         put_action(actions, t, a)
@@ -279,8 +284,10 @@ def _imed(rng, env, T, K, stop, params, actions, rows, capture):
 
 
 @njit(cache=True, inline="always")
-def imed_select(rng, p, n, val):
-    """IMED's arm (after the initial pulls): argmin N_a·kl(μ̂_a, μ̂*) + ln N_a, ties at random."""
+def imed_select(p, n, val):
+    """IMED's candidate (after the initial pulls): (a, tie) for argmin N_a·kl(μ̂_a, μ̂*) + ln N_a
+    over ``val`` (its negation), the caller breaking a tie at random (no Generator here, see
+    :func:`dpledger.policies.baselines.ucb1_select`)."""
     K = val.size
     best = p[0]
     for j in range(1, K):
@@ -289,10 +296,7 @@ def imed_select(rng, p, n, val):
     for j in range(K):
         d = bernoulli_kl(p[j], q) if p[j] < best else 0.0
         val[j] = -(n[j] * d + np.log(n[j]))
-    a, tie = argmax_first(val)
-    if tie:
-        a = tie_break(val, a, rng)
-    return a
+    return argmax_first(val)
 
 
 @njit(cache=True, inline="always")

@@ -89,6 +89,12 @@ class Param:
 
 # Parameters several policies share, declared once.
 EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
+# the Beta-posterior policies' draw (dpledger.policies.beta_max): every arm's sample, or only the
+# largest and its arm (the same law of the play, other draws: recorded when not the default)
+POSTERIOR_DRAW = Param("posterior_draw", "all", "choice",
+                       "every arm's Beta sample each round (all), or the largest only, same law "
+                       "(max: one Beta draw a round, docs/algorithms.md#beta-thompson-sampling)",
+                       choices=("all", "max"), omit_at_default=True)
 
 # Kernels that read per-round or per-pull constants (DP-UCB's ln t, TS-Gaussian's σ_k) get them
 # in ``kernel_params`` for indices below this, computed once per run; above, they compute them.

@@ -13,11 +13,13 @@ from dpledger._jit import njit
 from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Certificate
 from dpledger.accounting.releases import NonPrivateRelease
-from dpledger.policies.base import KernelPolicy, Param, RunOutput
+from dpledger.policies.base import POSTERIOR_DRAW, KernelPolicy, Param, RunOutput
+from dpledger.policies.beta_max import (beta_above, beta_arm_stats, beta_may_beat,
+                                        beta_upper_tail)
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
-from dpledger.policies.rules import (argmax_first, argmax_step, bernoulli_kl,
-                                     kl_ucb_newton, tie_break)
+from dpledger.policies.rules import (argmax_first, argmax_random_tie, argmax_step,
+                                     bernoulli_kl, kl_ucb_newton, tie_break)
 
 
 class NonPrivatePolicy(KernelPolicy):
@@ -43,8 +45,13 @@ class NonPrivatePolicy(KernelPolicy):
 
 
 @njit(cache=True, inline="always")
-def ucb1_select(rng, t, sums, n, index):
-    """Round t's arm (t > K): argmax μ̂ + √(2 ln t / n), ties uniformly at random."""
+def ucb1_select(t, sums, n, index):
+    """Round t's candidate (t > K): (a, tie) — the first argmax of μ̂ + √(2 ln t / n) and whether
+    another arm equals it; on a tie the caller draws the arm with
+    :func:`~dpledger.policies.rules.tie_break` (argmax_random_tie's comparisons and draw).  No
+    Generator here: numba reference-counts one passed into an inlined helper whose body loops or
+    branches, two atomic operations a round, 62 ns a round against 24 ns for the loop without
+    them (issue 31; docs/design.md#performance-targets)."""
     K = index.size
     lt = 2.0 * np.log(t)
     best = sums[0] / n[0] + np.sqrt(lt / n[0])
@@ -55,9 +62,7 @@ def ucb1_select(rng, t, sums, n, index):
         v = sums[j] / n[j] + np.sqrt(lt / n[j])
         index[j] = v
         best, a, tie = argmax_step(v, j, best, a, tie)
-    if tie:                  # same comparisons and tie-break as argmax_random_tie
-        a = tie_break(index, a, rng)
-    return a
+    return a, tie
 
 
 @njit(cache=True, inline="always")
@@ -74,7 +79,12 @@ def _ucb1(rng, env, T, K, stop, params, actions, rows, capture):
     n = np.zeros(K)
     index = np.zeros(K)
     for t in range(1, stop + 1):
-        a = t - 1 if t <= K else ucb1_select(rng, t, sums, n, index)
+        if t <= K:
+            a = t - 1
+        else:
+            a, tie = ucb1_select(t, sums, n, index)
+            if tie:
+                a = tie_break(index, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         mean_push(a, x, sums, n)
         put_action(actions, t, a)
@@ -125,7 +135,9 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
         if t <= K:
             a = t - 1
         else:
-            a = klucb_select(rng, t, fast, bound, p, n, index, ucache, until, leader)
+            a, tie = klucb_select(t, fast, bound, p, n, index, ucache, until, leader)
+            if tie:
+                a = tie_break(index, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         klucb_push(a, x, sums, n, p, until, leader)
         put_action(actions, t, a)
@@ -133,9 +145,10 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
 
 
 @njit(cache=True, inline="always")
-def klucb_select(rng, t, fast, bound, p, n, index, ucache, until, leader):
-    """Round t's arm (t > K) by the rule of :func:`_klucb` (threshold test and leader bound
-    when ``fast``/``bound``; every index otherwise — the same argmax set)."""
+def klucb_select(t, fast, bound, p, n, index, ucache, until, leader):
+    """Round t's candidate (t > K) by the rule of :func:`_klucb` (threshold test and leader
+    bound when ``fast``/``bound``; every index otherwise — the same argmax set): (a, tie), the
+    caller breaking a tie over ``index`` (no Generator here, see :func:`ucb1_select`)."""
     K = index.size
     lt = np.log(t)
     ld = leader[0]
@@ -150,7 +163,7 @@ def klucb_select(rng, t, fast, bound, p, n, index, ucache, until, leader):
         m += 1e-9
         pl = p[ld]
         if m < 1.0 and (pl >= m or n[ld] * bernoulli_kl(pl, m) < lt * (1.0 - 1e-9)):
-            return ld
+            return ld, False
     if fast:
         il = kl_ucb_newton(p[ld], lt / n[ld])
         for j in range(K):
@@ -164,10 +177,7 @@ def klucb_select(rng, t, fast, bound, p, n, index, ucache, until, leader):
     else:
         for j in range(K):
             index[j] = kl_ucb_newton(p[j], lt / n[j])
-    a, tie = argmax_first(index)
-    if tie:
-        a = tie_break(index, a, rng)
-    return a
+    return argmax_first(index)
 
 
 @njit(cache=True, inline="always")
@@ -204,37 +214,78 @@ def _beta_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """Beta-Bernoulli Thompson sampling (Agrawal & Goyal 2012): θ_j ~ Beta(S_j + 1, F_j + 1) in arm
     order, argmax (ties at random), then the reward.  A reward x strictly inside (0, 1) is turned
     into a success with probability x (the Bernoulli trick of Agrawal & Goyal, one ``random``
-    draw after the reward; none for rewards that are exactly 0 or 1)."""
+    draw after the reward; none for rewards that are exactly 0 or 1).
+
+    The round is :func:`beta_ts_select`'s, written out here with the same per-arm draw
+    (:func:`beta_ts_draw`) and the same sweep: the Generator must not enter an inlined helper
+    that loops (see :func:`ucb1_select`)."""
     s = np.zeros(K)
     f = np.zeros(K)
     theta = np.zeros(K)
+    use_max = params.size > 0 and params[0] != 0.0
+    al = np.ones(K)                         # the posteriors' parameters, their means and
+    be = np.ones(K)                         # bound weights (posterior_draw="max")
+    mu = np.full(K, 0.5)
+    w = np.full(K, 6.0)
     for t in range(1, stop + 1):
-        a = beta_ts_select(rng, s, f, theta)
+        if use_max:                         # beta_max_select's round
+            a = argmax_first(mu)[0]
+            m = rng.beta(al[a], be[a])
+            lead = a
+            for j in range(K):
+                if j != lead:
+                    u = rng.random()
+                    if beta_may_beat(u, mu[j], w[j], m) and u < beta_upper_tail(al[j], be[j],
+                                                                                  m):
+                        m = beta_above(rng, al[j], be[j], m)
+                        a = j
+        else:
+            for j in range(K):
+                theta[j] = beta_ts_draw(rng, j, s, f)
+            a, tie = argmax_first(theta)
+            if tie:
+                a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
-        beta_ts_push(rng, a, x, s, f)
+        if x != 1.0 and x != 0.0:           # bernoulli_trick's draw, out of its helper
+            x = 1.0 if rng.random() < x else 0.0
+        beta_ts_push(a, x, s, f)
+        al[a] = s[a] + 1.0
+        be[a] = f[a] + 1.0
+        beta_arm_stats(a, al, be, mu, w)
         put_action(actions, t, a)
     return stop, 0, 0
 
 
 @njit(cache=True, inline="always")
+def beta_ts_draw(rng, j, s, f):
+    """Arm j's posterior sample θ_j ~ Beta(S_j + 1, F_j + 1) (straight-line: inlined with the
+    Generator at no cost)."""
+    return rng.beta(s[j] + 1.0, f[j] + 1.0)
+
+
+@njit(cache=True)
 def beta_ts_select(rng, s, f, theta):
-    """θ_j ~ Beta(S_j + 1, F_j + 1) in arm order, argmax (ties at random)."""
+    """θ_j ~ Beta(S_j + 1, F_j + 1) in arm order, argmax (ties at random): the step form's
+    round (:mod:`dpledger.policies.step_rules`), the kernel's loop body."""
     for j in range(theta.size):
-        theta[j] = rng.beta(s[j] + 1.0, f[j] + 1.0)
-    a, tie = argmax_first(theta)
-    if tie:
-        a = tie_break(theta, a, rng)
-    return a
+        theta[j] = beta_ts_draw(rng, j, s, f)
+    return argmax_random_tie(theta, rng)
 
 
 @njit(cache=True, inline="always")
-def beta_ts_push(rng, a, x, s, f):
-    """Arm a's reward x: a success or a failure (Bernoulli(x) for x strictly inside (0, 1))."""
-    if x == 1.0:
-        s[a] += 1.0
-    elif x == 0.0:
-        f[a] += 1.0
-    elif rng.random() < x:
+def bernoulli_trick(rng, x):
+    """The observation a reward x in [0, 1] becomes: x itself when 0 or 1, else a success with
+    probability x (one ``random`` draw)."""
+    y = x
+    if x != 1.0 and x != 0.0:
+        y = 1.0 if rng.random() < x else 0.0
+    return y
+
+
+@njit(cache=True, inline="always")
+def beta_ts_push(a, y, s, f):
+    """Arm a's observation y ∈ {0, 1} (after :func:`bernoulli_trick`): a success or a failure."""
+    if y == 1.0:
         s[a] += 1.0
     else:
         f[a] += 1.0
@@ -247,5 +298,9 @@ class BetaTS(NonPrivatePolicy):
     name = "ts-beta"
     title = "Beta-Bernoulli Thompson sampling (Agrawal & Goyal 2012)"
     provenance = "faithful"
+    params_spec = (POSTERIOR_DRAW,)
     kernel = _beta_ts
     action_sink = True
+
+    def kernel_params(self, T, K):
+        return np.array([1.0 if self.params["posterior_draw"] == "max" else 0.0])

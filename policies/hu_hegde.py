@@ -26,14 +26,17 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import EPSILON, KernelPolicy
+from dpledger.policies.base import EPSILON, POSTERIOR_DRAW, KernelPolicy
+from dpledger.policies.beta_max import (beta_above, beta_arm_stats, beta_max_select,
+                                        beta_may_beat, beta_upper_tail)
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
-from dpledger.policies.rules import argmax_first, tie_break, capture_release, clip01
+from dpledger.policies.rules import (argmax_first, argmax_random_tie, capture_release, clip01,
+                                     tie_break)
 
 
 
@@ -44,18 +47,46 @@ from dpledger.policies.rules import argmax_first, tie_break, capture_release, cl
 # noisy sum.  The whole-run kernel below and :mod:`dpledger.policies.online` call the same three.
 
 @njit(cache=True, inline="always")
-def lazy_select(rng, eps, t, mu_tilde, O, theta):
-    """Round t's arm: θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + 3·log2(t)/(ε·O_j))
-    in arm order, argmax (ties uniformly at random)."""
-    K = theta.size
+def lazy_shape(shift, j, mu_tilde, O):
+    """Arm j's posterior Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + shift/O_j), with
+    shift = 3·log2(t)/ε: its two parameters."""
+    m = clip01(mu_tilde[j] + shift / O[j])
+    return m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0
+
+
+@njit(cache=True, inline="always")
+def lazy_draw(rng, shift, j, mu_tilde, O):
+    """Arm j's sample θ_j from :func:`lazy_shape`'s Beta (straight-line: inlined with the
+    Generator at no cost)."""
+    al, be = lazy_shape(shift, j, mu_tilde, O)
+    return rng.beta(al, be)
+
+
+@njit(cache=True, inline="always")
+def lazy_shapes(shift, mu_tilde, O, al, be, mu, w):
+    """Every arm's :func:`lazy_shape` into ``al``/``be`` with its mean and bound weight
+    (:func:`~dpledger.policies.beta_max.beta_arm_stats`), for ``posterior_draw="max"``."""
+    for j in range(al.size):
+        al[j], be[j] = lazy_shape(shift, j, mu_tilde, O)
+        beta_arm_stats(j, al, be, mu, w)
+
+
+@njit(cache=True)
+def lazy_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
+    """Round t's arm: every arm's :func:`lazy_draw` in arm order, argmax (ties uniformly at
+    random), or with ``use_max`` the same law by :func:`~dpledger.policies.beta_max.beta_max_select`
+    (``posterior_draw="max"``) — the step form's round; the kernel writes the same loop out (the Generator must not
+    enter an inlined helper that loops: numba reference-counts it there, see
+    :func:`dpledger.policies.baselines.ucb1_select`)."""
     shift = 3.0 * np.log2(t) / eps
-    for j in range(K):
-        m = clip01(mu_tilde[j] + shift / O[j])
-        theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-    a, tie = argmax_first(theta)
-    if tie:
-        a = tie_break(theta, a, rng)
-    return a
+    if use_max:
+        K = theta.size
+        al, be = np.empty(K), np.empty(K)
+        lazy_shapes(shift, mu_tilde, O, al, be, np.empty(K), np.empty(K))
+        return beta_max_select(rng, al, be, theta)
+    for j in range(theta.size):
+        theta[j] = lazy_draw(rng, shift, j, mu_tilde, O)
+    return argmax_random_tie(theta, rng)
 
 
 @njit(cache=True, inline="always")
@@ -87,9 +118,15 @@ def lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs):
 
 @njit(cache=True, nogil=True)
 def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
-    """params: ε (the index shift), then release 0's noise scale 1/ε (``noise_scales``)."""
+    """params: ε (the index shift), release 0's noise scale 1/ε (``noise_scales``), then 1 for
+    ``posterior_draw="max"`` (absent or 0: every arm's sample)."""
     eps = params[0]
     scale = params[1]
+    use_max = params.size > 2 and params[2] != 0.0
+    al = np.ones(K)                         # posterior_draw="max": the posteriors' parameters,
+    be = np.ones(K)                         # means and bound weights
+    mu = np.zeros(K)
+    w = np.zeros(K)
     mu_tilde = np.zeros(K)
     O = np.zeros(K)             # size of the last released epoch
     r = np.zeros(K, np.int64)
@@ -100,7 +137,27 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     n_rows = 0
     for t in range(1, stop + 1):
         # rounds 1 … K: each arm once, its reward released with Lap(1/ε)
-        a = t - 1 if t <= K else lazy_select(rng, eps, t, mu_tilde, O, theta)
+        if t <= K:
+            a = t - 1
+        elif use_max:                       # lazy_select's round, beta_max_select's loop
+            lazy_shapes(3.0 * np.log2(t) / eps, mu_tilde, O, al, be, mu, w)
+            a = argmax_first(mu)[0]
+            m = rng.beta(al[a], be[a])
+            lead = a
+            for j in range(K):
+                if j != lead:
+                    u = rng.random()
+                    if beta_may_beat(u, mu[j], w[j], m) and u < beta_upper_tail(al[j], be[j],
+                                                                                  m):
+                        m = beta_above(rng, al[j], be[j], m)
+                        a = j
+        else:                               # lazy_select's round
+            shift = 3.0 * np.log2(t) / eps
+            for j in range(K):
+                theta[j] = lazy_draw(rng, shift, j, mu_tilde, O)
+            a, tie = argmax_first(theta)
+            if tie:
+                a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         due, start, stop_ = lazy_push(a, x, r, buf_sum, buf_len, n_obs)
         if due:
@@ -120,12 +177,13 @@ class LazyDPTS(KernelPolicy):
     title = "Lazy-DP-TS (Hu & Hegde 2022, Algorithm 2)"
     provenance = "faithful"
     exact_sampler = True
-    params_spec = (EPSILON,)
+    params_spec = (EPSILON, POSTERIOR_DRAW)
     kernel = _lazy_dp_ts
     action_sink = True
 
     def kernel_params(self, T, K):
-        return np.concatenate([[self.params["epsilon"]], self.noise_scales(T, K)])
+        return np.concatenate([[self.params["epsilon"]], self.noise_scales(T, K),
+                               [1.0 if self.params["posterior_draw"] == "max" else 0.0]])
 
     def row_capacity(self, T, K):
         # K initial releases plus at most one per completed epoch of each arm
@@ -184,7 +242,14 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         lfs[a] = fs
         lis[a] = ist
     for t in range(1, stop + 1):
-        a = t - 1 if t <= K else dp_ts_select(rng, eps, t, mu_tilde, O, theta)
+        if t <= K:
+            a = t - 1
+        else:                               # dp_ts_select's round
+            for j in range(K):
+                theta[j] = dp_ts_draw(rng, eps, t, j, mu_tilde, O)
+            a, tie = argmax_first(theta)
+            if tie:
+                a = tie_break(theta, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         kind, value, start, stop_ = dp_ts_push(a, x, O, lfs, lis, bfs, bis)
         if kind == 0:                       # O = 2^{r+1} − 1: the log mechanism absorbs
@@ -210,16 +275,21 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
 
 
 @njit(cache=True, inline="always")
+def dp_ts_draw(rng, eps, t, j, mu_tilde, O):
+    """Arm j's sample θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + υ(ε, O_j, t))
+    (straight-line: inlined with the Generator at no cost)."""
+    m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
+    return rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
+
+
+@njit(cache=True)
 def dp_ts_select(rng, eps, t, mu_tilde, O, theta):
-    """A round's arm (after the initial pulls): θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1),
-    m = clip(μ̃_j + υ(ε, O_j, t)), argmax (ties uniformly at random)."""
+    """A round's arm (after the initial pulls): every arm's :func:`dp_ts_draw` in arm order,
+    argmax (ties uniformly at random) — the step form's round; the kernel writes the same loop
+    out (see :func:`lazy_select`)."""
     for j in range(theta.size):
-        m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
-        theta[j] = rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-    a, tie = argmax_first(theta)
-    if tie:
-        a = tie_break(theta, a, rng)
-    return a
+        theta[j] = dp_ts_draw(rng, eps, t, j, mu_tilde, O)
+    return argmax_random_tie(theta, rng)
 
 
 @njit(cache=True, inline="always")

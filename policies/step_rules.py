@@ -39,8 +39,8 @@ from dpledger.accounting.posterior_reads import (posterior_read_lattice_sigma,
 from dpledger.mechanisms.counters import binary_new, binary_push, binary_state_size, log_new
 from dpledger.accounting.releases import lattice_sigma
 from dpledger.mechanisms.noise import lattice_gaussian, lattice_release
-from dpledger.policies import (adac, anytime_lazy_ucb, azize2025, azize_basu, baselines, dp_se,
-                               hu2025, hu_hegde, mishra_thakurta, ou)
+from dpledger.policies import (adac, anytime_lazy_ucb, azize2025, azize_basu, baselines,
+                               beta_max, dp_se, hu2025, hu_hegde, mishra_thakurta, ou)
 from dpledger.policies.rules import tie_break
 from dpledger.policies.step import laplace_step
 
@@ -105,8 +105,8 @@ class StepRule:
 # ---- Lazy-DP-TS (policies/hu_hegde.py) --------------------------------------------------------
 
 @njit(cache=True)
-def _lazy_select(box, eps, t, mu_tilde, O, theta):
-    return hu_hegde.lazy_select(box.rng, eps, t, mu_tilde, O, theta)
+def _lazy_select(box, eps, t, mu_tilde, O, theta, use_max):
+    return hu_hegde.lazy_select(box.rng, eps, t, mu_tilde, O, theta, use_max)
 
 
 class LazyDPTSStep(StepRule):
@@ -128,7 +128,8 @@ class LazyDPTSStep(StepRule):
 
     def select(self, box, t):
         s = self.state
-        return _lazy_select(box, self.eps, t, s["mu"], s["O"], s["theta"])
+        return _lazy_select(box, self.eps, t, s["mu"], s["O"], s["theta"],
+                            self.policy.params["posterior_draw"] == "max")
 
     def push(self, a, x):
         s = self.state
@@ -539,7 +540,8 @@ class NonPrivateStep(StepRule):
 
 @njit(cache=True)
 def _ucb1_select(box, t, sums, n, index):
-    return baselines.ucb1_select(box.rng, t, sums, n, index)
+    a, tie = baselines.ucb1_select(t, sums, n, index)
+    return tie_break(index, a, box.rng) if tie else a
 
 
 class UCB1Step(NonPrivateStep):
@@ -555,7 +557,8 @@ class UCB1Step(NonPrivateStep):
 
 @njit(cache=True)
 def _klucb_select(box, t, fast, bound, p, n, index, ucache, until, leader):
-    return baselines.klucb_select(box.rng, t, fast, bound, p, n, index, ucache, until, leader)
+    a, tie = baselines.klucb_select(t, fast, bound, p, n, index, ucache, until, leader)
+    return tie_break(index, a, box.rng) if tie else a
 
 
 class KLUCBStep(NonPrivateStep):
@@ -578,13 +581,15 @@ class KLUCBStep(NonPrivateStep):
 
 
 @njit(cache=True)
-def _beta_ts_select(box, s, f, theta):
+def _beta_ts_select(box, s, f, theta, use_max):
+    if use_max:                  # the kernel's posterior_draw="max" round, the same draws
+        return beta_max.beta_max_select(box.rng, s + 1.0, f + 1.0, theta)
     return baselines.beta_ts_select(box.rng, s, f, theta)
 
 
 @njit(cache=True)
 def _beta_ts_push(box, a, x, s, f):
-    baselines.beta_ts_push(box.rng, a, x, s, f)
+    baselines.beta_ts_push(a, baselines.bernoulli_trick(box.rng, x), s, f)
 
 
 class BetaTSStep(NonPrivateStep):
@@ -597,7 +602,8 @@ class BetaTSStep(NonPrivateStep):
 
     def select(self, box, t):
         s = self.state
-        return _beta_ts_select(box, s["s"], s["f"], s["index"])
+        return _beta_ts_select(box, s["s"], s["f"], s["index"],
+                               self.policy.params["posterior_draw"] == "max")
 
     def apply(self, a, x):
         _beta_ts_push(self.engine.box, a, x, self.state["s"], self.state["f"])
@@ -605,7 +611,8 @@ class BetaTSStep(NonPrivateStep):
 
 @njit(cache=True)
 def _imed_select(box, p, n, val):
-    return azize2025.imed_select(box.rng, p, n, val)
+    a, tie = azize2025.imed_select(p, n, val)
+    return tie_break(val, a, box.rng) if tie else a
 
 
 class IMEDStep(NonPrivateStep):
@@ -636,7 +643,10 @@ def _mts_select(box, bits, unit, S, k, inv, sig, slat, live, theta, capture, t):
 
 @njit(cache=True)
 def _mts_pull(a, x, c, bits, S, k, inv, sig, slat, tab):
-    ou.mts_pull(a, x, c, bits, S, k, inv, sig, slat, tab, tab)
+    ou.mts_pull(a, x, S, k)
+    ou.mts_scales(a, c, k, inv, sig)            # no tables in the step form
+    if bits > 0:
+        ou.mts_pull_lattice(a, c, bits, k, slat)
 
 
 class MTSGaussianStep(StepRule):

@@ -46,6 +46,8 @@ EXTRA = [
     ("mts-gaussian", (3, 200, {"b": 3, "prepull": "arm-blocks"})),
     ("dp-ts-mt", (3, 400, {"gap_estimation": False, "random_pulls": 7})),
     ("dp-ts-mt", (3, 300, {"gap_estimation": False, "random_pulls": 0, "n_mode": "tree"})),
+    ("ts-beta", (3, 300, {"posterior_draw": "max"})),
+    ("lazy-dp-ts", (3, 300, {"epsilon": 0.5, "posterior_draw": "max"})),
 ]
 
 
