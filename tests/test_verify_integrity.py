@@ -251,7 +251,7 @@ def test_undeclared_parameters_are_refused(runs, tmp_path, capsys, name, value):
     code, _, err = _verify(capsys, path)
     assert code == 1
     assert f"policy.params: {name!r} is not a public parameter of 'lazy-dp-ts' (public: " \
-           "epsilon)" in err
+           "epsilon, posterior_draw)" in err
 
 
 def test_a_run_made_with_a_hidden_switch_is_refused(tmp_path, capsys):

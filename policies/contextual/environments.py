@@ -168,6 +168,9 @@ def fit_to_bound(ctx: np.ndarray, norm_bound: float) -> tuple[np.ndarray, int]:
     then shrunk by a few ulps where rounding left it above); returns (the contexts, how many
     were scaled).  The certificate's ‖x‖ ≤ L then holds exactly for what the policy reads."""
     out = np.array(ctx, dtype=np.float64, copy=True)
+    if out.ndim == 1:                        # one context
+        fitted, n = fit_to_bound(out[None], norm_bound)
+        return fitted[0], n
     over = _exactly_over(out, norm_bound)
     n = int(over.sum())
     if n:
