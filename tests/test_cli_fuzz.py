@@ -245,6 +245,10 @@ def test_no_traceback_ever(inputs, stub_experiment, stub_download, data):
             # after the work began (e.g. an audit whose witness release never came before
             # --stop-at) may follow when that work took more than a second
             lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+            if lines and lines[-1].startswith('{"error": '):     # a --json command's refusal
+                import json
+                assert set(json.loads(lines[-1])) >= {"error", "command"}, text
+                lines[-1] = "dpledger: error: " + json.loads(lines[-1])["error"]
             assert lines and ": error: " in lines[-1], text
             assert all(ln.startswith(PROGRESS) or "%|" in ln or ": error: " not in ln
                        for ln in lines[:-1]), text
