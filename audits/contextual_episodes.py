@@ -41,10 +41,10 @@ def first_episode_length(policy, env, problem, observed: int) -> int:
             raise DpledgerError(f"the policy's first episode holds {observed} records, its "
                                 f"schedule {n0}")
         return n0
-    lam, C = policy.params["lambda"], policy.params["growth"]
+    lam = policy.params["lambda"]
     d = problem.dim
     x = env.contexts[:, 0, :]
-    target = d * math.log(lam) + math.log1p(C)
+    target = d * math.log(lam) + policy.log_growth(problem)
 
     def ld(n):
         return np.linalg.slogdet(lam * np.eye(d) + x[:n].T @ x[:n])[1]

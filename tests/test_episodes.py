@@ -110,7 +110,7 @@ def test_adac_oful_draws_match_the_recorded_release(params, shared):
     assert stats.kstest(noise[:, :-1].ravel() / rel.sigma, "norm").pvalue > ALPHA
     # the episode rule, recomputed: det A grows by 1 + C within each episode, not before its
     # last record (A = λI + the stream's contexts so far)
-    lam, C = pol.params["lambda"], pol.params["growth"]
+    lam, lg = pol.params["lambda"], pol.log_growth(prob)
     x = env.contexts[:, 0, :] if not shared else None
     if not shared:
         for s in np.unique(out.rows[0]):
@@ -121,8 +121,8 @@ def test_adac_oful_draws_match_the_recorded_release(params, shared):
             for a, b in zip(r[1], r[2], strict=True):
                 lds = [np.linalg.slogdet(lam * np.eye(prob.dim) + xs[:n].T @ xs[:n])[1]
                        for n in (b - 1, b)]
-                assert lds[1] >= start_ld + math.log1p(C) - 1e-9
-                assert b - 1 == a or lds[0] < start_ld + math.log1p(C) + 1e-9
+                assert lds[1] >= start_ld + lg - 1e-9
+                assert b - 1 == a or lds[0] < start_ld + lg + 1e-9
                 start_ld = lds[1]
 
 
@@ -214,8 +214,9 @@ def _key(rel) -> str:
     return json.dumps(release_to_json(rel), sort_keys=True)
 
 
-@pytest.mark.parametrize("name,params", [("episode-linucb", {}), ("adac-oful", {}),
-                                         ("adac-oful", {"memory": "last", "growth": 3.0})])
+@pytest.mark.parametrize("name,params", [
+    ("episode-linucb", {}), ("adac-oful", {}), ("adac-oful", {"estimate": "ridge", "growth": 1.0}),
+    ("adac-oful", {"memory": "last", "growth": 3.0, "estimate": "ridge"})])
 @pytest.mark.parametrize("sampler", ["float", "exact"])
 @pytest.mark.parametrize("shared", [False, True])
 def test_step_form_equals_the_whole_run(name, params, sampler, shared, tmp_path):
@@ -302,7 +303,7 @@ def test_whitebox_audit_catches_a_planted_defect():
     ("episode-linucb", {"rho": 0.0}, "rho must be > 0"), ("adac-oful", {"rho": -1.0}, "rho"),
     ("episode-linucb", {"delta": 1.0}, "delta"), ("episode-linucb", {"first_episode": 0},
                                                   "first_episode"),
-    ("adac-oful", {"growth": 0.0}, "growth"), ("adac-oful", {"alpha": -1.0}, "alpha")])
+    ("adac-oful", {"growth": -1.0}, "growth"), ("adac-oful", {"alpha": -1.0}, "alpha")])
 def test_bad_parameters_refused(name, params, match):
     with pytest.raises(DpledgerError, match=match):
         make_policy(name, **params)
@@ -370,3 +371,26 @@ def test_cli_run_and_verify_resimulate(args, tmp_path, capsys):
     capsys.readouterr()
     assert main(["verify", str(out), "--resimulate"]) == 0
     assert "resimulation (run.json and ledger file bytes identical)" in capsys.readouterr().out
+
+
+# -- the likelihood estimate of adac-oful ----------------------------------------------------------
+
+@pytest.mark.parametrize("s", [0.0, 0.3, 40.0])
+def test_likelihood_model_is_the_posterior_of_the_released_sum(s):
+    """θ̂ and Q of :func:`_likelihood_model` against the Gaussian posterior written directly:
+    b ~ N(Gθ, R²(G + sI)), θ ~ N(0, (R²/λ)I) ⇒ precision (G(G + sI)⁻¹G + λI)/R², mean
+    Q⁻¹G(G + sI)⁻¹b (the standard conjugate update, numpy's solve); s = 0 is ridge's A⁻¹b."""
+    from dpledger.policies.contextual.episode_loop import _likelihood_model
+    rng = np.random.default_rng(3)
+    d, lam = 5, 0.7
+    X = rng.normal(size=(8, d))
+    X[:, -1] = 0.0                                   # a direction no record covers
+    G = X.T @ X
+    b = rng.normal(size=d)
+    chol, theta, W = np.zeros((d, d)), np.zeros(d), np.zeros((d, d))
+    _likelihood_model(np.linalg.cholesky(G + lam * np.eye(d)), b, lam, s, chol, theta, W)
+    C = np.linalg.inv(G + s * np.eye(d)) if s else np.linalg.pinv(G)
+    Q = G @ C @ G + lam * np.eye(d) if s else G + lam * np.eye(d)
+    mean = np.linalg.solve(Q, G @ C @ b) if s else np.linalg.solve(G + lam * np.eye(d), b)
+    assert np.allclose(chol @ chol.T, Q, atol=1e-9)
+    assert np.allclose(theta, mean, atol=1e-9)

@@ -39,15 +39,18 @@ from dpledger.mechanisms.matrix import add_outer_packed, add_outer_packed_lattic
 from dpledger.policies.contextual.environments import LINEAR
 from dpledger.policies.contextual.loop import (queue_new, queue_pop, round_context,
                                                settle_round)
-from dpledger.policies.contextual.private_loop import (C_SHIFT, _solve_theta, refresh_joint)
+from dpledger.policies.contextual.private_loop import (C_SHIFT, C_XI, _solve_theta,
+                                                      refresh_joint)
 from dpledger.policies.contextual.ridge import (cholesky_rank1_update, linucb_scores_widths,
                                                 pick)
 
 EP_JOINT, EP_REWARD = 0, 1
 # ep consts, by position: width α, ridge λ, shift coefficient σ·c (EP_JOINT), ln(1 + C)
-# (EP_REWARD), then private_loop's refresh constants from position 4 on
-E_ALPHA, E_LAMBDA, E_SHIFT_COEF, E_GROWTH, E_MEMORY = 0, 1, 2, 3, 4
-E_REFRESH = 5
+# (EP_REWARD), memory=last, the noise variance per release over the reward variance σ²/R²
+# (EP_REWARD, estimate=likelihood; 0: ridge), the width's noise coefficient γ_n/√n (EP_JOINT),
+# then private_loop's refresh constants
+E_ALPHA, E_LAMBDA, E_SHIFT_COEF, E_GROWTH, E_MEMORY, E_NOISE_VAR, E_WIDTH_COEF = range(7)
+E_REFRESH = 7
 # ist columns
 I_RELEASED, I_START, I_SEEN, I_LENGTH = 0, 1, 2, 3
 
@@ -119,6 +122,48 @@ def ep_push(kind, s, x, r, acc, ist, ld, chol_cur, chol_ep, units, growth, last,
 
 
 @njit(cache=True)
+def _likelihood_model(Lc, b, lam, s, chol, theta, W):
+    """The model of the released statistic's own likelihood (``estimate=likelihood``,
+    docs/algorithms.md#adac-oful).  With contexts public, G = Σ x xᵀ is exact and the released
+    total is b = Gθ + ξ + Z, ξ ~ N(0, R²G) (R-sub-Gaussian rewards, taken Gaussian), Z ~ N(0,
+    nσ²I) (n releases of σ): b ~ N(Gθ, R²(G + sI)), s = nσ²/R².  Under the prior θ ~ N(0,
+    (R²/λ)I) (ridge λ's) the posterior has precision Q/R², Q = G(G + sI)⁻¹G + λI, and mean
+    Q⁻¹G(G + sI)⁻¹b (the generalised least squares of Bernstein & Sheldon 2019's sufficient-
+    statistic perturbation); s = 0 gives ridge's A = G + λI and A⁻¹b.  G, (G + sI)⁻¹ and Q share
+    G's eigenvectors: one eigendecomposition per release.  ``chol`` ← Q's factor (the width
+    α‖x‖_{Q⁻¹} is read from it), ``theta`` ← the mean; ``Lc`` is the factor of G + λI."""
+    d = b.size
+    W[:, :] = Lc @ Lc.T
+    for i in range(d):
+        W[i, i] -= lam
+    for i in range(d):
+        for j in range(i):
+            v = 0.5 * (W[i, j] + W[j, i])
+            W[i, j] = v
+            W[j, i] = v
+    w, U = np.linalg.eigh(W)
+    q = np.empty(d)
+    c = np.empty(d)
+    for i in range(d):
+        g = max(w[i], 0.0)           # G is PSD: a negative eigenvalue is rounding
+        q[i] = g * g / (g + s) + lam
+        c[i] = g / (g + s) / q[i]
+    ub = U.T @ b
+    for i in range(d):
+        ub[i] *= c[i]
+    th = U @ ub
+    for i in range(d):
+        theta[i] = th[i]
+    Q = (U * q) @ U.T
+    for i in range(d):
+        for j in range(i):
+            v = 0.5 * (Q[i, j] + Q[j, i])
+            Q[i, j] = v
+            Q[j, i] = v
+    chol[:, :] = np.linalg.cholesky(Q)
+
+
+@njit(cache=True)
 def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, theta, widths,
                jstate, consts, units, A, scratch, capture, rows, nrow, b, W, work):
     """Close stream g's episode: its ledger row (stream, start, stop) is written, then its
@@ -161,7 +206,11 @@ def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, t
     if kind == EP_JOINT:
         ist[0, I_LENGTH] *= 2
         rc = consts[E_REFRESH:]
-        rc[C_SHIFT] = consts[E_LAMBDA] + consts[E_SHIFT_COEF] * np.sqrt(ist[0, I_RELEASED])
+        rn = np.sqrt(ist[0, I_RELEASED])
+        rc[C_SHIFT] = consts[E_LAMBDA] + consts[E_SHIFT_COEF] * rn
+        if consts[E_WIDTH_COEF] > 0.0:
+            # Shariff & Sheffet's noise term of the radius, ‖h‖_{V⁻¹} ≤ γ_n/√shift_n
+            rc[C_XI] = consts[E_ALPHA] + consts[E_WIDTH_COEF] * rn / np.sqrt(rc[C_SHIFT])
         M = chol.shape[0]
         E = D // M
         for m in range(M):
@@ -177,6 +226,12 @@ def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, t
                 chol_ep[g, i, j] = 0.0
             chol_ep[g, i, i] = root
         _solve_theta(chol[g], b, theta[g], work)
+        ld[g, 0] = ld[g, 1]
+    elif consts[E_NOISE_VAR] > 0.0:
+        for i in range(d):
+            b[i] = pre[g, i] * units[1]
+        _likelihood_model(chol_cur[g], b, consts[E_LAMBDA],
+                          consts[E_NOISE_VAR] * ist[g, I_RELEASED], chol[g], theta[g], W)
         ld[g, 0] = ld[g, 1]
     else:
         extra = consts[E_SHIFT_COEF] * np.sqrt(ist[g, I_RELEASED])

@@ -32,7 +32,8 @@ from dpledger.mechanisms import matrix as mx
 from dpledger.policies.base import Param, RunOutput
 from dpledger.policies.contextual.base import ContextualProblem, run_arrays
 from dpledger.policies.contextual.episode_loop import (E_ALPHA, E_GROWTH, E_LAMBDA,
-                                                       E_MEMORY, E_REFRESH, E_SHIFT_COEF,
+                                                       E_MEMORY, E_NOISE_VAR, E_REFRESH, E_WIDTH_COEF,
+                                                       E_SHIFT_COEF,
                                                        EP_JOINT,
                                                        EP_REWARD, I_LENGTH, run_episodes)
 from dpledger.policies.contextual.linear import LAMBDA
@@ -41,6 +42,8 @@ from dpledger.policies.contextual.private_loop import C_PSD_SCALE, C_XI, N_CONST
 
 RHO = Param("rho", 0.0, "float", "ρ of a ρ-zCDP target (> 0); unset: the (ε, δ) target",
             omit_at_default=True)
+# rewards in [0, 1] are 1/2-sub-Gaussian (Hoeffding): the reward noise scale R of the models
+REWARD_SD = 0.5
 ALPHA = Param("alpha", 1.0, "positive", "confidence width α: θ̂ᵀx + α·√(xᵀV⁻¹x)")
 
 
@@ -73,9 +76,12 @@ class EpisodePlan:
 
 
 def _consts(alpha: float, lam: float, shift_coef: float = 0.0, growth: float = 0.0,
-            psd_scale: float = 1.0, last: bool = False) -> np.ndarray:
+            psd_scale: float = 1.0, last: bool = False, noise_var: float = 0.0,
+            width_coef: float = 0.0) -> np.ndarray:
     c = np.zeros(E_REFRESH + N_CONSTS)
     c[E_MEMORY] = 1.0 if last else 0.0
+    c[E_NOISE_VAR] = noise_var
+    c[E_WIDTH_COEF] = width_coef
     c[E_ALPHA], c[E_LAMBDA], c[E_SHIFT_COEF], c[E_GROWTH] = alpha, lam, shift_coef, growth
     c[E_REFRESH + C_XI] = alpha            # refresh_joint's width ξ + 0·√(…) = α
     c[E_REFRESH + C_PSD_SCALE] = psd_scale
@@ -194,12 +200,15 @@ class EpisodeLinUCB(_EpisodePolicy):
     Choices (docs/algorithms.md#episode-linucb): the **doubling schedule** — episode j holds
     n₀·2^j delivered records (n₀ = ``first_episode``; the count is public, so the schedule
     leaks nothing), so about log₂(T/n₀) releases; the records of the last, unfinished episode
-    are never read; the shift after n releases, shift_n = λ + κσ√n·(2√p + √(2 ln 2T)), p =
-    d + 1, κ = ``shift_scale`` (the sum of n such noise matrices has spectral norm about
-    2σ√(np); the second term a Gaussian-concentration tail, our choice; a failed factorisation
-    is repaired by a larger
-    shift, :func:`~dpledger.policies.contextual.private_loop.factor_psd`); the width α (a
-    parameter, as LinUCB's) in place of Shariff & Sheffet's β.  The exact sampler: entries
+    are never read; the shift after n releases, shift_n = λ + κ·2σ√(np), p = d + 1, κ =
+    ``shift_scale`` (1: the sum of n such noise matrices — GOE-scaled, entries of variance nσ²
+    off the diagonal — has spectral norm 2σ√(np) to leading order, the semicircle's edge; the
+    regulariser is the noise's expected norm, a failed factorisation repaired by a larger
+    shift, :func:`~dpledger.policies.contextual.private_loop.factor_psd`); the width α + γ_n/
+    √shift_n (``noise_width=bound``): α as LinUCB's, plus Shariff & Sheffet (2018)'s noise
+    term of the confidence radius, ‖h‖_{V⁻¹} ≤ ‖h‖/√λ_min(V), with γ_n = σ√n·(√d +
+    √(2 ln 2T)) the high-probability bound on the released Σ y·x noise h (Gaussian
+    concentration of ‖h‖ at probability 1 − 1/(2T)) and λ_min(V) ≈ shift_n.  The exact sampler: entries
     rounded to L̃²·2^-16, independent discrete Gaussians (:mod:`dpledger.accounting.lattice`).
     Ties uniformly at random."""
 
@@ -212,8 +221,11 @@ class EpisodeLinUCB(_EpisodePolicy):
         RHO, ALPHA, LAMBDA,
         Param("first_episode", 1, "int", "records of the first episode n₀ (>= 1); episode j "
               "holds n₀·2^j"),
-        Param("shift_scale", 1.0, "positive", "κ: the shift after n episodes is λ + κσ√n·(2√p "
-              "+ √(2 ln 2T))"),
+        Param("shift_scale", 1.0, "positive", "κ: the shift after n episodes is λ + κ·2σ√(np) "
+              "(1: the noise's expected spectral norm)"),
+        Param("noise_width", "bound", "choice", "bound: the width after n episodes is α + "
+              "γ_n/√shift_n, γ_n = σ√n·(√d + √(2 ln 2T)) the released Σ y·x noise's norm bound "
+              "(Shariff & Sheffet 2018's term); none: α", choices=("bound", "none")),
     )
 
     def __init__(self, **params):
@@ -265,12 +277,16 @@ class EpisodeLinUCB(_EpisodePolicy):
             units = np.array([1.0, 1.0, 0.0, 0.0])
             drawn = {"sigma": sigma}
         T = max(problem.horizon, 1)
-        coef = prm["shift_scale"] * sigma * (2.0 * math.sqrt(p)
-                                             + math.sqrt(2.0 * math.log(2.0 * T)))
+        coef = prm["shift_scale"] * 2.0 * sigma * math.sqrt(p)
         drawn.update(first_episode=n0, schedule="doubling", shift_coefficient=coef)
+        wcoef = 0.0
+        if prm["noise_width"] == "bound":
+            wcoef = sigma * (math.sqrt(p - 1) + math.sqrt(2.0 * math.log(2.0 * T)))
+            drawn.update(width_coefficient=wcoef)
         return EpisodePlan(EP_JOINT, 1, M * E, spec, (rel,), units,
                            _consts(prm["alpha"], prm["lambda"], shift_coef=coef,
-                                   psd_scale=max(coef, prm["lambda"])), n0, drawn)
+                                   psd_scale=max(coef, prm["lambda"]), width_coef=wcoef),
+                           n0, drawn)
 
 
 class AdacOFUL(_EpisodePolicy):
@@ -279,13 +295,17 @@ class AdacOFUL(_EpisodePolicy):
     algorithm box was not at hand; docs/algorithms.md#adac-oful).  Each model m (one per arm
     for one context per round, one shared θ for one context per arm) keeps the exact Gram
     matrix A_m = λ·I + Σ x xᵀ (public) and an adaptive episode: it ends when det A_m ≥ (1 + C)·
-    det A_m at the episode's start (C = ``growth``; 1: det doubles, the rarely-switching OFUL
-    rule of Abbasi-Yadkori, Pál & Szepesvári 2011 §5), and releases the episode's Σ r·x with
-    Gaussian noise N(0, σ²I): a reward enters exactly one release (L2 sensitivity L: |r − r′|·
-    ‖x‖ ≤ L).  The selection model is frozen between episode ends: A_m and θ̂_m = A_m⁻¹·(Σ of
-    the released sums) at the last end (``memory=all``; ``memory=last``: the last closed
-    episode's own Gram and noisy sum; ``noise_ridge`` κ: A_m + κσ√n·I after n releases);
-    index θ̂ᵀx + α‖x‖_{A⁻¹}.  σ = L/√(2ρ) for ``rho``, or
+    det A_m at the episode's start (the rarely-switching OFUL rule of Abbasi-Yadkori, Pál &
+    Szepesvári 2011 §5; C = ``growth``, default 0: C from the doubling rule,
+    :meth:`log_growth`), and releases the episode's Σ r·x with Gaussian noise N(0, σ²I): a
+    reward enters exactly one release (L2 sensitivity L: |r − r′|·‖x‖ ≤ L).  The selection
+    model is frozen between episode ends.  ``estimate=likelihood`` (default): the posterior
+    of the released total's own law, b ~ N(Gθ, R²(G + nσ²/R²·I)) after n releases, R = 1/2
+    (rewards in [0, 1]) — mean Q⁻¹G(G + sI)⁻¹b, index θ̂ᵀx + α‖x‖_{Q⁻¹}, Q = G(G + sI)⁻¹G +
+    λI, s = nσ²/R² (:func:`~dpledger.policies.contextual.episode_loop._likelihood_model`);
+    ``estimate=ridge``: θ̂_m = A_m⁻¹·(Σ of the released sums), index θ̂ᵀx + α‖x‖_{A⁻¹}
+    (``memory=all``; ``memory=last``: the last closed episode's own Gram and noisy sum;
+    ``noise_ridge`` κ: A_m + κσ√n·I after n releases).  σ = L/√(2ρ) for ``rho``, or
     solved with dpledger's accountant for (ε, δ).  The exact sampler: r·x rounded to
     L·2^-16, independent discrete Gaussians.  Ties uniformly at random."""
 
@@ -298,16 +318,23 @@ class AdacOFUL(_EpisodePolicy):
         Param("epsilon", 1.0, "positive", "privacy ε of the (ε, δ) target per reward"),
         Param("delta", 1e-6, "positive", "privacy δ of the (ε, δ) target, in (0, 1)"),
         RHO, ALPHA, LAMBDA,
-        Param("growth", 1.0, "positive", "C: an episode ends when det A has grown by 1 + C"),
+        Param("growth", 0.0, "float", "C > 0: an episode ends when det A has grown by 1 + C; "
+              "0: C from the doubling rule (docs/algorithms.md#adac-oful)"),
         Param("noise_ridge", 0.0, "float", "κ >= 0: the estimate reads A + κσ√n·I after n "
               "releases of its model (0: A itself; memory=all)"),
         Param("memory", "all", "choice", "all: the model is every released episode of its "
               "arm (Gram of all records, Σ of the noisy sums); last: the last closed episode "
               "alone (its Gram, its one noisy sum)", choices=("all", "last")),
+        Param("estimate", "likelihood", "choice", "ridge: θ̂ = A⁻¹·Σ released; likelihood: the "
+              "posterior of the released sums' own law (their noise nσ² beside the rewards' "
+              "R² = 1/4), memory=all", choices=("ridge", "likelihood")),
     )
 
     def __init__(self, **params):
         super().__init__(**params)
+        if self.params["growth"] < 0 or not math.isfinite(self.params["growth"]):
+            raise DpledgerError(f"growth must be > 0 (or 0: the doubling rule), got "
+                                f"{self.params['growth']!r}")
         if self.params["noise_ridge"] < 0:
             raise DpledgerError(f"noise_ridge must be >= 0, got {self.params['noise_ridge']!r}")
 
@@ -315,14 +342,29 @@ class AdacOFUL(_EpisodePolicy):
         p = self.params
         return theorems.azize_basu_2023_adac_oful(p["epsilon"], p["delta"], self.rho)
 
+    def log_growth(self, problem: ContextualProblem) -> float:
+        """ln(1 + C) of the episode rule.  ``growth`` = 0 (default): the doubling rule — ln(1 +
+        C) = d·ln(1 + nL²/(dλ)) / ⌈log₂(n + 1)⌉ with n = ⌈(T − D)/M⌉ the records of one model
+        if the M models share them evenly: the determinant bound's total growth (below) spread
+        over the doubling trick's ⌈log₂(n + 1)⌉ episodes, so a model releases no more often
+        than a count-doubling schedule would while its episodes still follow det A.  Public
+        (T, D, d, L, λ, M): the rule leaks nothing."""
+        C = self.params["growth"]
+        if C > 0:
+            return math.log1p(C)
+        d, M, lam = problem.dim, problem.n_streams, self.params["lambda"]
+        n = max(-(-problem.max_observations // M), 1)
+        total = d * math.log1p(n * problem.norm_bound ** 2 / (d * lam))
+        return total / n.bit_length()
+
     def episode_bound(self, problem: ContextualProblem) -> int:
         """Episodes a run can close: a model's ln det A grows by ≥ ln(1 + C) per episode and by
         at most d·ln(1 + n·L²/(d·λ)) over n records (det ≤ (trace/d)^d), n ≤ max(T − D, 0);
         summed over the models (at most n records in all), and never above n."""
         n = problem.max_observations
         d, M = problem.dim, problem.n_streams
-        lam, C = self.params["lambda"], self.params["growth"]
-        per = d * math.log1p(n * problem.norm_bound ** 2 / (d * lam)) / math.log1p(C)
+        lam = self.params["lambda"]
+        per = d * math.log1p(n * problem.norm_bound ** 2 / (d * lam)) / self.log_growth(problem)
         return int(min(n, M * (math.floor(per * (1 + 1e-9)) + 1))) + 1
 
     def _make_plan(self, problem: ContextualProblem) -> EpisodePlan:
@@ -347,9 +389,23 @@ class AdacOFUL(_EpisodePolicy):
             spec = mx.noise_spec(mx.GAUSS_VEC, entries=d, sigma=sigma)
             units = np.array([1.0, 1.0, 0.0, 0.0])
             drawn = {"sigma": sigma}
+        lg = self.log_growth(problem)
         drawn.update(growth=prm["growth"], episode_rule="det A grows by 1 + C")
+        if not prm["growth"]:
+            drawn.update(log_growth=lg, episode_rule="det A grows by 1 + C, ln(1 + C) from "
+                         "the doubling rule")
+        noise_var = 0.0
+        if prm["estimate"] == "likelihood":
+            if prm["memory"] != "all" or prm["noise_ridge"]:
+                raise DpledgerError("adac-oful: estimate=likelihood (the default) reads every "
+                                    "released episode and no noise_ridge; with memory=last "
+                                    "or noise_ridge set estimate=ridge")
+            sd = float(s_int) * L * 2.0 ** -bits if lattice else sigma
+            noise_var = (sd / REWARD_SD) ** 2
+            drawn.update(estimate="likelihood", reward_sd=REWARD_SD)
         return EpisodePlan(EP_REWARD, M, d, spec, (rel,), units,
                            _consts(prm["alpha"], prm["lambda"],
                                    shift_coef=prm["noise_ridge"] * sigma,
-                                   growth=math.log1p(prm["growth"]),
-                                   last=prm["memory"] == "last"), 0, drawn)
+                                   growth=lg,
+                                   last=prm["memory"] == "last", noise_var=noise_var), 0,
+                           drawn)
