@@ -42,7 +42,7 @@ T = 100_000
 RECORD = (2.7, 0.1)
 REWARD = (1.0, 1e-6)
 TUNED = {"episode-linucb": {"alpha": 5.0, "shift_scale": 0.5},
-         "adac-oful": {"lambda": 20.0, "alpha": 2.0, "growth": 63.0}}
+         "adac-oful": {"lambda": 20.0, "alpha": 2.0, "growth": 63.0, "estimate": "ridge"}}
 
 
 def runs_of(name: str, params: dict, env, runs: int) -> dict:

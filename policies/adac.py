@@ -29,8 +29,9 @@ Exact sampler (rewards on the lattice 2^-b): the released mean is (S·2^b + Z)/(
 Z ~ N_ℤ(0, s²), s = lattice_sigma(r, b) (the same for every n), what
 :func:`~dpledger.mechanisms.noise.lattice_release` records for release id log2 n: certified in
 zCDP (discrete Gaussian, Canonne–Kamath–Steinke 2020), never less private than the float form
-at ρ; an (ε, δ) target is solved for the float Gaussian, so the exact form's certificate is its
-zCDP conversion (reported as such).
+at ρ; an (ε, δ) target is solved against that recorded release (:func:`lattice_target_ratio`:
+its ε(δ) is its zCDP conversion, so r is larger than the float sampler's), so that the exact
+form's certificate meets the target too.
 
 Draw order: at an episode start the tie-break draw (only on a tie), then the episode's rewards
 (one :func:`~dpledger.policies.environments.draw_sum` on the fast path), then its noise.
@@ -43,10 +44,10 @@ import numpy as np
 from dpledger._jit import njit
 
 from dpledger.accounting import theorems
-from dpledger.accounting.calibration import gaussian_ratio_for
+from dpledger.accounting.calibration import accounted_sigma, gaussian_ratio_for
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
-from dpledger.accounting.releases import GaussianRelease
+from dpledger.accounting.releases import DiscreteGaussianRelease, GaussianRelease, lattice_sigma
 from dpledger.errors import DpledgerError
 from dpledger.mechanisms.noise import (gaussian_lattice_sigma, gaussian_noise, lattice_gaussian,
                                        write_kernel_row)
@@ -79,9 +80,32 @@ def zcdp_target_ratio(policy, given: dict, reads: int = 1) -> float:
     return gaussian_ratio_for(epsilon=p["epsilon"], delta=p["delta"], reads=reads)
 
 
+def lattice_target_ratio(policy, bits: int) -> float:
+    """σ/Δ of the exact sampler's release for ``policy``'s target: the recorded release is
+    the discrete Gaussian of s = lattice_sigma(σ/Δ, bits) lattice units at sensitivity 2^bits
+    (:func:`~dpledger.mechanisms.noise.lattice_release`), accounted through its zCDP ρ
+    (Canonne–Kamath–Steinke 2020), not the continuous Gaussian's exact GDP curve; so an (ε, δ)
+    target is solved against that release (the smallest σ/Δ whose recorded release meets it,
+    dpledger's accountant).  A ρ target needs no solve: s ≥ 2^bits·σ/Δ gives ρ ≤ 1/(2(σ/Δ)²)."""
+    p = policy.params
+    if not bits or p["rho"] is not None:
+        return policy.float_ratio
+    unit = 1 << int(bits)
+    return accounted_sigma(lambda r: DiscreteGaussianRelease(
+        sigma=float(lattice_sigma(r, int(bits))), sensitivity=unit), 1, p["epsilon"], p["delta"])
+
+
 class ZcdpTarget:
     """Mixin of the policies with a ``rho`` / ``epsilon``+``delta`` target: with ``rho`` set,
-    ``epsilon`` is not used, so run.json (and a rebuilt policy) leaves it out."""
+    ``epsilon`` is not used, so run.json (and a rebuilt policy) leaves it out.  ``ratio_for``
+    (bits): σ/Δ for the sampler (0: float) whose release the ledger records, so that the
+    certificate meets the target for either sampler."""
+
+    def ratio_for(self, bits: int) -> float:
+        cache = self.__dict__.setdefault("_ratio_cache", {})
+        if bits not in cache:
+            cache[bits] = lattice_target_ratio(self, bits)
+        return cache[bits]
 
     def public_params(self) -> dict:
         out = super().public_params()
@@ -188,7 +212,13 @@ class AdaCUCB(ZcdpTarget, KernelPolicy):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.ratio = zcdp_target_ratio(self, params)
+        self.float_ratio = self.ratio = zcdp_target_ratio(self, params)
+
+    def bind_sampler(self, bits: int) -> None:
+        """σ/Δ of the sampler about to run or be certified (0: float; the kernel's and the
+        releases' signatures name no sampler, so the simulator, the certificate and the step
+        form set it first)."""
+        self.ratio = self.ratio_for(bits)
 
     def emits_segments(self):
         return bool(self.params["fast"])

@@ -282,10 +282,18 @@ class SimulationResult:
         return len(self.run_indices)
 
 
+def bind_sampler(policy: Policy, bits: int) -> None:
+    """Tell a policy whose noise is solved against the recorded release (AdaC-UCB) which
+    sampler runs: 0 float, else the exact sampler's lattice bits."""
+    if hasattr(policy, "bind_sampler"):
+        policy.bind_sampler(int(bits))
+
+
 def kernel_releases(policy: Policy, env: Environment, T: int, K: int) -> list:
     """The releases the kernel's rows name by index: the policy's own, or with the exact
     sampler (a lattice environment) their discrete-Laplace / discrete-Gaussian forms
     (mechanisms.noise.lattice_release)."""
+    bind_sampler(policy, env.lattice_bits)
     releases = policy.releases(T, K)
     if env.lattice_bits:
         from dpledger.mechanisms.noise import lattice_release
@@ -297,6 +305,7 @@ def run_certificate(policy: Policy, T: int, K: int, lattice_bits: int = 0):
     """The policy's certificate for a run: as declared, or with the exact sampler (rewards on
     the lattice 2^-bits) every release replaced by the discrete release the kernel makes in its
     place — same schedule and witness, ε' ≤ ε each (mechanisms.noise.lattice_release)."""
+    bind_sampler(policy, lattice_bits)
     if lattice_bits and getattr(policy, "lattice_certificate", False):
         return policy.certificate(T, K, lattice_bits=lattice_bits)   # states its own reads
     cert = policy.certificate(T, K)
@@ -616,6 +625,7 @@ def simulate(policy: Policy, env: Environment, horizon: int, *, seed: int = 0,
         from dpledger.policies.registry import exact_sampler_policies
         raise DpledgerError(f"policy {policy.name!r} has no exact-sampler form; the exact "
                             f"sampler runs {', '.join(exact_sampler_policies())}")
+    bind_sampler(policy, env.lattice_bits)
     T = validate_horizon(horizon, env.n_arms)
     if env.table.size and env.table.shape[0] < T:
         raise DpledgerError(f"the reward table has {counted(env.table.shape[0], 'row')}, "

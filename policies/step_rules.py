@@ -325,6 +325,8 @@ class AdaCUCBStep(DoublingStep):
 
     def bind(self, engine):
         super().bind(engine)
+        self.policy.bind_sampler(engine.bits)
+        self.ratio = float(self.policy.ratio)
         self.s_lat = int(lattice_sigma(self.ratio, engine.bits)) if engine.bits else 1
 
     def choose(self, box, t):

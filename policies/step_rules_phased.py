@@ -41,8 +41,8 @@ class PhasedStep(ContextualStep):
                           issued=np.zeros(K, np.int64), got=np.zeros(K, np.int64),
                           S=np.zeros(K), nobs=np.zeros(K, np.int64))
         self._plan = None
-        self._rel = policy.release()
         bits = problem.lattice_bits
+        self._rel = policy.release(bits)
         self._s_lat = policy.lattice_s(bits)
         self._recorded = lattice_release(self._rel, bits) if bits else self._rel
 

@@ -130,18 +130,20 @@ class PhasedElimination(ContextualPolicy):
     record_private = False
 
     # -- the noise ------------------------------------------------------------------------------
-    def release(self) -> Release:
+    def release(self, bits: int = 0) -> Release:
+        """The continuous release whose lattice form the exact sampler (``bits``) makes."""
         raise NotImplementedError
 
     def noise_width_coefficient(self, g: float, s: int, conf: float) -> float:
         raise NotImplementedError
 
     def releases(self, problem: ContextualProblem) -> list[Release]:
-        rel = self.release()
-        return [lattice_release(rel, problem.lattice_bits) if problem.lattice_bits else rel]
+        bits = problem.lattice_bits
+        rel = self.release(bits)
+        return [lattice_release(rel, bits) if bits else rel]
 
     def lattice_s(self, bits: int) -> int:
-        rel = self.release()
+        rel = self.release(bits)
         return int(lattice_sigma(rel.sigma, bits)) if bits and isinstance(rel, GaussianRelease) \
             else 0
 
@@ -235,7 +237,7 @@ class PhasedElimination(ContextualPolicy):
         T = problem.horizon if stop_at is None else min(int(stop_at), problem.horizon)
         K = problem.arms
         bits = problem.lattice_bits
-        rel = self.release()
+        rel = self.release(bits)
         s_lat = self.lattice_s(bits)
         lo, hi = problem.lo, problem.hi
         linear = env.kind == LINEAR
@@ -329,10 +331,10 @@ class AdaCGOPE(ZcdpTarget, PhasedElimination):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.ratio = zcdp_target_ratio(self, params)
+        self.float_ratio = self.ratio = zcdp_target_ratio(self, params)
 
-    def release(self):
-        return GaussianRelease(sigma=self.ratio, sensitivity=1.0)
+    def release(self, bits=0):
+        return GaussianRelease(sigma=self.ratio_for(bits), sensitivity=1.0)
 
     def noise_width_coefficient(self, g, s, conf):
         return self.ratio * g * math.sqrt(2.0 * s * conf)
@@ -351,8 +353,14 @@ class HannaDPGOPE(PhasedElimination):
              "reconstructed)")
     params_spec = (EPSILON,)
 
-    def release(self):
-        return LaplaceRelease(scale=1.0 / self.params["epsilon"], sensitivity=1.0)
+    def release(self, bits=0):
+        """Lap(b), b = 1/ε moved up ulp by ulp until the accountant's (outward-rounded) ε is at
+        most the target (1/0.7 in floating point certified 0.7000000000000001)."""
+        eps = self.params["epsilon"]
+        b = 1.0 / eps
+        while LaplaceRelease(scale=b, sensitivity=1.0).epsilon > eps:
+            b = math.nextafter(b, math.inf)
+        return LaplaceRelease(scale=b, sensitivity=1.0)
 
     def noise_width_coefficient(self, g, s, conf):
         return (1.0 / self.params["epsilon"]) * g * s * (conf + math.log(max(s, 1)))
