@@ -394,3 +394,16 @@ def test_likelihood_model_is_the_posterior_of_the_released_sum(s):
     mean = np.linalg.solve(Q, G @ C @ b) if s else np.linalg.solve(G + lam * np.eye(d), b)
     assert np.allclose(chol @ chol.T, Q, atol=1e-9)
     assert np.allclose(theta, mean, atol=1e-9)
+
+
+def test_adac_oful_doubling_rule_for_growth():
+    """growth = 0: ln(1 + C) = d·ln(1 + nL²/(dλ))/⌈log₂(n + 1)⌉, n = ⌈(T − D)/M⌉ (written out
+    here for d = 4, K = 3 disjoint models, T = 5000, D = 0: n = 1667, ⌈log₂ 1668⌉ = 11)."""
+    env = CE.linear(4, 3, seed=0)
+    prob = problem_of(env, 5000, 0)
+    pol = make_policy("adac-oful")
+    M = prob.n_streams
+    n = -(-prob.max_observations // M)
+    want = 4 * math.log(1 + n * prob.norm_bound ** 2 / 4) / math.ceil(math.log2(n + 1))
+    assert pol.log_growth(prob) == pytest.approx(want, rel=1e-12)
+    assert make_policy("adac-oful", growth=3.0).log_growth(prob) == math.log1p(3.0)
