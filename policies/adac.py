@@ -52,8 +52,7 @@ from dpledger.errors import DpledgerError
 from dpledger.mechanisms.noise import (gaussian_lattice_sigma, gaussian_noise, lattice_gaussian,
                                        write_kernel_row)
 from dpledger.policies.azize_basu import adap_release_id
-from dpledger.policies.base import (KernelPolicy, Param, fast_switch, push_segment,
-                                    uniform_kernel)
+from dpledger.policies.base import KernelPolicy, Param, fast_switch, push_segment
 from dpledger.policies.environments import draw_reward, lattice_bits
 from dpledger.policies.rules import argmax_first, play_stretch, tie_break
 from dpledger.policies.sink import put_action
@@ -94,7 +93,6 @@ def lattice_target_ratio(policy, bits: int) -> float:
     unit = 1 << int(bits)
     return accounted_sigma(lambda r: DiscreteGaussianRelease(
         sigma=float(lattice_sigma(r, int(bits))), sensitivity=unit), 1, p["epsilon"], p["delta"])
-
 
 
 class ZcdpTarget:
@@ -147,6 +145,14 @@ def adac_release(rng, bits, s_lat, sigma, total, n_ep, rows, n_rows, a, start, k
 
 
 @njit(cache=True)
+def _adac(rng, env, T, K, stop, params, actions, rows, capture):
+    """The uniform kernel (actions out): :func:`_adac_segments` with an empty segment buffer."""
+    played, n_rows, draws, _, _ = _adac_segments(rng, env, T, K, stop, params, actions, rows,
+                                                  capture, np.zeros((4, 0), np.int64))
+    return played, n_rows, draws
+
+
+@njit(cache=True)
 def _adac_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
     """params: α, fast, r = σ/Δ, then σ of every release id k (r/2^k, the declared releases').
     Capture (two-row form): arm 0's initial release (released, clean reward)."""
@@ -191,10 +197,6 @@ def _adac_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
         N[a] += m_ep
         t += m_ep
     return t, n_rows, n_rows, segs, n_segs
-
-
-# the uniform kernel (actions out): the segment kernel with an empty segment buffer
-_adac = uniform_kernel(_adac_segments)
 
 
 class AdaCUCB(ZcdpTarget, KernelPolicy):

@@ -212,18 +212,6 @@ class RunOutput:
         return f"RunOutput({play}, rows={self.rows.shape[1]}, noise_draws={self.noise_draws})"
 
 
-def uniform_kernel(segment_kernel):
-    """The uniform kernel (actions out) of an event-driven policy: ``segment_kernel`` with an
-    empty segment buffer, its segment outputs dropped.  One compiled function per policy
-    (numba keys its cache on the closure's kernel as well)."""
-    @njit(cache=True)
-    def kernel(rng, env, T, K, stop, params, actions, rows, capture):
-        played, n_rows, draws, _, _ = segment_kernel(rng, env, T, K, stop, params, actions,
-                                                     rows, capture, np.zeros((4, 0), np.int64))
-        return played, n_rows, draws
-    return kernel
-
-
 @njit(cache=True)
 def push_segment(segs, n, last, arm, first_round, stride, length):
     """Append the segment (arm, first_round, stride, length) to ``segs[:, :n]``, growing the

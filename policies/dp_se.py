@@ -32,8 +32,8 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import (EPSILON, KernelPolicy, Param, fast_switch, push_segment,
-                                    uniform_kernel)
+from dpledger.policies.base import (EPSILON, KernelPolicy, Param,
+                                    fast_switch, push_segment)
 from dpledger.policies.environments import BERNOULLI, draw_reward, draw_sum
 from dpledger.mechanisms.noise import laplace_noise
 from dpledger.policies.rules import play_stretch
@@ -94,6 +94,14 @@ def dp_se_eliminate(members, m, mu, alive, r_e, l8, l4, eps):
             alive[a] = False
             left -= 1
     return left
+
+
+@njit(cache=True)
+def _dp_se(rng, env, T, K, stop, params, actions, rows, capture):
+    """The uniform kernel (actions out): :func:`_dp_se_segments` with an empty segment buffer."""
+    played, n_rows, draws, _, _ = _dp_se_segments(rng, env, T, K, stop, params, actions, rows,
+                                                   capture, np.zeros((4, 0), np.int64))
+    return played, n_rows, draws
 
 
 @njit(cache=True)
@@ -175,11 +183,6 @@ def _dp_se_segments(rng, env, T, K, stop, params, actions, rows, capture, segs):
         N[a] += rem
         t = stop
     return t, n_rows, n_rows, segs, n_segs
-
-
-
-# the uniform kernel (actions out): the segment kernel with an empty segment buffer
-_dp_se = uniform_kernel(_dp_se_segments)
 
 
 class DPSE(KernelPolicy):
