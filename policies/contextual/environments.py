@@ -144,22 +144,52 @@ def _norm_bound(L) -> float:
     return L
 
 
+def _exact_square_sums_over(rows: np.ndarray, norm_bound: float) -> np.ndarray:
+    """For each row (a 2-D float array), whether Σ v² > L² in exact arithmetic.  Every finite
+    double is n·2^(e−53) with an integer n < 2^53 (``np.frexp``), so Σ v² = 2^(2(E−53))·S with
+    E the row's smallest exponent and S = Σ n²·4^(e−E) a Python integer: no rounding anywhere,
+    and about 20 times faster than summing ``Fraction`` squares."""
+    mant, exp = np.frexp(rows)
+    ints = (mant * 2.0 ** 53).astype(np.int64)          # exact: mant·2^53 is an integer
+    lm, le = np.frexp(norm_bound)
+    ln = int(lm * 2.0 ** 53)
+    out = np.zeros(rows.shape[0], dtype=bool)
+    for i in range(rows.shape[0]):
+        n_row, e_row = ints[i].tolist(), exp[i].tolist()
+        low = min(e_row)
+        total = sum((n * n) << (2 * (e - low)) for n, e in zip(n_row, e_row, strict=True))
+        shift = 2 * (low - int(le))                      # compare 4^low·total with 4^le·ln²
+        out[i] = (total << shift) > ln * ln if shift >= 0 else total > (ln * ln) << -shift
+    return out
+
+
+# One data set is checked once per process and bound (an experiment builds its environment for
+# every cell, for the memory estimate and again for the run): the answer keyed by the contexts'
+# bytes.
+_EXACT_CHECKS: dict[tuple, np.ndarray] = {}
+
+
 def _exactly_over(ctx: np.ndarray, norm_bound: float) -> np.ndarray:
     """Where a context's *exact* Euclidean norm exceeds ``norm_bound`` (the sensitivities assume
     ‖x‖ ≤ L exactly: no slack).  The float sum of squares decides every row far from the bound
     (its error is below (d + 2)·2⁻⁵² relative); rows within that of L² are decided in exact
-    rational arithmetic."""
-    from fractions import Fraction
+    integer arithmetic (:func:`_exact_square_sums_over`)."""
+    ctx = np.ascontiguousarray(ctx, dtype=np.float64)
     sq = np.einsum("...j,...j->...", ctx, ctx)
     L2 = norm_bound * norm_bound
     tol = (ctx.shape[-1] + 4) * 2.0 ** -52
     over = sq > L2 * (1 + tol)
-    near = np.argwhere((sq >= L2 * (1 - tol)) & ~over)
-    if near.size:
-        bound2 = Fraction(norm_bound) ** 2
-        for idx in map(tuple, near):
-            exact = sum(Fraction(float(v)) ** 2 for v in ctx[idx])
-            over[idx] = exact > bound2
+    near = (sq >= L2 * (1 - tol)) & ~over
+    if near.any():
+        key = (hashlib.sha256(ctx.data).digest(), ctx.shape, float(norm_bound))
+        cached = _EXACT_CHECKS.get(key)
+        if cached is None:
+            cached = np.zeros(sq.shape, dtype=bool)
+            cached[near] = _exact_square_sums_over(ctx[near], norm_bound)
+            if len(_EXACT_CHECKS) >= 16:
+                _EXACT_CHECKS.pop(next(iter(_EXACT_CHECKS)))
+            _EXACT_CHECKS[key] = cached
+        over = over | cached
     return over
 
 
