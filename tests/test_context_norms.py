@@ -108,3 +108,33 @@ def test_integer_square_sums_agree_with_fractions(L):
     want_z = np.array([_exact_norm2(r) > Fraction(L) ** 2 for r in z])
     assert want_z.sum() > want.sum()
     assert (_exactly_over(z, L) == want_z).all() and (_exactly_over(y, L) == want).all()
+
+
+@pytest.mark.parametrize("d,L", [(1, 1.0), (2, 0.3), (5, 1.0), (64, 7.0)])
+def test_linear_environment_contexts_never_exceed_the_bound(d, L):
+    """The linear environment's drawn contexts (the compiled ``round_context``) have exact norm
+    ≤ L in every one of 3·10⁴ draws, while the same draws scaled by L/‖g‖ without the kernel's
+    shrink factor exceed it for some d (so the check has something to catch)."""
+    from dpledger.policies.contextual import environments as CE
+    from dpledger.policies.contextual.environments import _exactly_over
+    from dpledger.policies.contextual.loop import round_context
+    K = 6
+    env = CE.linear(d, K, seed=3, norm_bound=L).as_kernel()
+    rng, replay = np.random.default_rng(11), np.random.default_rng(11)
+    scratch = np.zeros((K, d))
+    drawn, plain = [], []
+    for t in range(1, 5001):
+        ctx, _ = round_context(env, rng, t, scratch)
+        drawn.append(ctx.copy())
+        for _ in range(K):                   # the kernel's arithmetic, in its order, unshrunk
+            g = [abs(replay.standard_normal()) for _ in range(d)]
+            s = 0.0
+            for v in g:
+                s += v * v
+            f = L / np.sqrt(s)
+            plain.append([v * f for v in g])
+    drawn, plain = np.concatenate(drawn), np.array(plain)
+    assert not _exactly_over(drawn, L).any()
+    assert np.allclose(drawn, plain, rtol=1e-13, atol=0)
+    if d > 1:
+        assert _exactly_over(plain, L).any()

@@ -4,7 +4,7 @@ Four kinds, one kernel form (:class:`ContextualArms`), so that one compiled loop
 
 * ``linear`` — a synthetic linear bandit: K arms, one context per arm (a shared θ), contexts
   x = L·|g|/‖g‖ with g ~ N(0, I_d) per arm (uniform on the positive orthant of the sphere of
-  the declared norm bound L), θ ≥ 0 with ‖θ‖₂·L ≤ 1, and Bernoulli(⟨θ, x⟩) rewards: ⟨θ, x⟩ ∈
+  the declared norm bound L, shrunk by 1 − (d+8)·2⁻⁵³ so that rounding never leaves it), θ ≥ 0 with ‖θ‖₂·L ≤ 1, and Bernoulli(⟨θ, x⟩) rewards: ⟨θ, x⟩ ∈
   [0, 1] by construction, so rewards lie in {0, 1} with no clipping and E[r | x] = ⟨θ, x⟩ is
   exactly linear (reconstructed: the law is our choice).  Regret is the pseudo-regret
   Σ_t (max_a ⟨θ, x_{t,a}⟩ − ⟨θ, x_{t,A_t}⟩).

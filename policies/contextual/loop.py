@@ -73,7 +73,8 @@ def round_context(env, rng, t, scratch):
     """(contexts, row) of round t (1-based): a (Kc, d) array — Kc = K for one context per arm,
     1 for one per round — and the data row it came from (−1 for drawn contexts).
 
-    linear: per arm d standard normals in coordinate order, x = L·|g|/‖g‖ (into ``scratch``);
+    linear: per arm d standard normals in coordinate order, x = L·|g|/‖g‖ shrunk by the
+    factor 1 − (d+8)·2⁻⁵³ that keeps ‖x‖ ≤ L exact under rounding (into ``scratch``);
     supervised, click-model: a row drawn uniformly (one ``integers`` draw); table and replay:
     row t − 1 (a
     generated log: row t − 1's user, from the log's key)."""
@@ -87,7 +88,11 @@ def round_context(env, rng, t, scratch):
                 g = abs(rng.standard_normal())
                 scratch[a, j] = g
                 s += g * g
-            f = env.norm_bound / np.sqrt(s)
+            # x = L·|g|/‖g‖ in floats can land a few ulps above L; the sensitivities assume
+            # ‖x‖ ≤ L exactly.  The sum, root, quotient and products err by at most
+            # (1+u)³/((1−u)·√(1−γ_d)) ≈ 1 + (4 + d/2)·u (u = 2⁻⁵³, γ_d = du/(1−du)), so the
+            # factor 1 − (d+8)·u (exact in floats) keeps every drawn context inside the ball.
+            f = env.norm_bound / np.sqrt(s) * (1.0 - (d + 8) * 2.0 ** -53)
             for j in range(d):
                 scratch[a, j] *= f
         return scratch, -1
