@@ -382,6 +382,45 @@ def _round_robin_batch(rng, env, K, T, stop, m, t, bsum, obs, n_tot, actions):
     return t, True
 
 
+@njit(cache=True)
+def private_ts_gap(rng, env, T, K, stop, params, gap_scale, obs, n_tot, bsum, actions, rows,
+                   capture):
+    """Algorithm 2's gap estimation (with ``params[1]`` set; none otherwise), shared by the
+    binary and the smooth kernels (policies/smooth_trees.py): batches of m_j = ``params[4 + j]``
+    pulls per arm, each arm's batch sum released with Lap(2K/ε) = ``gap_scale`` (release id 0,
+    one row each), until the two largest private means differ by more than Δ̂.  Returns
+    (rounds played, rows, draws, completed iterations e, whole): ``whole`` False when the run
+    ends inside a batch (:func:`_round_robin_batch`)."""
+    J = np.int64(params[3])
+    mu = np.zeros(K)
+    n_rows = 0
+    draws = 0
+    t = 0
+    if params[1] == 0.0:
+        return t, n_rows, draws, 0, True
+    j = 0
+    delta = 1.0
+    while True:
+        m = T + 1 if j >= J else np.int64(params[4 + j])   # T + 1: no batch fits any more
+        t, whole = _round_robin_batch(rng, env, K, T, stop, m, t, bsum, obs, n_tot, actions)
+        if not whole:
+            return t, n_rows, draws, j, False
+        for a in range(K):
+            noise = laplace_noise(rng, env, gap_scale, 1.0, rows, n_rows, a, obs[a] - m, obs[a], 0)
+            n_rows += 1
+            draws += 1
+            if capture.shape[1] > 0 and a == 0 and j == 0:
+                # the witness in the release's own units: the batch sum + Lap(2K/ε)
+                capture[0, 0] = bsum[a] + noise
+                capture[1, 0] = bsum[a]
+            capture_release(capture, bsum[a] + noise, bsum[a], gap_scale, a, obs[a] - m, obs[a])
+            gap_commit(a, bsum[a], noise, m, mu)
+        delta = delta / 2.0
+        j += 1
+        if _top_two_gap(mu) > delta:
+            return t, n_rows, draws, j, True
+
+
 @njit(cache=True, nogil=True)
 def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε, gap estimation (0/1), n_mode tree (0/1), J, m_0 … m_{J−1}, then for each exit
@@ -393,7 +432,6 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     release (:func:`~dpledger.policies.rules.capture_release`): the gap batches' sums and every
     tree p-sum, with the arm's observations it sums — the random-pull item counts as its P
     observations, so a p-sum containing item 1 starts at the batch's first observation."""
-    gap = params[1] != 0.0
     tree_mode = params[2] != 0.0
     J = np.int64(params[3])
     base = 4 + J
@@ -402,40 +440,10 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     n_tot = np.zeros(K)
     n_tree = np.zeros(K)
     bsum = np.zeros(K)
-    mu = np.zeros(K)
-    n_rows = 0
-    draws = 0
-    t = 0                       # rounds played
-    e = 0                       # completed gap iterations at exit
-    gap_scale = scales[0]       # Lap(2K/(εm)) on the mean = Lap(2K/ε) on the batch sum
-    if gap:
-        j = 0
-        done = False
-        delta = 1.0
-        while not done:
-            if j >= J:
-                m = T + 1       # no batch fits in the horizon any more
-            else:
-                m = np.int64(params[4 + j])
-            t, whole = _round_robin_batch(rng, env, K, T, stop, m, t, bsum, obs, n_tot, actions)
-            if not whole:
-                return t, n_rows, draws
-            for a in range(K):
-                noise = laplace_noise(rng, env, gap_scale, 1.0, rows, n_rows, a, obs[a] - m, obs[a], 0)
-                n_rows += 1
-                draws += 1
-                if capture.shape[1] > 0 and a == 0 and j == 0:
-                    # the witness in the release's own units: the batch sum + Lap(2K/ε)
-                    capture[0, 0] = bsum[a] + noise
-                    capture[1, 0] = bsum[a]
-                capture_release(capture, bsum[a] + noise, bsum[a], gap_scale, a, obs[a] - m,
-                                obs[a])
-                gap_commit(a, bsum[a], noise, m, mu)
-            delta = delta / 2.0
-            j += 1
-            if _top_two_gap(mu) > delta:
-                done = True
-        e = j
+    t, n_rows, draws, e, whole = private_ts_gap(rng, env, T, K, stop, params, scales[0], obs,
+                                                n_tot, bsum, actions, rows, capture)
+    if not whole:
+        return t, n_rows, draws
     P = np.int64(params[base + 3 * e])
     rid = np.int64(params[base + 3 * e + 1])
     L = np.int64(params[base + 3 * e + 2])
@@ -550,9 +558,14 @@ class PrivateTS(KernelPolicy):
                                "or an integer ≥ 0 (their experiments used a smaller m)"),
                    Param("n_mode", "printed", "choice",
                          "n of the Beta posterior: all pulls (printed) or the tree's rewards",
-                         choices=("printed", "tree")))
+                         choices=("printed", "tree")),
+                   COUNTER)
     kernel = _private_ts
     action_sink = True
+
+    def __new__(cls, **params):
+        # counter=smooth runs another kernel: the policy is its subclass (one name, dp-ts-mt)
+        return object.__new__(counter_class(cls, params))
 
     def __init__(self, **params):
         super().__init__(**params)

@@ -18,18 +18,22 @@ from __future__ import annotations
 import numpy as np
 from dpledger._jit import njit
 
-from dpledger.accounting.certificate import Certificate, Witness
+from dpledger.accounting.certificate import Candidate, Certificate, Witness
+from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.accounting.smooth_tree import smooth_tree_candidate
 from dpledger.mechanisms.noise import laplace_draw, write_kernel_row
 from dpledger.mechanisms.smooth import (smooth_commit, smooth_new, smooth_node, smooth_output,
                                         smooth_push, smooth_sensitivity, smooth_shape,
-                                        smooth_variance)
+                                        smooth_tail_bound, smooth_variance)
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.mishra_thakurta import (DPUCB, dp_ucb_coefficients, dp_ucb_root,
-                                               dp_ucb_round)
+from dpledger.policies.mishra_thakurta import (DPUCB, PrivateTS, _round_robin_batch,
+                                               dp_ucb_coefficients, dp_ucb_root, dp_ucb_round,
+                                               private_ts_gap, private_ts_select)
 from dpledger.policies.rules import capture_release, tie_break
 from dpledger.policies.sink import put_action
+
+_I_OFF = 3                      # ist slot of a smooth tree's stream offset (mechanisms/smooth.py)
 
 
 def tree_bound(T: int, K: int) -> int:
@@ -38,12 +42,14 @@ def tree_bound(T: int, K: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def smooth_arm_release(rng, env, fs, ist, x, scale, rows, n_rows, a, capture):
+def smooth_arm_release(rng, env, fs, ist, x, scale, rows, n_rows, a, capture, rid, lead):
     """Push reward ``x`` into arm ``a``'s smooth tree and release its new nodes: the non-empty
-    one writes kernel row ``n_rows`` (range, release id 0), gets Lap(scale) (``laplace_draw``)
-    and is captured (:func:`capture_release`); the empty ones are 0.  Returns (noisy running
-    sum, rows written, draws, the released value and its clean value for the two-row
-    capture)."""
+    one writes kernel row ``n_rows`` (its observation range, release id ``rid``), gets
+    Lap(scale) (``laplace_draw``) and is captured (:func:`capture_release`); the empty ones
+    are 0.  ``lead``: observations before the tree's first item that the item also sums (the
+    private TS random-pull item is P observations, ``lead`` = P − 1), so a node holding it
+    starts ``lead`` earlier.  Returns (noisy running sum, rows written, draws, the released
+    value and its clean value for the two-row capture)."""
     m = smooth_push(fs, ist, x)
     first_noisy = 0.0
     first_clean = 0.0
@@ -51,7 +57,9 @@ def smooth_arm_release(rng, env, fs, ist, x, scale, rows, n_rows, a, capture):
     for k in range(m):
         value, s0, s1 = smooth_node(fs, ist, k)
         if s1 > s0:
-            write_kernel_row(rows, n_rows, a, s0, s1, 0, 1)
+            if s0 == ist[_I_OFF]:
+                s0 -= lead
+            write_kernel_row(rows, n_rows, a, s0, s1, rid, 1)
             n_rows += 1
             noise = laplace_draw(rng, env, scale, 1.0)
             draws += 1
@@ -97,7 +105,7 @@ def _dp_ucb_smooth(rng, env, T, K, stop, params, actions, rows, capture):
             a = tie_break(idx, a, rng)
         x = draw_reward(rng, env, a, t - 1)
         r, n_rows, m, v_noisy, v_clean = smooth_arm_release(rng, env, sfs[a], sis[a], x, scale,
-                                                           rows, n_rows, a, capture)
+                                                           rows, n_rows, a, capture, 0, 0)
         draws += m
         if capture.shape[1] > 0 and a == 0 and sis[0, 0] == 1:
             capture[0, 0] = v_noisy
@@ -108,6 +116,64 @@ def _dp_ucb_smooth(rng, env, T, K, stop, params, actions, rows, capture):
         ca[a], cb[a], cc[a] = dp_ucb_coefficients(r, n[a], gamma_, experimental, root)
         put_action(actions, t, a)
     return stop, n_rows, draws
+
+
+@njit(cache=True, nogil=True)
+def _private_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
+    """Private TS (mishra_thakurta._private_ts's rule, its gap phase
+    :func:`~dpledger.policies.mishra_thakurta.private_ts_gap`) with one smooth tree per arm.
+    params: ε, gap (0/1), n_mode tree (0/1), J, m_0 … m_{J−1}, then for each exit e = 0 … J:
+    P_e, release id, the tree bound L_e, h_e, w_e; then the noise scale of every release id
+    (id 0 the gap batches' Lap(2K/ε), id r ≥ 1 a node's Lap((h − w)/ε0))."""
+    tree_mode = params[2] != 0.0
+    J = np.int64(params[3])
+    base = 4 + J
+    scales = params[base + 5 * (J + 1):]
+    obs = np.zeros(K, np.int64)
+    n_tot = np.zeros(K)
+    n_tree = np.zeros(K)
+    bsum = np.zeros(K)
+    t, n_rows, draws, e, whole = private_ts_gap(rng, env, T, K, stop, params, scales[0], obs,
+                                                n_tot, bsum, actions, rows, capture)
+    if not whole:
+        return t, n_rows, draws
+    P = np.int64(params[base + 5 * e])
+    rid = np.int64(params[base + 5 * e + 1])
+    L = np.int64(params[base + 5 * e + 2])
+    h = np.int64(params[base + 5 * e + 3])
+    w = np.int64(params[base + 5 * e + 4])
+    scale = scales[rid]
+    fs0, is0 = smooth_new(h, w, L, 0)
+    sfs = np.zeros((K, fs0.size))
+    sis = np.zeros((K, is0.size), np.int64)
+    rsum = np.zeros(K)
+    lead = P - 1 if P > 0 else 0
+    if P > 0:                   # random pulls: each arm's total is its tree's first item
+        t, whole = _round_robin_batch(rng, env, K, T, stop, P, t, bsum, obs, n_tot, actions)
+        if not whole:
+            return t, n_rows, draws
+    for a in range(K):
+        sfs[a], sis[a] = smooth_new(h, w, L, obs[a] - 1 if P > 0 else obs[a])
+    if P > 0:
+        for a in range(K):
+            rsum[a], n_rows, m, _, _ = smooth_arm_release(rng, env, sfs[a], sis[a], bsum[a],
+                                                          scale, rows, n_rows, a, capture,
+                                                          rid, lead)
+            draws += m
+            n_tree[a] += P
+    theta = np.zeros(K)
+    while t < stop:
+        a = private_ts_select(rng, rsum, n_tree, n_tot, tree_mode, theta)
+        x = draw_reward(rng, env, a, t)
+        obs[a] += 1
+        n_tot[a] += 1.0
+        n_tree[a] += 1.0
+        rsum[a], n_rows, m, _, _ = smooth_arm_release(rng, env, sfs[a], sis[a], x, scale, rows,
+                                                      n_rows, a, capture, rid, lead)
+        draws += m
+        put_action(actions, t + 1, a)
+        t += 1
+    return t, n_rows, draws
 
 
 class DPUCBSmooth(DPUCB):
@@ -136,6 +202,17 @@ class DPUCBSmooth(DPUCB):
         return [LaplaceRelease(scale=smooth_sensitivity(h, w) / self.epsilon0(K),
                                sensitivity=1.0)]
 
+    def confidence_relaxation(self, T: int, K: int) -> float:
+        """κ·Γ_smooth, Γ_smooth = w·((h − w)/ε0)·ln(w·K·T/γ): the smooth counter's own tail
+        bound (:func:`~dpledger.mechanisms.smooth.smooth_tail_bound`) at failure γ/(K·T), a
+        union over the K arms and T rounds, as the printed Γ = ln²T·ln(K·T·ln T/γ)/ε0 bounds
+        the binary tree's ln T nodes of Lap(ln T/ε0) (docs/algorithms.md#dp-ucb).  Index
+        only: no draw depends on it."""
+        h, w = self.shape(T, K)
+        gamma_ = smooth_tail_bound(h, w, self.epsilon0(K), self.params["gamma"] / (K * T))
+        scale = self.params["relaxation_scale"]
+        return gamma_ if scale == 1.0 else gamma_ * scale
+
     def running_sum_variance(self, T: int, K: int) -> float:
         """The largest noise variance of a running sum an arm's tree publishes (normalised
         reward units): 2·w·((h − w)/ε0)²."""
@@ -163,5 +240,104 @@ class DPUCBSmooth(DPUCB):
         return SmoothDPUCBStep
 
 
+class PrivateTSSmooth(PrivateTS):
+    """Private TS with ``counter=smooth`` (module docstring); built by
+    ``PrivateTS(counter="smooth")``."""
+
+    provenance = "reconstructed"
+    kernel = _private_ts_smooth
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.params["counter"] = "smooth"
+
+    def tree_shapes(self, T: int, K: int) -> list[dict]:
+        """Per exit e (:meth:`schedule`): the most items an arm's tree can hold — 1 + T − τ −
+        K·P with random pulls (the batch total, then every Thompson round on one arm), T − τ
+        without — its shape ``smooth_shape`` and whether a tree item fits within T."""
+        out = []
+        for x in self.schedule(T, K)["exits"]:
+            rem, P = x["L"], x["P"]
+            reach = rem > 0 and not (P > 0 and K * P > rem)
+            items = (1 + rem - K * P if P > 0 else rem) if reach else 1
+            h, w = smooth_shape(items)
+            out.append(dict(x, items=items, h=h, w=w, reach=reach))
+        return out
+
+    def _node_sensitivities(self, T, K) -> list[int]:
+        return sorted({smooth_sensitivity(x["h"], x["w"]) for x in self.tree_shapes(T, K)})
+
+    def releases(self, T, K):
+        eps0 = self.params["epsilon"] / (2 * K)
+        return ([LaplaceRelease(scale=self.gap_scale(K), sensitivity=1.0)]
+                + [LaplaceRelease(scale=c / eps0, sensitivity=1.0)
+                   for c in self._node_sensitivities(T, K)])
+
+    def kernel_params(self, T, K):
+        sch = self.schedule(T, K)
+        sens = self._node_sensitivities(T, K)
+        J = len(sch["m"])
+        vals = [self.params["epsilon"], 1.0 if self.params["gap_estimation"] else 0.0,
+                1.0 if self.params["n_mode"] == "tree" else 0.0, float(J)]
+        vals += [float(m) for m in sch["m"]]
+        by_e = {x["e"]: x for x in self.tree_shapes(T, K)}
+        for e in range(J + 1):
+            x = by_e.get(e)
+            if x is None:       # e = 0 with gap estimation: never used
+                vals += [0.0, 1.0, 1.0, 2.0, 1.0]
+            else:
+                vals += [float(min(x["P"], T + 1)),
+                         float(1 + sens.index(smooth_sensitivity(x["h"], x["w"]))),
+                         float(x["items"]), float(x["h"]), float(x["w"])]
+        return np.concatenate([vals, self.noise_scales(T, K)])
+
+    def row_capacity(self, T, K):
+        # one row per gap batch and arm, one per reward's new non-empty node (mechanisms/smooth.py)
+        return K * len(self.schedule(T, K)["m"]) + int(T) + 1
+
+    def finish(self, out, T, K):
+        return out
+
+    def certificate(self, T, K):
+        eps0 = self.params["epsilon"] / (2 * K)
+        sch = self.schedule(T, K)
+        cands = []
+        if sch["m"]:
+            cands.append(Candidate(
+                Composition.of([LaplaceRelease(scale=self.gap_scale(K), sensitivity=1.0)]),
+                Witness(arm=0, index=0, round=1),
+                "a gap-estimation reward lies in one batch mean released once with "
+                "Lap(2K/(εm)) (sensitivity 1/m): ε/(2K); batches are disjoint"))
+        seen = set()
+        for x in self.tree_shapes(T, K):
+            if not x["reach"]:
+                continue            # no tree item can be inserted within T
+            P = x["P"]
+            rel = LaplaceRelease(scale=smooth_sensitivity(x["h"], x["w"]) / eps0,
+                                 sensitivity=1.0)
+            cand = smooth_tree_candidate(
+                x["items"], x["h"], x["w"], rel,
+                Witness(arm=0, index=x["tau"] // K + (P - 1 if P > 0 else 0), round=None),
+                f"exit after {x['e']} gap iterations (τ = {x['tau']}): every node "
+                f"Lap((h − w)/ε0), ε0 = ε/(2K), sensitivity 1; the random-pull item's P "
+                f"observations share its nodes")
+            if cand.composition in seen:
+                continue
+            seen.add(cand.composition)
+            cands.append(cand)
+        if not cands:
+            cands.append(Candidate(Composition(), Witness(arm=0, index=0, round=None),
+                                   "no release can complete within T"))
+        return Certificate(candidates=tuple(cands), adaptive=self.adaptive,
+                           note="ε/(2K) per reward against the theorem's ε (parallel "
+                                "composition over arms and phases); counter = smooth")
+
+    def step_rule(self):
+        """The step form's rule (policies/step_rules_smooth.py), in place of dp-ts-mt's."""
+        from dpledger.policies.step_rules_smooth import SmoothPrivateTSStep
+        return SmoothPrivateTSStep
+
+
 DPUCBSmooth.smooth_counter = True
-SMOOTH_CLASSES = {"dp-ucb": DPUCBSmooth}
+PrivateTSSmooth.smooth_counter = True
+SMOOTH_CLASSES = {"dp-ucb": DPUCBSmooth, "dp-ts-mt": PrivateTSSmooth}
