@@ -72,6 +72,7 @@ SMOOTH_MAX_HEIGHT = 62          # leaf indices stay below 2^62 in int64
 # fs layout : [out, acc (h), noisy (h)]; int per level in ist after pending: blk (h), first (h),
 # cnt (h).
 _I_T, _I_H, _I_W, _I_OFF, _I_MAX, _I_LEAF, _I_PREV, _I_NNEW, _I_PEND = range(9)
+SLOT_OFFSET, SLOT_NEW = _I_OFF, _I_NNEW   # for callers: a tree's stream offset, its new nodes
 
 
 def smooth_shape(max_items: int) -> tuple[int, int]:

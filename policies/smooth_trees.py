@@ -26,14 +26,13 @@ from dpledger.mechanisms.noise import laplace_draw, write_kernel_row
 from dpledger.mechanisms.smooth import (smooth_commit, smooth_new, smooth_node, smooth_output,
                                         smooth_push, smooth_sensitivity, smooth_shape,
                                         smooth_tail_bound, smooth_variance)
+from dpledger.mechanisms.smooth import SLOT_OFFSET as _I_OFF
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.mishra_thakurta import (DPUCB, PrivateTS, _round_robin_batch,
                                                dp_ucb_coefficients, dp_ucb_root, dp_ucb_round,
                                                private_ts_gap, private_ts_select)
 from dpledger.policies.rules import capture_release, tie_break
 from dpledger.policies.sink import put_action
-
-_I_OFF = 3                      # ist slot of a smooth tree's stream offset (mechanisms/smooth.py)
 
 
 def tree_bound(T: int, K: int) -> int:

@@ -1,0 +1,97 @@
+"""``dp-ts-mt --set counter=smooth`` (policies/smooth_trees.py, PrivateTSSmooth): the step form
+equals the whole run (actions, generator state, records, as tests/test_step_equality.py), every
+release the kernel draws has its row and nothing else is drawn, each tree reward's rows are its
+smooth node count (exact, the random-pull item's P observations sharing its nodes), the
+certificate is the ledger's worst reward, and run.json's parameters name the counter only when
+set."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+from dpledger.accounting.smooth_tree import smooth_item_nodes
+from dpledger.errors import DpledgerError
+from dpledger.mechanisms.noise import LATTICE_BITS
+from dpledger.policies import environments as E
+from dpledger.policies import online
+from dpledger.policies.registry import make_policy
+from dpledger.policies.simulator import run_generator, simulate
+
+from tests.test_step_equality import _sim_records, _store_records, reward_table
+from tests.test_step_smooth import _play
+
+CASES = [(2, 1500, {"epsilon": 200.0, "random_pulls": 5}),
+         (3, 400, {"gap_estimation": False, "random_pulls": 7}),
+         (3, 300, {"gap_estimation": False, "random_pulls": 0, "n_mode": "tree"})]
+
+
+@pytest.mark.parametrize("K,T,params,sampler", [c + ("float",) for c in CASES]
+                         + [CASES[0] + ("exact",)])
+def test_smooth_private_ts_step_form_equals_simulator(K, T, params, sampler, tmp_path):
+    params = dict(params, counter="smooth")
+    table = reward_table(T, K)
+    env = E.table(table)
+    seed = 5
+    pol = make_policy("dp-ts-mt", **params)
+    assert type(pol).__name__ == "PrivateTSSmooth"
+    res = simulate(pol, env, T, seed=seed, runs=1, keep_actions=True, sampler=sampler)
+    kenv = env.with_lattice(LATTICE_BITS) if sampler == "exact" else env
+    g = run_generator(seed, 0)
+    cap = np.zeros((6, 2 * T + 8))
+    played, n_rows, draws = type(pol).kernel(
+        g, kenv.as_tuple(), T, K, T, pol.kernel_params(T, K), np.zeros(T, np.int64),
+        np.zeros((5, pol.row_capacity(T, K)), np.int64), cap)
+    assert played == T and n_rows == draws         # one draw per row, none without
+    p = online("dp-ts-mt", K, T, store=tmp_path / "s.db", seed=seed, sampler=sampler, **params)
+    assert _play(p, table) == res.actions[0].tolist()
+    assert p.rng.bit_generator.state == g.bit_generator.state
+    sim, mine = _sim_records(res.ledger), _store_records(p.store)
+    assert mine == sim and len(mine) == n_rows
+    captured = collections.Counter((int(a), int(s), int(e)) for a, s, e in
+                                   cap[3:6, 1:1 + int(cap[5, 0])].T)
+    assert collections.Counter((a, s, e) for a, s, e, _, _ in mine) == captured
+    # the tree rows: per arm, each observation's count is its item's smooth node count
+    sch = pol.tree_shapes(T, K)
+    x = next(y for y in sch if y["reach"]) if len(sch) == 1 else None
+    if x is not None:                               # no gap phase: the one exit
+        P = x["P"]
+        pulls = np.bincount(res.actions[0], minlength=K)
+        for a in range(K):
+            items = int(pulls[a]) - (P - 1 if P > 0 else 0)
+            cov = np.zeros(pulls[a] + 1, np.int64)
+            for arm, s, e, _, _ in mine:
+                if arm == a:
+                    cov[s] += 1
+                    cov[e] -= 1
+            per_obs = np.cumsum(cov)[:-1]
+            want = smooth_item_nodes(items, x["h"], x["w"])
+            if P > 0:                               # the batch's P observations: item 1
+                want = np.r_[np.full(P - 1, want[0]), want]
+            assert np.array_equal(per_obs, want)
+    p.close()
+
+
+def test_smooth_private_ts_certificate_is_the_worst_reward():
+    T, K = 30000, 3
+    env = E.bernoulli([0.7, 0.5, 0.3])
+    for params in ({"gap_estimation": False, "random_pulls": 4}, {}):
+        pol = make_policy("dp-ts-mt", counter="smooth", epsilon=60.0, **params)
+        cert = max(c.composition.pure_epsilon() for c in pol.certificate(T, K).candidates)
+        res = simulate(pol, env, T, seed=3, runs=1)
+        worst = res.ledger.worst_reward().composition.pure_epsilon()
+        # the certificate bounds every reward; ε/(2K) is its total, as the binary tree's
+        assert worst <= cert * (1 + 1e-12)
+        assert cert <= 60.0 / (2 * K) * (1 + 1e-12)
+        binary = max(c.composition.pure_epsilon()
+                     for c in make_policy("dp-ts-mt", epsilon=60.0, **params)
+                     .certificate(T, K).candidates)
+        assert cert == pytest.approx(binary)
+
+
+def test_counter_recorded_only_when_set_and_bad_counter_refused():
+    assert "counter" not in make_policy("dp-ts-mt").public_params()
+    assert make_policy("dp-ts-mt", counter="smooth").public_params()["counter"] == "smooth"
+    with pytest.raises(DpledgerError, match="counter must be one of binary, smooth"):
+        make_policy("dp-ts-mt", counter="fenwick")
