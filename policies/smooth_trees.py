@@ -6,20 +6,27 @@ are this toolkit's choices, named in docs/algorithms.md#smooth-binary-counter).
 * **DP-UCB** (:class:`DPUCBSmooth`, ``dp-ucb --set counter=smooth``): one smooth tree per arm
   bounded by L = T − K + 1 items (an arm is pulled at most that often), shape
   (h, w) = ``smooth_shape(L)``, every node ``Lap((h − w)/ε0)`` with sensitivity 1 — so a
-  reward in the most nodes (h − w) pays ε0, as a binary tree's does.  The index and its
-  parameters are DP-UCB's (:mod:`dpledger.policies.mishra_thakurta`); only the running sum r
-  comes from the smooth tree.  Ledger: one row per released node that holds rewards (its exact
+  reward in the most nodes (h − w) pays ε0, as a binary tree's does.  The index is DP-UCB's
+  (:mod:`dpledger.policies.mishra_thakurta`) with r from the smooth tree and, in the printed
+  width, Γ from the smooth counter's own tail bound (:meth:`DPUCBSmooth.confidence_relaxation`)
+  in place of the printed Γ, which bounds the binary tree's noise.  Ledger: one row per released node that holds rewards (its exact
   range), so the per-reward totals are exact for every reward; the certificate is the first
   item's count (:func:`dpledger.accounting.smooth_tree.smooth_worst_nodes`), computed by
   accounting.
+* **Private TS** (:class:`PrivateTSSmooth`, ``dp-ts-mt --set counter=smooth``): Algorithm 2 as
+  :mod:`~dpledger.policies.mishra_thakurta` runs it (the same gap phase, random pulls and
+  Thompson rule), each arm's tree after exit e a smooth tree bounded by the most items it can
+  hold (1 + T − τ_e − K·P_e with P_e random pulls, the batch total being item 1; T − τ_e
+  without), every node ``Lap((h − w)/ε0)``, ε0 = ε/(2K).  A node holding item 1 is recorded
+  over the batch's P observations.  The certificate is the gap release and, per reachable
+  exit, the first item's node count (:meth:`PrivateTSSmooth.certificate`).
 """
 from __future__ import annotations
 
 import numpy as np
 from dpledger._jit import njit
 
-from dpledger.accounting.certificate import Candidate, Certificate, Witness
-from dpledger.accounting.composition import Composition
+from dpledger.accounting.certificate import Certificate, Witness
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.accounting.smooth_tree import smooth_tree_candidate
 from dpledger.mechanisms.noise import laplace_draw, write_kernel_row
@@ -30,7 +37,7 @@ from dpledger.mechanisms.smooth import SLOT_OFFSET as _I_OFF
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.mishra_thakurta import (DPUCB, PrivateTS, _round_robin_batch,
                                                dp_ucb_coefficients, dp_ucb_root, dp_ucb_round,
-                                               private_ts_gap, private_ts_select)
+                                               private_ts_pull, private_ts_start)
 from dpledger.policies.rules import capture_release, tie_break
 from dpledger.policies.sink import put_action
 
@@ -119,21 +126,14 @@ def _dp_ucb_smooth(rng, env, T, K, stop, params, actions, rows, capture):
 
 @njit(cache=True, nogil=True)
 def _private_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
-    """Private TS (mishra_thakurta._private_ts's rule, its gap phase
-    :func:`~dpledger.policies.mishra_thakurta.private_ts_gap`) with one smooth tree per arm.
+    """Private TS (mishra_thakurta._private_ts's rule, its start
+    :func:`~dpledger.policies.mishra_thakurta.private_ts_start`) with one smooth tree per arm.
     params: ε, gap (0/1), n_mode tree (0/1), J, m_0 … m_{J−1}, then for each exit e = 0 … J:
     P_e, release id, the tree bound L_e, h_e, w_e; then the noise scale of every release id
     (id 0 the gap batches' Lap(2K/ε), id r ≥ 1 a node's Lap((h − w)/ε0))."""
     tree_mode = params[2] != 0.0
-    J = np.int64(params[3])
-    base = 4 + J
-    scales = params[base + 5 * (J + 1):]
-    obs = np.zeros(K, np.int64)
-    n_tot = np.zeros(K)
-    n_tree = np.zeros(K)
-    bsum = np.zeros(K)
-    t, n_rows, draws, e, whole = private_ts_gap(rng, env, T, K, stop, params, scales[0], obs,
-                                                n_tot, bsum, actions, rows, capture)
+    scales, base, obs, n_tot, n_tree, bsum, t, n_rows, draws, e, whole = private_ts_start(
+        rng, env, T, K, stop, params, 5, actions, rows, capture)
     if not whole:
         return t, n_rows, draws
     P = np.int64(params[base + 5 * e])
@@ -162,11 +162,7 @@ def _private_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
             n_tree[a] += P
     theta = np.zeros(K)
     while t < stop:
-        a = private_ts_select(rng, rsum, n_tree, n_tot, tree_mode, theta)
-        x = draw_reward(rng, env, a, t)
-        obs[a] += 1
-        n_tot[a] += 1.0
-        n_tree[a] += 1.0
+        a, x = private_ts_pull(rng, env, t, rsum, n_tree, n_tot, tree_mode, theta, obs)
         rsum[a], n_rows, m, _, _ = smooth_arm_release(rng, env, sfs[a], sis[a], x, scale, rows,
                                                       n_rows, a, capture, rid, lead)
         draws += m
@@ -263,32 +259,20 @@ class PrivateTSSmooth(PrivateTS):
             out.append(dict(x, items=items, h=h, w=w, reach=reach))
         return out
 
-    def _node_sensitivities(self, T, K) -> list[int]:
+    def _node_counts(self, T, K) -> list[int]:
         return sorted({smooth_sensitivity(x["h"], x["w"]) for x in self.tree_shapes(T, K)})
 
-    def releases(self, T, K):
-        eps0 = self.params["epsilon"] / (2 * K)
-        return ([LaplaceRelease(scale=self.gap_scale(K), sensitivity=1.0)]
-                + [LaplaceRelease(scale=c / eps0, sensitivity=1.0)
-                   for c in self._node_sensitivities(T, K)])
+    def _exits(self, T, K) -> list[dict]:
+        return self.tree_shapes(T, K)
 
-    def kernel_params(self, T, K):
-        sch = self.schedule(T, K)
-        sens = self._node_sensitivities(T, K)
-        J = len(sch["m"])
-        vals = [self.params["epsilon"], 1.0 if self.params["gap_estimation"] else 0.0,
-                1.0 if self.params["n_mode"] == "tree" else 0.0, float(J)]
-        vals += [float(m) for m in sch["m"]]
-        by_e = {x["e"]: x for x in self.tree_shapes(T, K)}
-        for e in range(J + 1):
-            x = by_e.get(e)
-            if x is None:       # e = 0 with gap estimation: never used
-                vals += [0.0, 1.0, 1.0, 2.0, 1.0]
-            else:
-                vals += [float(min(x["P"], T + 1)),
-                         float(1 + sens.index(smooth_sensitivity(x["h"], x["w"]))),
-                         float(x["items"]), float(x["h"]), float(x["w"])]
-        return np.concatenate([vals, self.noise_scales(T, K)])
+    def _exit_params(self, x, T, counts) -> list[float]:
+        """P, the release id, the tree bound, h, w."""
+        return [float(min(x["P"], T + 1)),
+                float(1 + counts.index(smooth_sensitivity(x["h"], x["w"]))),
+                float(x["items"]), float(x["h"]), float(x["w"])]
+
+    def _unused_exit(self, T) -> list[float]:
+        return [0.0, 1.0, 1.0, 2.0, 1.0]
 
     def row_capacity(self, T, K):
         # one row per gap batch and arm, one per reward's new non-empty node (mechanisms/smooth.py)
@@ -297,39 +281,20 @@ class PrivateTSSmooth(PrivateTS):
     def finish(self, out, T, K):
         return out
 
-    def certificate(self, T, K):
-        eps0 = self.params["epsilon"] / (2 * K)
-        sch = self.schedule(T, K)
-        cands = []
-        if sch["m"]:
-            cands.append(Candidate(
-                Composition.of([LaplaceRelease(scale=self.gap_scale(K), sensitivity=1.0)]),
-                Witness(arm=0, index=0, round=1),
-                "a gap-estimation reward lies in one batch mean released once with "
-                "Lap(2K/(εm)) (sensitivity 1/m): ε/(2K); batches are disjoint"))
-        seen = set()
-        for x in self.tree_shapes(T, K):
-            if not x["reach"]:
-                continue            # no tree item can be inserted within T
-            P = x["P"]
-            rel = LaplaceRelease(scale=smooth_sensitivity(x["h"], x["w"]) / eps0,
-                                 sensitivity=1.0)
-            cand = smooth_tree_candidate(
-                x["items"], x["h"], x["w"], rel,
-                Witness(arm=0, index=x["tau"] // K + (P - 1 if P > 0 else 0), round=None),
-                f"exit after {x['e']} gap iterations (τ = {x['tau']}): every node "
-                f"Lap((h − w)/ε0), ε0 = ε/(2K), sensitivity 1; the random-pull item's P "
-                f"observations share its nodes")
-            if cand.composition in seen:
-                continue
-            seen.add(cand.composition)
-            cands.append(cand)
-        if not cands:
-            cands.append(Candidate(Composition(), Witness(arm=0, index=0, round=None),
-                                   "no release can complete within T"))
-        return Certificate(candidates=tuple(cands), adaptive=self.adaptive,
-                           note="ε/(2K) per reward against the theorem's ε (parallel "
-                                "composition over arms and phases); counter = smooth")
+    counter_note = "; counter = smooth"
+
+    def _tree_candidate(self, x, K, eps0):
+        """The first item of exit x's smooth tree (shape and bound from :meth:`tree_shapes`)."""
+        if not x["reach"]:
+            return None             # no tree item can be inserted within T
+        P = x["P"]
+        rel = LaplaceRelease(scale=smooth_sensitivity(x["h"], x["w"]) / eps0, sensitivity=1.0)
+        return smooth_tree_candidate(
+            x["items"], x["h"], x["w"], rel,
+            Witness(arm=0, index=x["tau"] // K + (P - 1 if P > 0 else 0), round=None),
+            f"exit after {x['e']} gap iterations (τ = {x['tau']}): every node "
+            f"Lap((h − w)/ε0), ε0 = ε/(2K), sensitivity 1; the random-pull item's P "
+            f"observations share its nodes")
 
     def step_rule(self):
         """The step form's rule (policies/step_rules_smooth.py), in place of dp-ts-mt's."""

@@ -94,7 +94,7 @@ class SmoothPrivateTSStep(PrivateTSStep):
     def __init__(self, policy, K, horizon):
         # before the base's __init__, which opens the trees at once without gap estimation
         self._shapes = {x["e"]: x for x in policy.tree_shapes(horizon, K)}
-        self._sens = policy._node_sensitivities(horizon, K)
+        self._sens = policy._node_counts(horizon, K)
         super().__init__(policy, K, horizon)
 
     def _new_trees(self, x):

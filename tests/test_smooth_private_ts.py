@@ -13,14 +13,13 @@ import pytest
 
 from dpledger.accounting.smooth_tree import smooth_item_nodes
 from dpledger.errors import DpledgerError
-from dpledger.mechanisms.noise import LATTICE_BITS
 from dpledger.policies import environments as E
 from dpledger.policies import online
 from dpledger.policies.registry import make_policy
-from dpledger.policies.simulator import run_generator, simulate
+from dpledger.policies.simulator import simulate
 
 from tests.test_step_equality import _sim_records, _store_records, reward_table
-from tests.test_step_smooth import _play
+from tests.test_step_smooth import _play, kernel_capture
 
 CASES = [(2, 1500, {"epsilon": 200.0, "random_pulls": 5}),
          (3, 400, {"gap_estimation": False, "random_pulls": 7}),
@@ -37,12 +36,7 @@ def test_smooth_private_ts_step_form_equals_simulator(K, T, params, sampler, tmp
     pol = make_policy("dp-ts-mt", **params)
     assert type(pol).__name__ == "PrivateTSSmooth"
     res = simulate(pol, env, T, seed=seed, runs=1, keep_actions=True, sampler=sampler)
-    kenv = env.with_lattice(LATTICE_BITS) if sampler == "exact" else env
-    g = run_generator(seed, 0)
-    cap = np.zeros((6, 2 * T + 8))
-    played, n_rows, draws = type(pol).kernel(
-        g, kenv.as_tuple(), T, K, T, pol.kernel_params(T, K), np.zeros(T, np.int64),
-        np.zeros((5, pol.row_capacity(T, K)), np.int64), cap)
+    g, cap, (played, n_rows, draws) = kernel_capture(pol, env, T, K, seed, sampler)
     assert played == T and n_rows == draws         # one draw per row, none without
     p = online("dp-ts-mt", K, T, store=tmp_path / "s.db", seed=seed, sampler=sampler, **params)
     assert _play(p, table) == res.actions[0].tolist()
@@ -122,3 +116,12 @@ def test_smooth_private_ts_whitebox_audit_nine_tenths():
     import os
     r = _audit(1_000_000 if os.environ.get("DPLEDGER_FULL") == "1" else 100_000)
     assert 0.9 <= r.ratio <= 1.0 and r.violation is False
+
+
+def test_theorem8_regret_bound_is_withheld_for_the_smooth_counter():
+    from dpledger.policies.regret_bounds import mishra_thakurta_2015_private_ts
+    inst = [0.75, 0.5]
+    binary = mishra_thakurta_2015_private_ts(inst, 1000, 0.5)
+    smooth = mishra_thakurta_2015_private_ts(inst, 1000, 0.5, counter="smooth")
+    assert binary.order_term is not None and not binary.unmet
+    assert smooth.order_term is None and any("counter=smooth" in u for u in smooth.unmet)

@@ -29,6 +29,18 @@ def _play(p, table) -> list[int]:
     return [tk.arm for tk in tickets]
 
 
+def kernel_capture(pol, env, T, K, seed, sampler):
+    """Run 0's kernel on ``env`` with the full white-box capture: (its generator after the run,
+    the (6, M) capture of every release, the kernel's (rounds, rows, draws))."""
+    kenv = env.with_lattice(LATTICE_BITS) if sampler == "exact" else env
+    g = run_generator(seed, 0)
+    cap = np.zeros((6, 2 * T + 8))
+    out = type(pol).kernel(
+        g, kenv.as_tuple(), T, K, T, pol.kernel_params(T, K), np.zeros(T, np.int64),
+        np.zeros((5, pol.row_capacity(T, K)), np.int64), cap)
+    return g, cap, out
+
+
 @pytest.mark.parametrize("K,T,params,sampler", [
     (3, 300, {}, "float"), (3, 300, {}, "exact"),
     (2, 400, {"width": "experimental", "epsilon": 4.0}, "float")])
@@ -40,12 +52,7 @@ def test_smooth_step_form_equals_simulator(K, T, params, sampler, tmp_path):
     pol = make_policy("dp-ucb", **params)
     assert type(pol).__name__ == "DPUCBSmooth" and pol.params["counter"] == "smooth"
     res = simulate(pol, env, T, seed=seed, runs=1, keep_actions=True, sampler=sampler)
-    kenv = env.with_lattice(LATTICE_BITS) if sampler == "exact" else env
-    g = run_generator(seed, 0)
-    cap = np.zeros((6, 2 * T + 8))
-    played, n_rows, draws = type(pol).kernel(
-        g, kenv.as_tuple(), T, K, T, pol.kernel_params(T, K), np.zeros(T, np.int64),
-        np.zeros((5, pol.row_capacity(T, K)), np.int64), cap)
+    g, cap, (played, n_rows, draws) = kernel_capture(pol, env, T, K, seed, sampler)
     assert played == n_rows == draws == T          # one noise per reward, after its row
     p = online("dp-ucb", K, T, store=tmp_path / "s.db", seed=seed, sampler=sampler, **params)
     assert _play(p, table) == res.actions[0].tolist()
