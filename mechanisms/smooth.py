@@ -54,6 +54,7 @@ Protocol (state: float64 ``fs`` and int64 ``ist``; h ≤ 62):
 """
 from __future__ import annotations
 
+import math
 from math import comb
 
 import numpy as np
@@ -71,6 +72,7 @@ SMOOTH_MAX_HEIGHT = 62          # leaf indices stay below 2^62 in int64
 # fs layout : [out, acc (h), noisy (h)]; int per level in ist after pending: blk (h), first (h),
 # cnt (h).
 _I_T, _I_H, _I_W, _I_OFF, _I_MAX, _I_LEAF, _I_PREV, _I_NNEW, _I_PEND = range(9)
+SLOT_OFFSET, SLOT_NEW = _I_OFF, _I_NNEW   # for callers: a tree's stream offset, its new nodes
 
 
 def smooth_shape(max_items: int) -> tuple[int, int]:
@@ -101,6 +103,22 @@ def smooth_variance(h: int, w: int, epsilon: float) -> float:
     nodes of Lap((h − w)/ε)), 2·w·((h − w)/ε)²."""
     b = (h - w) / float(epsilon)
     return 2.0 * w * b * b
+
+
+def smooth_tail_bound(h: int, w: int, epsilon: float, failure: float) -> float:
+    """A bound that the noise of one running count exceeds with probability at most
+    ``failure``: w·b·ln(w/failure), b = (h − w)/ε.  The count's noise is a sum of at most w
+    independent Lap(b) (w − z_t of them, module docstring), and P(|Lap(b)| > b·ln(1/q)) = q, so
+    a union bound over its w nodes at q = failure/w bounds every one of them by b·ln(w/failure)
+    at once.  This is the derivation of Mishra & Thakurta's printed Γ for the binary tree (ln T
+    nodes of Lap(ln T/ε0), docs/algorithms.md#dp-ucb) applied to this counter's own nodes; it
+    is the one place the smooth counter's tail is computed (DP-UCB's width with
+    ``counter=smooth``, docs/algorithms.md#smooth-binary-counter)."""
+    if not 0.0 < failure < 1.0:
+        raise DpledgerError(f"smooth tail bound: failure probability must lie in (0, 1), "
+                            f"got {failure!r}")
+    b = (h - w) / float(epsilon)
+    return w * b * math.log(w / failure)
 
 
 @njit(cache=True)

@@ -512,10 +512,12 @@ def mishra_thakurta_2015_dp_ucb(instance, T: int, epsilon0: float, gamma: float,
 
 
 def mishra_thakurta_2015_private_ts(instance, T: int, epsilon: float,
-                                    as_printed: bool = True) -> RegretBound:
+                                    as_printed: bool = True,
+                                    counter: str = "binary") -> RegretBound:
     """Mishra & Thakurta 2015, Theorem 8 (private TS, Algorithm 2): for T ≥ 8·max{log₂(1/Δ), 1}
     and ε < 1, E[Regret(T)] = O(k·log³T/(Δ²ε²)), Δ the gap between the two best arms.  Order
-    only.  ``as_printed=False`` (gap estimation off or other random pulls) is outside it."""
+    only.  ``as_printed=False`` (gap estimation off or other random pulls) is outside it, as is
+    ``counter="smooth"`` (the proof bounds the binary tree's noise)."""
     inst, T, epsilon = _instance(instance), _horizon(T), _eps(epsilon)
     means = sorted(inst.means, reverse=True)
     delta = means[0] - means[1]
@@ -528,6 +530,9 @@ def mishra_thakurta_2015_private_ts(instance, T: int, epsilon: float,
         unmet.append(f"T ≥ 8·max{{log₂(1/Δ), 1}} = {8 * max(math.log2(1 / delta), 1):g}")
     if not as_printed:
         unmet.append("Algorithm 2 as printed (gap estimation, Γ/Δ̂² random pulls)")
+    if counter != "binary":
+        unmet.append("the binary tree counter (this policy runs counter=smooth: its proof "
+                     "bounds the binary tree's noise, outside the theorem)")
     term = inst.n_arms * math.log(T) ** 3 / (delta ** 2 * epsilon ** 2) if delta > 0 else None
     return _with(_upper("mishra-thakurta-2015/thm8", "problem-dependent", "order_only", None,
                         MISHRA_THAKURTA_2015, "Theorem 8", "O(k·log³T/(Δ²·ε²)), Δ = μ_(1) − μ_(2)",
@@ -708,7 +713,8 @@ UPPER_BOUNDS: dict[str, UpperBounds] = {
         inst, T, p.epsilon0(inst.n_arms), p.params["gamma"], p.params["width"] == "printed",
         p.params.get("relaxation_scale", 1.0), p.params.get("counter", "binary"))],
     "dp-ts-mt": lambda p, inst, T: [mishra_thakurta_2015_private_ts(
-        inst, T, _eps_of(p), p.params["gap_estimation"] and p.params["random_pulls"] == "printed")],
+        inst, T, _eps_of(p), p.params["gap_estimation"] and p.params["random_pulls"] == "printed",
+        p.params.get("counter", "binary"))],
     "dp-ts": lambda p, inst, T: [hu_hegde_2022_dp_ts(inst, T, _eps_of(p)),
                                  hu_hegde_2022_dp_ts_minimax(inst.n_arms, T, _eps_of(p))],
     "lazy-dp-ts": lambda p, inst, T: [hu_hegde_2022_lazy_dp_ts(inst, T, _eps_of(p)),
