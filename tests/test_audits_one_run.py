@@ -258,6 +258,15 @@ def test_cli_one_run_and_claim(tmp_path, capsys):
      "does not capture"),
     (["lazy-dp-ts", "--one-run", "--canaries", "10", "--guesses", "11"], "--guesses must"),
     (["lazy-dp-ts"], "--trials is required"),
+    # m > T, and canaries for policies with no such position
+    (["dp-ucb", "--mode", "whitebox", "--one-run", "--canaries", "100", "--horizon", "50"],
+     "need T >= 1585"),
+    (["jdp-linucb", "--mode", "whitebox", "--one-run", "--canaries", "100", "--horizon", "50"],
+     "larger than the horizon T = 50"),
+    (["dp-ts-ucb", "--mode", "whitebox", "--one-run", "--canaries", "100", "--horizon", "60",
+      "--arms", "2"], "larger than the horizon T = 60"),
+    (["ucb1", "--one-run", "--canaries", "10"], "makes no private release"),
+    (["laplace:eps=1", "--one-run", "--canaries", "10"], "not release specs"),
 ])
 def test_cli_bad_inputs(tmp_path, capsys, argv, fragment):
     out = tmp_path / "a.json"
