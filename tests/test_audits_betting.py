@@ -188,3 +188,26 @@ def test_cli_gdp_sequential(tmp_path, capsys):
     assert j["claim"] == {"value": 1.5, "currency": "mu", "contradicted": True}
     assert 1.5 < j["mu_lower"] <= j["certificate"]["gdp_mu"]
     assert j["sequential"]["epsilon_grid"][1] == pytest.approx(1.5 / 4)
+
+
+@pytest.mark.audit_violations_expected(reason="counts false alarms at rate <= alpha = 0.2")
+@pytest.mark.parametrize("name, params, design", [
+    ("lazy-dp-ts", {"epsilon": 1.0}, {}),
+    ("dp-ts-ucb", {"alpha": 0.0}, {"T": 41, "K": 32})])
+def test_policy_false_alarms_under_optional_stopping(name, params, design):
+    """Correct policies, white-box betting audits each stopping at its first contradiction of
+    the certificate (≤ 1000 trials per side), 40 seeds at α = 0.2: the count must stay below
+    the Binomial(40, 0.2) 99.9 % quantile (the full count over 1000 seeds at 95 %:
+    benchmarks/bench_one_run.py --betting-policy-false-alarms)."""
+    from dpledger.audits.policy import audit_policy
+    from dpledger.policies.registry import make_policy
+    n, a = 40, 0.2
+    hits = 0
+    for seed in range(n):
+        j = audit_policy(make_policy(name, **params), trials=100, max_trials=1000,
+                         mode="whitebox", betting=True, seed=seed, confidence=1 - a,
+                         **design).to_json()
+        seq = j["sequential"]
+        hits += seq["stop_reason"] == "contradicted"
+        assert (seq["lower"] > seq["claim"]) == (seq["stop_reason"] == "contradicted")
+    assert hits <= stats.binom.ppf(0.999, n, a)
