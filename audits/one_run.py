@@ -28,7 +28,9 @@ of arm a to its round through the actions, subtracts the known rewards of every 
 adds, per canary, the log-likelihood ratio of each release containing it with the other
 canaries of that release at their mean: clip(2w − Δ, −Δ, Δ)/b for a Laplace release of scale b,
 w = value − known part − Δ·(canaries in it − 1)/2, Δ = 1 (the kernels' rewards are rescaled
-to [0, 1], and so are their releases).  A canary alone in its releases
+to [0, 1], and so are their releases); Δ(w − Δ/2)/s² for a Gaussian one of σ s — the
+Gaussian-mean policies' releases (TS-Gaussian's posterior reads S/(k+1), DP-TS-UCB's epoch
+means) taken back to sum space by their divisor (:class:`Releases`).  A canary alone in its releases
 is scored by the exact Neyman–Pearson statistic; canaries sharing a release interfere (Keinan et
 al. 2025, "How well can differential privacy be audited in one run?"), which lowers the power,
 never the validity: any guess computed from the output is covered by the theorem.  Black-box:
@@ -37,9 +39,12 @@ confidence are broken by a seeded permutation drawn independently of the coins.
 
 **Design** (:func:`one_run_design`).  Default (DP-UCB: :data:`SPACED`): K = m arms and the canaries in rows 1 … m, the
 initial pulls (round a + 1 plays arm a in every policy here), so each canary is its arm's first
-reward; the other rows hold the range's midpoint.  Each canary then lies in the releases of its
+reward (TS-Gaussian, which has no initial pulls: mapped to the arm played there); the other
+rows hold the range's midpoint.  Each canary then lies in the releases of its
 own arm only; T = m × the pulls per arm of :data:`PULLS_PER_ARM` (1 for the epoch policies, whose
-first reward is its own release; more for the policies whose first reward enters several).
+first reward is its own release; more for the policies whose first reward enters several);
+the Gaussian-mean policies: T = bK + :data:`EXTRA_ROUNDS` (M-TS-Gaussian's b ≥ 1 pre-pulls) or
+m + EXTRA_ROUNDS, so a canary is read by the 16 rounds after the canary rows.
 
 **Ceiling.**  The largest bound the method can give at m: every guess right at the grid's
 largest k (k = m), at α/|grid|.  The result reports the bound as a fraction of the ceiling and
