@@ -436,6 +436,26 @@ def azize_basu_2022_linear_problem_dependent(actions, theta, T: int,
         epsilon=epsilon if math.isfinite(epsilon) else None), unmet)
 
 
+def linear_environment_bounds(environment: dict, T: int,
+                              ts: Sequence[int]) -> list[tuple[RegretBound, list[int], list[float]]]:
+    """The drawable lower bound of a linear run (a run.json ``environment``): Theorem 5 of Azize
+    & Basu 2022 at ε = ∞ (:func:`azize_basu_2022_linear_problem_dependent`, the Graves–Lai
+    constant c, which binds every consistent policy, private or not — ρ_a(A) of the private
+    constraint is not stated), on the fixed arm set with the theorem's N(0, 1) noise only: [] for
+    another environment (Bernoulli rewards, σ ≠ 1, drawn contexts).  An asymptotic slope, so
+    the curve along ``ts`` is c·ln t from the one program solved at T."""
+    if (environment.get("name") != "linear-fixed" or environment.get("noise") != "gaussian"
+            or environment.get("noise_sd") != 1.0):
+        return []
+    bound = azize_basu_2022_linear_problem_dependent(environment["arm_set"],
+                                                     environment["theta"], T)
+    if bound.value is None:
+        return []
+    xs = sorted({int(t) for t in ts if 1 <= t <= T})
+    slope = bound.value / math.log(T) if T > 1 else 0.0
+    return [(bound, xs, [slope * math.log(t) for t in xs])]
+
+
 def azize_2025_lower(instance, T: int, epsilon: float) -> RegretBound:
     """Azize et al. 2025, the ε-global DP lower bound (Theorem 1 as stated in the first author's
     slides): liminf Reg_T/ln T ≥ Σ Δ_a / d_ε(μ_a, μ*), d_ε(x, y) = inf_{z between x, y}

@@ -38,6 +38,7 @@ OVERRIDES = {
     "ou-2024-privacy": ("--mus", "1,5", "mts-gaussian", "bernoulli"),
     "mishra-thakurta-2015-contextual": ("--epsilons", "1,2.7", "dp-linucb-mt,linucb", "digits"),
     "private-contextual": ("--epsilons", "0.5,1", "episode-linucb,linucb", "linear"),
+    "azize-basu-2022-linear": ("--epsilons", "0.5,1", "reward-dp-linucb,linucb", "gaussian"),
 }
 # the tag that holds a run's privacy level (default "epsilon")
 LEVEL_TAG = {"ou-2024": "budget_mu", "hu-2025": "alpha", "hu-2025-horizons": "alpha",

@@ -81,6 +81,16 @@ def test_noise_recorded_in_run_json_and_resimulated(tmp_path, capsys):
     assert "noise_sd" not in json.loads(plain.read_text())["environment"]
     capsys.readouterr()
     assert main(["verify", str(noisy), "--resimulate"]) == 0
+    # the experiments' figures and claims measure such a run against Theorem 5 (ε = ∞ program)
+    from dpledger.plots import regret_over_bounds
+    from dpledger.policies.regret_bounds import azize_basu_2022_linear_problem_dependent
+    rep = json.loads(noisy.read_text())
+    [(bound, value, ratio)] = regret_over_bounds(rep)
+    assert bound.key == "azize-basu-2022/thm5"
+    assert value == azize_basu_2022_linear_problem_dependent(env["arm_set"], env["theta"],
+                                                             200).value
+    assert ratio == pytest.approx(rep["regret"]["final_mean"] / value)
+    assert regret_over_bounds(json.loads(plain.read_text())) == []     # Bernoulli: not its noise
 
 
 @pytest.mark.parametrize("extra, says", [

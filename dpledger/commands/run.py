@@ -307,8 +307,9 @@ def run(args: argparse.Namespace) -> int:
                             f"environment (--env {', '.join(CONTEXTUAL_ENVS)})")
     if contextual_env:
         if getattr(args, "bounds", False):
-            raise DpledgerError("--bounds draws the K-armed papers' regret bounds; contextual "
-                                "runs have none coded (dpledger bounds lists them)")
+            raise DpledgerError("--bounds draws the K-armed papers' regret bounds; for a "
+                                "contextual run only Theorem 5 of Azize & Basu 2022 is coded, "
+                                "drawn by `dpledger experiment azize-basu-2022-linear`")
         return run_contextual(args)
     env = make_env(args)
     policy = make_policy_from_text(args.policy, parse_params(args.set))
