@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from dpledger.experiments import azize_basu_2022 as ab
+from dpledger.experiments.claims_table import decider
 from dpledger.experiments.overrides import NO_OVERRIDES
 
 
@@ -41,10 +42,10 @@ def test_claim_confirms_a_plateau_from_0_3_and_refutes_one_from_10(monkeypatch):
     spec = ab.INSTANCES["fig3"]
     near = ab.threshold_claim(_pts([(0.05, 900), (0.2, 300), (0.3, 120), (1, 110), (10, 101)]),
                               _ref(100.0), spec, NO_OVERRIDES)
-    assert near.confirmed is True and "ε̂ = 0.3" in near.decides
+    assert near.confirmed is True and "ε̂ = 0.3" in decider(near.evidence)
     far = ab.threshold_claim(_pts([(0.05, 11470), (0.3, 2867), (5, 627), (10, 385)]),
                              _ref(354.0), spec, NO_OVERRIDES)
-    assert far.confirmed is False and "ε̂ = 10" in far.decides
+    assert far.confirmed is False and "ε̂ = 10" in decider(far.evidence)
     assert "0.273" in far.evidence          # Theorem 3's prediction, beside the measurement
     none = ab.threshold_claim(_pts([(0.05, 900), (10, 500)]), _ref(100.0), spec, NO_OVERRIDES)
-    assert none.confirmed is False and "above the grid" in none.decides
+    assert none.confirmed is False and "above the grid" in decider(none.evidence)
