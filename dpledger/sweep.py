@@ -82,12 +82,14 @@ def make_env(spec: dict):
         from dpledger.policies.contextual import environments as CE
         L = spec.get("norm_bound", 1.0)
         if kind == "linear":
-            env = CE.linear(spec["dim"], spec["arms"], spec.get("theta"), spec.get("seed", 0),
-                            L, lo, hi)
+            make = CE.linear_fixed if spec.get("fixed") else CE.linear
+            sd = spec.get("noise_sd")
+            env = make(spec["dim"], spec["arms"], spec.get("theta"), spec.get("seed", 0),
+                       L, lo, hi, sd)
             # θ belongs to the instance (its own seed), not to a cell's run seed: recorded as
             # given, so that verify rebuilds this θ whatever seed the run was made with
-            return env if spec.get("theta") is not None else CE.linear(
-                spec["dim"], spec["arms"], env.theta, 0, L, lo, hi)
+            return env if spec.get("theta") is not None or spec.get("fixed") else make(
+                spec["dim"], spec["arms"], env.theta, 0, L, lo, hi, sd)
         if kind == "supervised":
             return CD.load_supervised(spec["dataset"], L, lo, hi)
         if kind in ("digits6", "digits6-online"):

@@ -38,6 +38,7 @@ OVERRIDES = {
     "ou-2024-privacy": ("--mus", "1,5", "mts-gaussian", "bernoulli"),
     "mishra-thakurta-2015-contextual": ("--epsilons", "1,2.7", "dp-linucb-mt,linucb", "digits"),
     "private-contextual": ("--epsilons", "0.5,1", "episode-linucb,linucb", "linear"),
+    "azize-basu-2022-linear": ("--epsilons", "0.5,1", "reward-dp-linucb,linucb", "gaussian"),
 }
 # the tag that holds a run's privacy level (default "epsilon")
 LEVEL_TAG = {"ou-2024": "budget_mu", "hu-2025": "alpha", "hu-2025-horizons": "alpha",
@@ -82,7 +83,7 @@ def overridden(request, tmp_path_factory):
 def test_overrides_reach_every_run(overridden):
     """T, R and the seed of every simulated setting are the overridden ones (tuning runs: the
     tuning seed derived from it); only the chosen policies ran; the level of every run that has
-    one is among the given levels."""
+    one is among the given levels (an ablation, and a fixed ε → ∞ reference run, excepted)."""
     from dpledger.experiments.matched import tuning_seed
     runs = overridden["runs"]
     assert runs
@@ -93,7 +94,7 @@ def test_overrides_reach_every_run(overridden):
         pol = tg.get("variant") or tg.get("policy") or rep["policy"]["name"]
         assert pol in overridden["policies"], (label, pol)
         level = tg[LEVEL_TAG.get(overridden["name"], "epsilon")]
-        if level is not None and tg.get("part") != "ablation":
+        if level is not None and tg.get("part") not in ("ablation", "reference"):
             assert level in overridden["levels"], (label, level)
 
 

@@ -111,7 +111,9 @@ def round_outcome(env, rng, ctx, row, a):
     """(accepted, reward, regret term, uniform play's mean reward) of arm ``a`` this round, on
     the raw reward scale.
 
-    linear: reward Bernoulli(⟨θ, x_a⟩) (one ``random`` draw), regret max_b ⟨θ, x_b⟩ − ⟨θ, x_a⟩;
+    linear: reward Bernoulli(⟨θ, x_a⟩) (one ``random`` draw) — or, with Gaussian noise,
+    ⟨θ, x_a⟩ + σ·N(0, 1) clipped to [lo, hi] (one ``standard_normal`` draw) — regret
+    max_b ⟨θ, x_b⟩ − ⟨θ, x_a⟩;
     table, supervised: reward rewards[row, a], regret max_b rewards[row, b] − rewards[row, a];
     click-model: reward Bernoulli(rewards[row, a]) (one ``random`` draw), the same regret;
     replay: accepted iff ``a`` is the logged action (rejection mode: and a ``random`` draw below
@@ -140,7 +142,10 @@ def round_outcome(env, rng, ctx, row, a):
                 best = m
             if b == a:
                 mine = m
-        r = 1.0 if rng.random() < mine else 0.0
+        if env.noise_sd > 0.0:
+            r = min(max(mine + env.noise_sd * rng.standard_normal(), env.lo), env.hi)
+        else:
+            r = 1.0 if rng.random() < mine else 0.0
         return True, r, best - mine, total / K
     rw = env.rewards[row]
     best = rw[0]
