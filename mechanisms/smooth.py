@@ -93,6 +93,27 @@ def smooth_shape(max_items: int) -> tuple[int, int]:
     return best[1], best[2]
 
 
+def smooth_shape_gaussian(max_items: int) -> tuple[int, int]:
+    """(h, w) for Gaussian node noise (``jdp-linucb --set counter=smooth``): C(h, w) ≥ L + 1
+    and w·(h − w) smallest (ties: smaller h, then smaller w).  A record in h − w nodes at
+    one GDP budget needs σ² ∝ h − w, and a running sum adds at most w node draws, so its
+    variance is ∝ w·(h − w) — the balance the paper gives for Gaussian noise (w ≈ h/2).
+    Reconstructed choice (docs/algorithms.md#smooth-binary-counter)."""
+    L = int(check_count("max_items", max_items))
+    best = None
+    for h in range(2, SMOOTH_MAX_HEIGHT + 1):
+        for w in range(1, h):
+            if comb(h, w) >= L + 1:
+                key = (w * (h - w), h, w)
+                if best is None or key < best:
+                    best = key
+                break           # larger w at this h only raises w·(h − w) once it fits
+    if best is None:
+        raise DpledgerError(f"smooth mechanism: no tree of height ≤ {SMOOTH_MAX_HEIGHT} holds "
+                            f"{L} items")
+    return best[1], best[2]
+
+
 def smooth_sensitivity(h: int, w: int) -> int:
     """The most nodes an item lies in: the zeros of a weight-w h-bit leaf index, h − w."""
     return int(h) - int(w)
@@ -244,6 +265,29 @@ def smooth_commit(fs, ist, k, noisy):
 @njit(cache=True, inline="always")
 def smooth_output(fs, ist):
     return fs[0]
+
+
+@njit(cache=True, inline="always")
+def smooth_item_level(ist, p):
+    """After a push: 0 if the item just pushed lies in no node at level p (its position has a
+    1 there), 1 if it joined the open block at level p, 2 if it opened it (the first item of
+    that block).  Lets a caller keep its own per-level sums (vectors, matrices) beside this
+    state's ranges (:mod:`dpledger.mechanisms.matrix_smooth`)."""
+    if (ist[_I_PREV] >> p) & 1:
+        return 0
+    return 2 if ist[9 + 3 * ist[_I_H] + p] == 1 else 1
+
+
+@njit(cache=True, inline="always")
+def smooth_new_level(ist, k):
+    """The level of the k-th new node of the last push."""
+    return ist[_I_PEND + k]
+
+
+@njit(cache=True, inline="always")
+def smooth_leaf(ist):
+    """The current leaf l_t: its 1-bits name the w nodes of the running sum."""
+    return ist[_I_LEAF]
 
 
 @njit(cache=True, inline="always")
