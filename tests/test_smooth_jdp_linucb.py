@@ -10,22 +10,30 @@ docs/algorithms.md#smooth-binary-counter): the smooth binary mechanism over the 
 * a seeded check of the prefix sums' noise: variance (w − z_t)·σ_s² per entry off the
   diagonal for the smooth tree and levels·σ_b² for the padded binary tree, and the closed-form
   ratio of the two at the same certificate (σ² ∝ the nodes a record enters: GDP);
+* the step form (online) equals the whole run: actions, generator, rows (float and exact);
 * bad input refused in one line.
 """
 from __future__ import annotations
 
+import collections
+import json
 import math
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from contextual_data import serve_table, unit_rows
 from dpledger.accounting.composition import Composition
+from dpledger.accounting.releases import release_to_json
+from dpledger.accounting.store import verify_store
 from dpledger.accounting.smooth_tree import smooth_item_nodes, smooth_worst_nodes
 from dpledger.errors import DpledgerError
 from dpledger.mechanisms import matrix as mx
 from dpledger.mechanisms.matrix_smooth import smooth_tree_new, smooth_tree_push
+from dpledger.mechanisms.noise import LATTICE_BITS
 from dpledger.mechanisms.smooth import smooth_shape_gaussian
+from dpledger.policies import online
 from dpledger.policies.contextual import environments as CE
 from dpledger.policies.contextual.base import problem_of
 from dpledger.policies.contextual.simulator import simulate_contextual
@@ -191,3 +199,39 @@ def _trailing_ones(T, w):
         if bin(leaf).count("1") == w:
             out.append(len(bin(leaf)) - len(bin(leaf).rstrip("1")))
     return np.array(out)
+
+
+# -- step form = whole run (the pattern of tests/test_step_contextual.py) ------------------------
+
+@pytest.mark.parametrize("sampler,shared", [("float", False), ("float", True),
+                                            ("exact", False)])
+def test_step_form_equals_whole_run(sampler, shared, tmp_path):
+    """Serving a table — select(context of row t), observe its reward — takes the kernel's
+    actions, leaves its generator in the same state and records the same rows (one per released
+    node, its exact range, the recorded release) as the whole run with no delay."""
+    T, K, d = 120, 3, 3
+    rng = np.random.default_rng(3)
+    x = unit_rows(rng, (T, K, d) if shared else (T, d))
+    rw = rng.integers(0, 17, (T, K)) / 16.0
+    env = CE.contextual_table(x, rw)
+    pol = make_policy("jdp-linucb", **SMOOTH)
+    problem = problem_of(env, T, 0, LATTICE_BITS if sampler == "exact" else 0)
+    g = run_generator(5, 0)
+    out = pol.run_one(g, env, problem)
+    p = online("jdp-linucb", K, T, store=tmp_path / "s.db", seed=5, sampler=sampler, dim=d,
+               shared=shared, **SMOOTH)
+    assert serve_table(p, x, rw) == out.actions.tolist()
+    assert p.rng.bit_generator.state == g.bit_generator.state
+    rels = p.store.releases
+    mine = collections.Counter((int(a), int(s), int(e), _key(rels[int(r)]), int(c))
+                               for _, a, s, e, r, c in p.store.rows_array())
+    releases = pol.releases(problem)
+    sim = collections.Counter((int(a), int(s), int(e), _key(releases[int(r)]), int(c))
+                              for a, s, e, r, c in out.rows.T)
+    assert mine == sim and sum(sim.values()) == T
+    p.close()
+    assert verify_store(tmp_path / "s.db") == []
+
+
+def _key(rel) -> str:
+    return json.dumps(release_to_json(rel), sort_keys=True)
