@@ -162,6 +162,21 @@ def smooth_variances(n: int, h: int, w: int, epsilon: float) -> np.ndarray:
     return 2.0 * (w - _trailing_ones(int(n), int(w))) * b * b
 
 
+def smooth_first_item_nodes(n_items: int, h: int, w: int) -> list[tuple[int, int]]:
+    """The released nodes holding the first item of a smooth tree after ``n_items`` items, in
+    release order, as (push, stop): released at push ``push`` (1-based; each push releases one
+    node holding items, so it is that push's draw) over items [0, stop).  Replays this
+    module's state (white-box audits: which draws to capture)."""
+    fs, ist = smooth_new(int(h), int(w), int(n_items), 0)
+    out = []
+    for t in range(1, int(n_items) + 1):
+        for k in range(smooth_push(fs, ist, 0.0)):
+            _, lo, hi = smooth_node(fs, ist, k)
+            if hi > lo and lo == 0:
+                out.append((t, int(hi)))
+    return out
+
+
 def binary_variance(t: int, levels: int, epsilon: float) -> float:
     """Variance of the binary tree's running count after item t (counters.py's binary
     mechanism): popcount(t) p-sums of Lap(levels/ε), 2·popcount(t)·(levels/ε)²."""

@@ -235,3 +235,29 @@ def test_step_form_equals_whole_run(sampler, shared, tmp_path):
 
 def _key(rel) -> str:
     return json.dumps(release_to_json(rel), sort_keys=True)
+
+
+# -- white-box audit (audits/contextual.py) ----------------------------------------------------
+
+def test_first_record_nodes_are_the_ledger_rows_holding_it():
+    env = _table(5, T=300)
+    pol = make_policy("jdp-linucb", **SMOOTH)
+    prob = problem_of(env, 300, 0, 0)
+    out = pol.run_one(run_generator(3, 0), env, prob)
+    held = [(int(j) + 1, int(e)) for j, (s, e) in enumerate(zip(out.rows[1], out.rows[2],
+                                                                 strict=True)) if s == 0]
+    assert held == pol.first_record_nodes(prob)
+    assert len(held) == pol.nodes(prob)
+
+
+def test_whitebox_audit_reaches_the_certificate():
+    """T = 8 (shape (5, 2): the first record in 3 nodes, pushes 1, 3, 6), 20 000 trials per
+    side: the likelihood-ratio score of the captured nodes reaches ≥ 0.9 of the certified μ
+    (measured 0.979; 0.949 at 4 000 trials)."""
+    from dpledger.audits import contextual as ca
+    r = ca.audit_contextual(make_policy("jdp-linucb", **SMOOTH), trials=20_000,
+                            mode="whitebox")
+    j = r.to_json()
+    assert j["ratio_currency"] == "mu"
+    assert 0.9 <= j["ratio"] <= 1.0
+    assert j["clean_sum_mismatch"] < 1e-12

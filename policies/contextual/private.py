@@ -46,7 +46,7 @@ from dpledger.interrupt import stop_slot
 from dpledger.mechanisms import matrix as mx
 from dpledger.mechanisms.matrix_smooth import smooth_tree_bytes, smooth_tree_new
 from dpledger.mechanisms.noise import lattice_release
-from dpledger.mechanisms.smooth import smooth_shape_gaussian
+from dpledger.mechanisms.smooth import smooth_first_item_nodes, smooth_shape_gaussian
 from dpledger.policies.base import Param, RunOutput
 from dpledger.policies.contextual.base import ContextualPolicy, ContextualProblem, run_arrays
 from dpledger.policies.contextual.linear import LAMBDA
@@ -155,6 +155,17 @@ class PrivateLinearPolicy(ContextualPolicy):
     def nodes(self, problem: ContextualProblem) -> int:
         """The most nodes a record enters: bit_length of the most records a tree holds."""
         return problem.max_observations.bit_length()
+
+    def first_record_nodes(self, problem: ContextualProblem) -> list[tuple[int, int]]:
+        """The nodes holding the first record, as (push, stop): released at push ``push``
+        (1-based: the push's one node draw) over records [0, stop).  The binary tree's level-j
+        node closes at push 2^j over [0, 2^j); the smooth tree's are replayed
+        (:func:`~dpledger.mechanisms.smooth.smooth_first_item_nodes`).  White-box audits."""
+        plan = self.plan(problem)
+        if plan.smooth:
+            h, w, _ = plan.smooth
+            return smooth_first_item_nodes(problem.max_observations, h, w)
+        return [(1 << j, 1 << j) for j in range(self.nodes(problem))]
 
     def certificate(self, problem: ContextualProblem) -> Certificate:
         plan = self.plan(problem)
