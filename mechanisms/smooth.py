@@ -75,22 +75,28 @@ _I_T, _I_H, _I_W, _I_OFF, _I_MAX, _I_LEAF, _I_PREV, _I_NNEW, _I_PEND = range(9)
 SLOT_OFFSET, SLOT_NEW = _I_OFF, _I_NNEW   # for callers: a tree's stream offset, its new nodes
 
 
-def smooth_shape(max_items: int) -> tuple[int, int]:
-    """(h, w) for a stream of at most L = ``max_items`` items: C(h, w) ≥ L + 1 and the Laplace
-    per-step variance factor w·(h − w)² smallest (ties: smaller h, then smaller w).
-    Reconstructed choice (docs/algorithms.md#smooth-binary-counter)."""
+def _best_shape(max_items: int, cost) -> tuple[int, int]:
+    """The (h, w), h ≤ SMOOTH_MAX_HEIGHT, with C(h, w) ≥ L + 1 and ``cost(h, w)`` smallest
+    (ties: smaller h, then smaller w), by searching every shape."""
     L = int(check_count("max_items", max_items))
     best = None
     for h in range(2, SMOOTH_MAX_HEIGHT + 1):
         for w in range(1, h):
             if comb(h, w) >= L + 1:
-                key = (w * (h - w) ** 2, h, w)
+                key = (cost(h, w), h, w)
                 if best is None or key < best:
                     best = key
     if best is None:
         raise DpledgerError(f"smooth mechanism: no tree of height ≤ {SMOOTH_MAX_HEIGHT} holds "
                             f"{L} items")
     return best[1], best[2]
+
+
+def smooth_shape(max_items: int) -> tuple[int, int]:
+    """(h, w) for a stream of at most L = ``max_items`` items: C(h, w) ≥ L + 1 and the Laplace
+    per-step variance factor w·(h − w)² smallest (ties: smaller h, then smaller w).
+    Reconstructed choice (docs/algorithms.md#smooth-binary-counter)."""
+    return _best_shape(max_items, lambda h, w: w * (h - w) ** 2)
 
 
 def smooth_shape_gaussian(max_items: int) -> tuple[int, int]:
@@ -99,19 +105,7 @@ def smooth_shape_gaussian(max_items: int) -> tuple[int, int]:
     one GDP budget needs σ² ∝ h − w, and a running sum adds at most w node draws, so its
     variance is ∝ w·(h − w) — the balance the paper gives for Gaussian noise (w ≈ h/2).
     Reconstructed choice (docs/algorithms.md#smooth-binary-counter)."""
-    L = int(check_count("max_items", max_items))
-    best = None
-    for h in range(2, SMOOTH_MAX_HEIGHT + 1):
-        for w in range(1, h):
-            if comb(h, w) >= L + 1:
-                key = (w * (h - w), h, w)
-                if best is None or key < best:
-                    best = key
-                break           # larger w at this h only raises w·(h − w) once it fits
-    if best is None:
-        raise DpledgerError(f"smooth mechanism: no tree of height ≤ {SMOOTH_MAX_HEIGHT} holds "
-                            f"{L} items")
-    return best[1], best[2]
+    return _best_shape(max_items, lambda h, w: w * (h - w))
 
 
 def smooth_sensitivity(h: int, w: int) -> int:

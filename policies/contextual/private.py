@@ -21,7 +21,10 @@ runs one tree per stream: with public contexts the arm played is post-processing
 **Certificates.**  A record enters at most ``nodes`` = bit_length(max(T − D, 0)) nodes (the
 tree's first record, in every level; ``levels`` ≥ nodes when the tree is padded to the paper's
 m = 1 + ⌈log₂ T⌉), and each node is one release per tree record it writes; the certificate is
-that composition, attained by observation 0 of stream 0.
+that composition, attained by observation 0 of stream 0.  ``jdp-linucb --set counter=smooth``
+runs the smooth binary mechanism instead (:mod:`dpledger.mechanisms.matrix_smooth`): the
+first record's node count (:mod:`dpledger.accounting.smooth_tree`), one ledger row per
+released node.
 """
 from __future__ import annotations
 
@@ -338,7 +341,12 @@ class JdpLinUCB(PrivateLinearPolicy):
     (:func:`~dpledger.policies.contextual.private_loop.factor_psd`); the padding of the empty
     prefix (their code starts without noise).  The exact sampler (Gaussian mode): entries
     rounded to L̃²·2^-16, independent discrete Gaussians (:mod:`dpledger.accounting.lattice`).
-    Ties uniformly at random."""
+    Ties uniformly at random.
+
+    ``counter=smooth`` (reconstructed, Gaussian mode; docs/algorithms.md#jdp-linucb): the smooth
+    binary mechanism (Andersson & Pagh 2023) over the whole statistic in place of the padded
+    tree (:mod:`dpledger.mechanisms.matrix_smooth`): σ at the first record's node count, the
+    regulariser at m = w, one ledger row per released node."""
 
     name = "jdp-linucb"
     title = "Joint-DP LinUCB (Shariff & Sheffet 2018)"
