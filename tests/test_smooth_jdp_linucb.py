@@ -261,3 +261,33 @@ def test_whitebox_audit_reaches_the_certificate():
     assert j["ratio_currency"] == "mu"
     assert 0.9 <= j["ratio"] <= 1.0
     assert j["clean_sum_mismatch"] < 1e-12
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+LINEAR = ["--env", "linear", "--dim", "2", "--arms", "3", "--horizon", "150"]
+
+
+def test_cli_run_records_counter_and_verify_resimulates(tmp_path, capsys):
+    from dpledger.cli import main
+    out = tmp_path / "run.json"
+    assert main(["run", "jdp-linucb", "--set", "counter=smooth", *LINEAR, "--runs", "2",
+                 "--out", str(out), "--quiet"]) == 0
+    rep = json.loads(out.read_text())
+    assert rep["policy"]["params"]["counter"] == "smooth"
+    assert rep["privacy"]["checks"]["realized_le_certificate"]
+    capsys.readouterr()
+    assert main(["verify", str(out), "--resimulate"]) == 0
+    assert "resimulation (run.json and ledger file bytes identical)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--set", "counter=ternary"], "counter must be one of binary, smooth"),
+    (["--set", "counter=smooth", "--set", "mode=wishart"], "needs mode=gaussian")])
+def test_cli_bad_counter_one_line_exit_2(args, message, tmp_path, capsys):
+    from dpledger.cli import main
+    out = tmp_path / "run.json"
+    code = main(["run", "jdp-linucb", *args, *LINEAR, "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
