@@ -139,6 +139,40 @@ def test_sizes_and_variants():
     assert len(cfgs) == 5 * 3 * len(MOD.ACCEPTED_FULL)
 
 
+def test_delay_and_size_subsets(tmp_path):
+    """--delays and --accepted run a subset of the grid and no more: the settings are exactly
+    the chosen (delay, n) pairs, with the same labels and seeds as the full grid's (so a cell
+    is the full sweep's cell), the overrides are recorded in every run.json and
+    experiment.json, and a claim that needs two delays says so instead of being judged."""
+    full = {c.label: c for c in MOD.configs(False, Overrides(instances=("digits6-online",)))}
+    ov = Overrides(instances=("digits6-online",), delays=(0,), accepted=(10_000, 2_000_000))
+    sub = MOD.configs(False, ov)
+    assert {(c.tags["delay"], c.tags["accepted_target"]) for c in sub} == {
+        (0, 10_000), (0, 2_000_000)}
+    assert len(sub) == 2 * 5
+    assert all(c.key() == full[c.label].key() for c in sub)
+    out = str(tmp_path / "sub")
+    ov = Overrides(runs=2, instances=("digits6-online",), policies=("linucb", "dp-linucb-mt"),
+                   delays=(100,), accepted=(200, 400))
+    res = run_experiment(MOD, out, quick=False, workers=1, quiet=True, overrides=ov)
+    assert {(r["delay"], r["accepted_target"]) for r in res["summary"].table} == {
+        (100, 200), (100, 400)}
+    with open(os.path.join(out, "experiment.json")) as fh:
+        meta = json.load(fh)
+    assert meta["overrides"]["--delays"] == [100]
+    assert meta["overrides"]["--accepted"] == [200, 400]
+    for f in glob.glob(os.path.join(out, "runs", "*.json")):
+        with open(f) as fh:
+            rec = json.load(fh)["experiment"]["overrides"]
+        assert rec["--delays"] == [100] and rec["--accepted"] == [200, 400]
+    first, second = res["summary"].claims
+    assert "every delay run (D = 100 of 0, 100, 1000)" in first.text
+    assert "at n = 400 accepted events" in first.text and "n = 200:" in first.evidence
+    assert second.confirmed is None and "needs delay 0 and a later delay" in second.evidence
+    with open(os.path.join(out, "claims.md")) as fh:
+        assert "--delays 100; --accepted 200,400" in fh.read()
+
+
 def test_tiny_experiment_on_digits6(tmp_path):
     """A tiny run on the replayed log (n = 400 accepted events aimed at, 2 runs): every run
     verifies, the table's lift ratio is (p − 1)/(b − 1) of its own normalised rewards, and the
