@@ -74,7 +74,7 @@ import numpy as np
 
 from dpledger.errors import DpledgerError
 from dpledger.experiments.common import (Claim, Summary, final_regret, new_figure,
-                                         finish_figure, privacy_row)
+                                         finish_figure, privacy_row, ratio_band)
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, outside_levels
 from dpledger.sweep import RunConfig
 
@@ -308,6 +308,20 @@ def lift_ratio(private: float, nonprivate: float) -> float | None:
     return (private - 1.0) / (nonprivate - 1.0)
 
 
+def pair_bands(a: tuple[float, float], b: tuple[float, float]) -> dict:
+    """The ratio of means and the lift ratio of a private policy's normalised reward ``a`` =
+    (mean, 95 % half-band) against its counterpart's ``b``, each with its 95 % half-band by the
+    delta method (:func:`~dpledger.experiments.common.ratio_band`; the two settings' runs taken
+    as independent).  None where undefined (b ≤ 0; for the lift ratio b ≤ 1)."""
+    (p, hp), (q, hq) = a, b
+    out = {"ratio": None, "ratio_band95": None, "lift_ratio": None, "lift_ratio_band95": None}
+    if q > 0:
+        out["ratio"], out["ratio_band95"] = ratio_band(p, hp, q, hq)
+    if lift_ratio(p, q) is not None:
+        out["lift_ratio"], out["lift_ratio_band95"] = ratio_band(p - 1.0, hp, q - 1.0, hq)
+    return out
+
+
 def noise_signal(spec: dict, epsilon0: float, n: int, horizon: int) -> dict | None:
     """Per statistic entry of the reconstructed Mishra–Thakurta policies (``dp-linucb-mt``'s
     plan: the Laplace scale b of each kind of entry and the tree's levels), the noise of the
@@ -431,9 +445,11 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
         b = _get(by_key, base, None, tg["instance"], tg["delay"],
                  tg.get("accepted_target")) if base else None
         if b is not None:
-            nb = _reward(b)[0]
-            row["ratio_to_nonprivate"] = norm / nb if nb > 0 else None
-            row["lift_ratio_to_nonprivate"] = lift_ratio(norm, nb)
+            pb = pair_bands((norm, half), _reward(b)[:2])
+            row["ratio_to_nonprivate"] = pb["ratio"]
+            row["ratio_band95"] = pb["ratio_band95"]
+            row["lift_ratio_to_nonprivate"] = pb["lift_ratio"]
+            row["lift_ratio_band95"] = pb["lift_ratio_band95"]
         if rep["regret"].get("final_mean") is not None:
             row["regret_mean"], row["regret_std"] = final_regret(rep)
         row.update(privacy_row(rep))
@@ -479,9 +495,14 @@ def _fmt(rep) -> str:
 
 
 def _pair_text(a, b) -> str:
-    na, nb = _reward(a)[0], _reward(b)[0]
-    ratio = f"{na / nb:.3g}" if nb > 0 else "undefined: no reward for the non-private"
-    return f"ratio of means {ratio}, lift ratio {_fmt_opt(lift_ratio(na, nb))}"
+    pb = pair_bands(_reward(a)[:2], _reward(b)[:2])
+
+    def pm(x, h, undefined):
+        return undefined if x is None else f"{x:.3g}" + ("" if math.isnan(h) else f" ± {h:.2g}")
+
+    ratio = pm(pb["ratio"], pb["ratio_band95"], "undefined: no reward for the non-private")
+    lift = pm(pb["lift_ratio"], pb["lift_ratio_band95"], _fmt_opt(None))
+    return f"ratio of means {ratio}, lift ratio {lift}"
 
 
 def _where(inst: str, n: int | None) -> str:
@@ -495,8 +516,8 @@ def _claims(by_key, inst, spec, eps, ov, why, ns, quick) -> list[Claim]:
     out = []
     S = statistics(DIMS[inst])
     delays = delays_of(ov)
-    every = ("every delay" if delays == DELAYS else
-             f"every delay run (D = {', '.join(map(str, delays))} of {', '.join(map(str, DELAYS))})")
+    every = "every delay" if delays == DELAYS else (
+        f"every delay run (D = {', '.join(map(str, delays))} of {', '.join(map(str, DELAYS))})")
     # 1. private not much worse than non-private
     text = (f"{tag} private not much worse than non-private{_where(inst, n)}: private mean "
             f"reward ≥ {NOT_MUCH_WORSE} × the non-private counterpart's, {every} (ε = "
