@@ -174,7 +174,8 @@ def test_delay_and_size_subsets(tmp_path):
     """--delays and --accepted run a subset of the grid and no more: the settings are exactly
     the chosen (delay, n) pairs, with the same labels and seeds as the full grid's (so a cell
     is the full sweep's cell), the overrides are recorded in every run.json and
-    experiment.json, and a claim that needs two delays says so instead of being judged."""
+    experiment.json, and a claim that needs two delays says so instead of being judged.  One
+    run a setting has no band, and the experiment still writes its files."""
     full = {c.label: c for c in MOD.configs(False, Overrides(instances=("digits6-online",)))}
     ov = Overrides(instances=("digits6-online",), delays=(0,), accepted=(10_000, 2_000_000))
     sub = MOD.configs(False, ov)
@@ -183,11 +184,14 @@ def test_delay_and_size_subsets(tmp_path):
     assert len(sub) == 2 * 5
     assert all(c.key() == full[c.label].key() for c in sub)
     out = str(tmp_path / "sub")
-    ov = Overrides(runs=2, instances=("digits6-online",), policies=("linucb", "dp-linucb-mt"),
+    ov = Overrides(runs=1, instances=("digits6-online",), policies=("linucb", "dp-linucb-mt"),
                    delays=(0,), accepted=(200, 400))
     res = run_experiment(MOD, out, quick=False, workers=1, quiet=True, overrides=ov)
     assert {(r["delay"], r["accepted_target"]) for r in res["summary"].table} == {
         (0, 200), (0, 400)}
+    # one run has no band: recorded as none (experiment.json holds no NaN), said in the claims
+    assert all(r["normalised_band95"] is None for r in res["summary"].table)
+    assert all(r.get("lift_ratio_band95") is None for r in res["summary"].table)
     with open(os.path.join(out, "experiment.json")) as fh:
         meta = json.load(fh)
     assert meta["overrides"]["--delays"] == [0]
@@ -199,6 +203,7 @@ def test_delay_and_size_subsets(tmp_path):
     first, second = res["summary"].claims
     assert "every delay run (D = 0 of 0, 100, 1000)" in first.text
     assert "at n = 400 accepted events" in first.text and "n = 200:" in first.evidence
+    assert "(one run: no band)" in first.evidence
     assert second.confirmed is None and "needs delay 0 and a later delay" in second.evidence
     with open(os.path.join(out, "claims.md")) as fh:
         assert "--delays 0; --accepted 200,400" in fh.read()

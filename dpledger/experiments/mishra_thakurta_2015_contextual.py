@@ -436,7 +436,8 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
                "T": rep["horizon"], "runs": rep["runs"],
                "epsilon0": rep["policy"]["params"].get("epsilon0"),
                "mean_reward": rep["reward"]["mean_reward"], "uniform_mean_reward": uni,
-               "normalised_to_uniform": norm, "normalised_band95": half,
+               "normalised_to_uniform": norm,
+               "normalised_band95": half if math.isfinite(half) else None,   # one run: none
                "lift_over_uniform": norm - 1.0,
                "accepted_rows_mean": (math.fsum(rep["reward"]["accepted_rows"])
                                       / len(rep["reward"]["accepted_rows"])
@@ -447,9 +448,9 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
         if b is not None:
             pb = pair_bands((norm, half), _reward(b)[:2])
             row["ratio_to_nonprivate"] = pb["ratio"]
-            row["ratio_band95"] = pb["ratio_band95"]
             row["lift_ratio_to_nonprivate"] = pb["lift_ratio"]
-            row["lift_ratio_band95"] = pb["lift_ratio_band95"]
+            for k in ("ratio_band95", "lift_ratio_band95"):
+                row[k] = pb[k] if pb[k] is not None and math.isfinite(pb[k]) else None
         if rep["regret"].get("final_mean") is not None:
             row["regret_mean"], row["regret_std"] = final_regret(rep)
         row.update(privacy_row(rep))
@@ -491,7 +492,7 @@ def _get(by_key, var, eps, inst, delay, n=None):
 
 def _fmt(rep) -> str:
     n, h, _ = _reward(rep)
-    return f"{n:.3g} ± {h:.2g}"
+    return f"{n:.3g} (one run: no band)" if math.isnan(h) else f"{n:.3g} ± {h:.2g}"
 
 
 def _pair_text(a, b) -> str:
