@@ -198,14 +198,24 @@ def contextual_pair(policy, T: int, d: int, mode: str):
                               "in rounds 2..T")
 
 
-def clean_node_sums(env, stat: int, nodes: int) -> np.ndarray:
-    """(nodes, E): the clean p-sum of every node the first record enters — node j (pushed at
-    t = 2^j) holds items 1 … 2^j — computed from the table (the records are the rows')."""
+def clean_node_sums(env, stat: int, stops) -> np.ndarray:
+    """(nodes, E): the clean sum of every node the first record enters — a node over items
+    [0, stop) for each ``stop`` (the binary tree's level j: 2^j) — computed from the table
+    (the records are the rows')."""
     ctx, rew = env.contexts, env.rewards
     items = np.array([item_of(stat, ctx[i, 0], (rew[i, 0] - env.lo) / (env.hi - env.lo))
-                      for i in range(1 << (nodes - 1))])
+                      for i in range(max(stops))])
     c = np.cumsum(items, axis=0)
-    return c[[(1 << j) - 1 for j in range(nodes)]]
+    return c[[s - 1 for s in stops]]
+
+
+def first_record_draws(policy, problem, nodes: int) -> list[tuple[int, int]]:
+    """(push, stop) of every node holding the first record: the policy's own list when it has
+    one (``jdp-linucb``, binary or smooth tree), else the binary tree's level-j node at push
+    2^j over [0, 2^j)."""
+    if hasattr(policy, "first_record_nodes"):
+        return policy.first_record_nodes(problem)
+    return [(1 << j, 1 << j) for j in range(nodes)]
 
 
 def node_llr(spec, z: np.ndarray, delta: np.ndarray, wishart_v: np.ndarray | None = None
@@ -257,7 +267,7 @@ def _run_side(policy, env, problem, trials: int, seed: int, side: int, mode: str
     from dpledger.audits.policy import chunk_generator
     plan = policy.plan(problem)
     E = plan.blocks * plan.entries
-    rows = [(1 << j) - 1 for j in range(nodes)]
+    rows = [t - 1 for t, _ in first_record_draws(policy, problem, nodes)]
     policy._capture_rows = rows[-1] + 1 if mode == "whitebox" else 0
     policy._capture_clean = mode == "whitebox"
     out = np.empty(trials)
@@ -342,7 +352,11 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
     total = 2 * trials
     pair = {"round": 1, "from": "D", "to": "D'", "description": description}
     if mode == "whitebox":
-        cD = clean_node_sums(env0, stat, nodes)
+        firsts = first_record_draws(policy, problem, nodes)
+        if len(firsts) != nodes:
+            raise DpledgerError(f"{policy.name}: the first record lies in {len(firsts)} nodes, "
+                                f"its certificate counts {nodes}")
+        cD = clean_node_sums(env0, stat, [s for _, s in firsts])
         (x0, r0), (x1, r1), _ = whitebox_records(policy, dim)
         delta = item_of(stat, x1, r1) - item_of(stat, x0, r0)
         v = np.r_[x0, r0] if wishart else None
@@ -366,8 +380,11 @@ def audit_contextual(policy, *, trials: int, mode: str = "whitebox", T: int | No
                                    r_certified(cert))
             if bp is not None:
                 extra["best_possible"] = bp
+        smooth = policy.params.get("counter") == "smooth"
+        pushes = ", ".join(str(t) for t, _ in firsts) if smooth else "1, 2, 4, ..."
         extra["whitebox_capture"] = (f"every node holding the first record ({nodes} nodes: "
-                                     "pushes t = 1, 2, 4, ...), released p-sum minus D's clean "
+                                     f"pushes t = {pushes}), released "
+                                     f"{'node sum' if smooth else 'p-sum'} minus D's clean "
                                      "sum, scored by the likelihood ratio of all of them")
         extra["score"] = "log-likelihood ratio of the captured nodes"
         if stat == STAT_ENTRIES:

@@ -28,7 +28,9 @@ of arm a to its round through the actions, subtracts the known rewards of every 
 adds, per canary, the log-likelihood ratio of each release containing it with the other
 canaries of that release at their mean: clip(2w − Δ, −Δ, Δ)/b for a Laplace release of scale b,
 w = value − known part − Δ·(canaries in it − 1)/2, Δ = 1 (the kernels' rewards are rescaled
-to [0, 1], and so are their releases).  A canary alone in its releases
+to [0, 1], and so are their releases); Δ(w − Δ/2)/s² for a Gaussian one of σ s — the
+Gaussian-mean policies' releases (TS-Gaussian's posterior reads S/(k+1), DP-TS-UCB's epoch
+means) taken back to sum space by their divisor (:class:`Releases`).  A canary alone in its releases
 is scored by the exact Neyman–Pearson statistic; canaries sharing a release interfere (Keinan et
 al. 2025, "How well can differential privacy be audited in one run?"), which lowers the power,
 never the validity: any guess computed from the output is covered by the theorem.  Black-box:
@@ -37,9 +39,12 @@ confidence are broken by a seeded permutation drawn independently of the coins.
 
 **Design** (:func:`one_run_design`).  Default (DP-UCB: :data:`SPACED`): K = m arms and the canaries in rows 1 … m, the
 initial pulls (round a + 1 plays arm a in every policy here), so each canary is its arm's first
-reward; the other rows hold the range's midpoint.  Each canary then lies in the releases of its
+reward (TS-Gaussian, which has no initial pulls: mapped to the arm played there); the other
+rows hold the range's midpoint.  Each canary then lies in the releases of its
 own arm only; T = m × the pulls per arm of :data:`PULLS_PER_ARM` (1 for the epoch policies, whose
-first reward is its own release; more for the policies whose first reward enters several).
+first reward is its own release; more for the policies whose first reward enters several);
+the Gaussian-mean policies: T = bK + :data:`EXTRA_ROUNDS` (M-TS-Gaussian's b ≥ 1 pre-pulls) or
+m + EXTRA_ROUNDS, so a canary is read by the 16 rounds after the canary rows.
 
 **Ceiling.**  The largest bound the method can give at m: every guess right at the grid's
 largest k (k = m), at α/|grid|.  The result reports the bound as a fraction of the ceiling and
@@ -66,8 +71,16 @@ PULLS_PER_ARM = {"dp-klucb": 64, "dp-imed": 64, "dp-ts": 16, "dp-ts-mt": 16}
 # K = 2 and canaries every s rows (row 1 + s·i, T = s·m), each mapped to its arm by the actions
 SPACED = {"dp-ucb": 16}
 # kernels that capture every Laplace release they make (capture_release), sums of rewards
-WHITEBOX_POLICIES = ("lazy-dp-ts", "adap-ucb", "adap-klucb", "anytime-lazy-ucb", "dp-ucb",
-                     "dp-ts", "dp-klucb", "dp-imed")
+LAPLACE_WHITEBOX = ("lazy-dp-ts", "adap-ucb", "adap-klucb", "anytime-lazy-ucb", "dp-ucb",
+                    "dp-ts", "dp-klucb", "dp-imed")
+# Gaussian-mean policies: TS-Gaussian / M-TS-Gaussian draw one posterior read per arm per round
+# (the kernel's full (3, T·K) capture), DP-TS-UCB fresh samples of its epoch means
+# (capture_release rows); their design is K = m arms and EXTRA_ROUNDS rounds of reads after the
+# rows that hold the canaries, so the certificate (reads of the row-1 reward) stays small
+GAUSSIAN_POSTERIOR = ("ts-gaussian", "mts-gaussian")
+GAUSSIAN_SAMPLES = ("dp-ts-ucb",)
+EXTRA_ROUNDS = 16
+WHITEBOX_POLICIES = LAPLACE_WHITEBOX + GAUSSIAN_POSTERIOR + GAUSSIAN_SAMPLES
 _BISECT_STEPS = 48
 _MU_EPS_GRID = 400
 
@@ -242,16 +255,23 @@ def one_run_design(policy, m: int, T: int | None = None, K: int | None = None,
     if K is None:
         K = max(2, m)
     K = check_count("arms", K, minimum=2)
+    prepulls = int(getattr(policy, "b", 1)) if name in GAUSSIAN_POSTERIOR else 1
     if T is None:
-        T = max(m, K) * PULLS_PER_ARM.get(name, 2)
+        T = (max(m, K) * max(1, prepulls) + EXTRA_ROUNDS if name in GAUSSIAN_POSTERIOR
+             + GAUSSIAN_SAMPLES else max(m, K) * PULLS_PER_ARM.get(name, 2))
     T = validate_horizon(T, K)
     if m > T:
         raise DpledgerError(f"--canaries {m} is larger than the horizon T = {T}: each canary "
                             "is one row of the reward table")
-    desc = (f"canaries in rows 1 … {m}" + (
-        f", the initial pulls of K = {K} arms (row a + 1 plays arm a): each canary is its arm's "
-        "first reward" if K >= m else f" of K = {K} arms (each mapped to the arm played there)")
-        + f"; the other rows hold the range's midpoint; T = {T}")
+    if prepulls == 0:       # TS-Gaussian (b = 0): rounds 1 … m are argmaxes of the draws
+        where = (f" of K = {K} arms, each mapped to the arm played there (no initial pulls: "
+                 "an arm may hold several canaries)")
+    elif K >= m:
+        where = (f", the initial pulls of K = {K} arms (row a + 1 plays arm a): each canary is "
+                 "its arm's first reward")
+    else:
+        where = f" of K = {K} arms (each mapped to the arm played there)"
+    desc = f"canaries in rows 1 … {m}{where}; the other rows hold the range's midpoint; T = {T}"
     return CanaryDesign(int(T), int(K), tuple(range(1, m + 1)), float(lo), float(hi),
                         float(lo + (hi - lo) / 2.0), desc)
 
@@ -262,16 +282,33 @@ def _run_once(policy, env, T: int, K: int, rng, whitebox: bool):
     if not _uses_kernel(policy):
         raise DpledgerError(f"policy {policy.name!r} has no compiled kernel to run with canaries")
     rows = np.zeros((5, max(policy.row_capacity(T, K), 1)), dtype=np.int64)
-    # every release of every arm: at most one p-sum or block per pull, plus slack
-    cap = np.zeros((6, 2 * T + 2 * K + 8)) if whitebox else np.zeros((2, 0))
+    cap = np.zeros(capture_shape(policy.name, T, K)) if whitebox else np.zeros((2, 0))
     actions = np.zeros(T, dtype=np.int64)
     played, n_rows, _ = type(policy).kernel(rng, env.as_tuple(), T, K, T,
                                             policy.kernel_params(T, K), actions, rows, cap)
     if int(played) != T:
         raise DpledgerError(f"policy {policy.name!r} stopped at round {played} of {T}")
-    if whitebox and cap[4, 0] != 0.0:
+    if whitebox and cap.shape[0] >= 6 and cap[4, 0] != 0.0:
         raise DpledgerError("the run's releases overflowed the capture buffer")
     return actions, rows[:, :int(n_rows)], cap
+
+
+def capture_shape(name: str, T: int, K: int) -> tuple[int, int]:
+    """The white-box capture array a run needs, refused in one line when it does not fit in
+    memory (with the scoring's working arrays, about 4 × the capture): TS-Gaussian's full
+    capture is one (θ, mean, σ) column per round and arm; DP-TS-UCB makes at most one fresh
+    sample per arm and round after the K initial pulls; the Laplace kernels at most one p-sum
+    or block per pull, plus slack."""
+    from dpledger.resources import check_fits
+    if name in GAUSSIAN_POSTERIOR:
+        shape = (3, T * K)
+    elif name in GAUSSIAN_SAMPLES:
+        shape = (6, K * max(T - K, 0) + K + 8)
+    else:
+        shape = (6, 2 * T + 2 * K + 8)
+    check_fits(f"this white-box one-run audit (T = {T}, K = {K}: {shape[1]} captured "
+               "releases)", 4 * 8 * shape[0] * shape[1], "use fewer --canaries")
+    return shape
 
 
 def _observations(actions: np.ndarray, K: int):
@@ -291,15 +328,84 @@ def _canary_index(actions, design: CanaryDesign, K: int):
     return actions[r], pos[r]
 
 
-def whitebox_scores(actions, cap, design: CanaryDesign, K: int) -> tuple[np.ndarray, dict]:
-    """Per-canary LLR score from the captured Laplace releases (module docstring), computed from
-    the release values, scales and ranges, the actions and the known rows only (never the
-    captured clean sums, which hold the coins)."""
+@dataclass(frozen=True)
+class Releases:
+    """The captured releases in sum space: ``value`` = the arm's reward sum over observations
+    [start, stop) plus noise of scale ``scale`` (Laplace b or Gaussian σ), in the kernels'
+    [0, 1] reward units.  A release of a mean (DP-TS-UCB's samples, a posterior's S/(k+1)) is
+    multiplied back by its divisor, value and scale alike."""
+
+    value: np.ndarray
+    scale: np.ndarray
+    arm: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    gaussian: bool
+
+    @classmethod
+    def from_capture(cls, cap: np.ndarray, gaussian: bool = False) -> Releases:
+        """The (6, M) capture of :func:`~dpledger.policies.rules.capture_release`; with
+        ``gaussian`` the released statistic is the mean of its n = stop − start observations."""
+        n = int(cap[5, 0])
+        y, b = cap[0, 1:n + 1], cap[2, 1:n + 1]
+        start, stop = cap[4, 1:n + 1].astype(np.int64), cap[5, 1:n + 1].astype(np.int64)
+        mult = (stop - start).astype(np.float64) if gaussian else 1.0
+        return cls(y * mult, b * mult, cap[3, 1:n + 1].astype(np.int64), start, stop, gaussian)
+
+    @classmethod
+    def from_posterior(cls, cap: np.ndarray, actions: np.ndarray, K: int) -> Releases:
+        """TS-Gaussian's full capture (column (t − 1)·K + j: θ, its clean mean, σ): each read
+        at k ≥ 1 is N(S/(k+1), σ²) on the arm's first k observations (k from the actions)."""
+        T = actions.size
+        before = _pulls_before(actions, K)                         # (T, K): k at round t
+        theta = cap[0].reshape(T, K)
+        sig = cap[2].reshape(T, K)
+        keep = (before >= 1) & np.isfinite(theta)
+        t_idx, arm = np.nonzero(keep)
+        k = before[t_idx, arm].astype(np.float64)
+        return cls(theta[t_idx, arm] * (k + 1.0), sig[t_idx, arm] * (k + 1.0), arm,
+                   np.zeros(arm.size, dtype=np.int64), k.astype(np.int64), True)
+
+
+def _pulls_before(actions: np.ndarray, K: int) -> np.ndarray:
+    """(T, K) array: pulls of each arm in the rounds before round t (row t − 1)."""
     T = actions.size
-    n = int(cap[5, 0])
-    y, b = cap[0, 1:n + 1], cap[2, 1:n + 1]
-    arm = cap[3, 1:n + 1].astype(np.int64)
-    start, stop = cap[4, 1:n + 1].astype(np.int64), cap[5, 1:n + 1].astype(np.int64)
+    onehot = np.zeros((T, K), dtype=np.int32)
+    onehot[np.arange(T), actions] = 1
+    before = np.cumsum(onehot, axis=0, dtype=np.int32)
+    before -= onehot
+    return before
+
+
+def check_posterior_reads(policy, actions: np.ndarray, cap: np.ndarray, K: int) -> None:
+    """Every captured read must be one the ledger's posterior-read record names
+    (:mod:`dpledger.accounting.posterior_reads`: every arm, rounds bK + 1 … T, σ² = c/(k+1)):
+    the rounds that sample and their σ, recomputed from the actions."""
+    T = actions.size
+    first = int(policy.b) * K + 1
+    theta = cap[0].reshape(T, K)
+    sampled = np.isfinite(theta)
+    rounds = np.arange(1, T + 1)[:, None]
+    if np.any(sampled != (rounds >= first)):
+        raise DpledgerError("the run's posterior reads differ from the rounds its ledger "
+                            f"record names ({first} … {T})")
+    k = _pulls_before(actions, K)[first - 1:]
+    want = np.sqrt(float(policy.c) / (k + 1.0))
+    if not np.allclose(cap[2].reshape(T, K)[first - 1:], want, rtol=1e-12, atol=0.0):
+        raise DpledgerError("a captured posterior read's sigma is not the sqrt(c/(k+1)) its "
+                            "ledger record states")
+
+
+def whitebox_scores(actions, cap, design: CanaryDesign, K: int,
+                    releases: Releases | None = None) -> tuple[np.ndarray, dict]:
+    """Per-canary LLR score from the captured releases (module docstring; Laplace sums unless
+    ``releases`` says otherwise), computed from the release values, scales and ranges, the
+    actions and the known rows only (never the captured clean statistics, which hold the
+    coins)."""
+    rel = Releases.from_capture(cap) if releases is None else releases
+    T = actions.size
+    n = rel.value.size
+    y, b, arm, start, stop = rel.value, rel.scale, rel.arm, rel.start, rel.stop
     # the kernels see rewards rescaled to [0, 1] (policies/environments.py), so do the releases
     delta = 1.0
     known_tab = np.full(T, (design.rest - design.lo) / (design.hi - design.lo))
@@ -320,7 +426,11 @@ def whitebox_scores(actions, cap, design: CanaryDesign, K: int) -> tuple[np.ndar
     known = pre[g1] - pre[g0]
     nc = pre_c[g1] - pre_c[g0]
     w = y - known - delta * (nc - 1) / 2.0
-    llr = np.where(nc > 0, np.clip(2.0 * w - delta, -delta, delta) / b, 0.0)
+    if rel.gaussian:
+        # N(w; Δ, s²) against N(w; 0, s²): Δ(w − Δ/2)/s²
+        llr = np.where(nc > 0, delta * (w - delta / 2.0) / (b * b), 0.0)
+    else:
+        llr = np.where(nc > 0, np.clip(2.0 * w - delta, -delta, delta) / b, 0.0)
     # canary c in order-position p: sum the llr of releases whose [g0, g1) holds p
     can_pos = np.flatnonzero(can_in_order)             # canaries' positions in ``order``
     diff = np.zeros(T + 1)
@@ -465,7 +575,8 @@ def audit_one_run(policy, *, canaries: int, mode: str = "whitebox", T: int | Non
                             "unbounded, a one-run audit has nothing to test")
     if mode == "whitebox" and policy.name not in WHITEBOX_POLICIES:
         raise DpledgerError(f"{policy.name}: a white-box one-run audit scores captured Laplace "
-                            "sums, which its kernel does not capture; white-box one-run "
+                            "sums or Gaussian means, which its kernel does not capture; "
+                            "white-box one-run "
                             f"policies: {', '.join(WHITEBOX_POLICIES)} (or use --mode blackbox)")
     if design is None:
         design = one_run_design(policy, canaries, T, K, lo, hi)
@@ -488,8 +599,14 @@ def audit_one_run(policy, *, canaries: int, mode: str = "whitebox", T: int | Non
                                    mode == "whitebox")
     info: dict = {}
     if mode == "whitebox":
-        check_ledger_names_captures(rows, cap)
-        scores, info = whitebox_scores(actions, cap, design, Kn)
+        if policy.name in GAUSSIAN_POSTERIOR:
+            check_posterior_reads(policy, actions, cap, Kn)
+            releases = Releases.from_posterior(cap, actions, Kn)
+        else:
+            check_ledger_names_captures(rows, cap)
+            releases = Releases.from_capture(cap, gaussian=policy.name in GAUSSIAN_SAMPLES)
+        del cap
+        scores, info = whitebox_scores(actions, None, design, Kn, releases)
         centre = 0.0
     else:
         scores = blackbox_scores(actions, design, Kn)

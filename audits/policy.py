@@ -639,7 +639,8 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     (:func:`~dpledger.audits.stats.sequential_audit`): ``trials`` per side first, doubling up to
     ``max_trials`` (default 100 × trials), until the bound reaches ``until_ratio`` × certificate
     or can no longer; the bound holds at that stopping time.  ``betting=True`` makes it the
-    betting e-process of :mod:`dpledger.audits.betting` instead (pure-ε certificates): it stops
+    betting e-process of :mod:`dpledger.audits.betting` instead (pure ε, or μ for a GDP
+    certificate: a mixture over a fixed ε grid): it stops
     at the first pair of trials at which ``claim`` (default: the certificate) is contradicted or
     ``until_ratio`` × certificate is reached, up to ``max_trials`` per side.  White-box audits of policies in
     :data:`LR_CAPTURE` score the LLR of every release containing the witness
@@ -720,10 +721,6 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
                                   and whitebox_score == "auto") else None
     delta_pair = float(hi - lo) if pair is None else float(pair.hi - pair.lo)
     sequential = until_ratio is not None or max_trials is not None or betting
-    if betting and currency != "epsilon":
-        raise DpledgerError(f"{name}: the betting sequential audit tests a pure-epsilon "
-                            "certificate; this one is in GDP mu (use --until-ratio without "
-                            "--sequential)")
     if claim is not None and not betting:
         raise DpledgerError("claim applies to the betting sequential audit (--sequential)")
     t0 = time.perf_counter()
@@ -761,22 +758,26 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
         from dpledger.audits.betting import betting_audit
         from dpledger.audits.stats import sequential_target
         target, mx = sequential_target(cert, currency, until_ratio, max_trials, trials)
-        if target is None and claim is None and cert.get("pure_epsilon") is None:
+        # a GDP certificate is tested in μ (mixture e-process over an ε grid), a pure-ε one
+        # in ε; the claim is in the certificate's currency
+        cert_key = "gdp_mu" if currency == "mu" else "pure_epsilon"
+        if claim is None and cert.get(cert_key) is None:
             raise DpledgerError(f"{name}: an unbounded certificate and no claim: the betting "
                                 "audit has nothing to test (give a claim)")
-        claim_used = float(claim if claim is not None else cert["pure_epsilon"])
+        claim_used = float(claim if claim is not None else cert[cert_key])
         total = 2 * mx
         sample, scorer = _sequential_sampler(mode, draw, info, score_arm, score)
         try:
             bet = betting_audit(sample, first=trials, max_trials=mx, claim=claim_used,
                                 target=target, confidence=confidence,
-                                selection_fraction=selection_fraction, scorer=scorer)
+                                selection_fraction=selection_fraction, scorer=scorer,
+                                currency=currency)
         except _Missing as exc:
             raise _missing_error(exc, stop) from None
         sa = bet.final
         trials_done = bet.trials
         info["sequential"] = bet.to_json()
-        info["claim"] = {"value": claim_used, "currency": "epsilon",
+        info["claim"] = {"value": claim_used, "currency": currency,
                          "contradicted": bet.stop_reason == "contradicted"}
         info["ceiling"] = None
     elif sequential:

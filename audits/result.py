@@ -171,7 +171,13 @@ class AuditResult:
         out["delta"] = (GDP_DELTA if self.currency == "mu" else
                         float(approx["delta"]) if approx is not None else 0.0)
         if self.currency == "mu":
-            out["epsilon_lower_direct"] = float(_direct(sa, GDP_DELTA))
+            if (self.extra.get("sequential") or {}).get("kind") == "betting":
+                # counts collected under optional stopping: a Clopper–Pearson bound from them
+                # is not valid at the stopping time (the e-process's bound is)
+                out["epsilon_lower_direct"] = None
+                out["epsilon_lower_direct_status"] = "not_applicable"
+            else:
+                out["epsilon_lower_direct"] = float(_direct(sa, GDP_DELTA))
         out["mode"] = self.mode
         out.update(self.extra)
         return out

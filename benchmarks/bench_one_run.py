@@ -4,6 +4,8 @@
     python benchmarks/bench_one_run.py --planted                         # dp-klucb renoise
     python benchmarks/bench_one_run.py --false-alarms --seeds 1000       # no false alarm
     python benchmarks/bench_one_run.py --betting-false-alarms --seeds 1000   # --sequential
+    python benchmarks/bench_one_run.py --gaussian --sizes 1000,10000     # Gaussian-mean WB
+    python benchmarks/bench_one_run.py --betting-policy-false-alarms --seeds 1000
 
 ``--bounds``: white-box one-run bounds at ε = 1 (μ for jdp-linucb, accounted calibration) for
 lazy-dp-ts, adap-ucb, dp-ucb and jdp-linucb at each m, seed 0, 95 %: the bound, the
@@ -11,7 +13,13 @@ certificate, the method's ceiling at m, and the two fractions.  ``--planted``: d
 ε = 0.5, the paper's mechanism and renoise-cumulative, white- and black-box, against the
 stated 0.5.  ``--false-alarms``: S seeds of each correct policy (m = 100, confidence 0.95):
 how often the bound exceeds the certificate (at most α in expectation; the count and its
-Binomial(S, α) 99.9 % quantile are printed).  CPU seconds (user + sys of this process) per
+Binomial(S, α) 99.9 % quantile are printed).  ``--gaussian``: the white-box one-run bounds of
+the Gaussian-mean policies (ts-gaussian, mts-gaussian b = 1, dp-ts-ucb; their certificates in
+μ) at each m; a size whose capture does not fit is printed as refused.
+``--betting-false-alarms`` also runs the GDP form on N(0, 1) against N(μ, 1).
+``--betting-policy-false-alarms``: S seeds of the sequential (betting) audit of correct policies
+— white-box Lazy-DP-TS (ε 1) and DP-TS-UCB (α = 0, T = 41, K = 32: μ 3) — each stopping at its
+first contradiction of the certificate (≤ 2000 trials per side).  CPU seconds (user + sys of this process) per
 entry; the machine is shared, wall times are noisy.
 """
 from __future__ import annotations
@@ -28,6 +36,8 @@ from dpledger.audits.one_run_contextual import audit_one_run_contextual  # noqa:
 from dpledger.policies.registry import make_policy                       # noqa: E402
 
 POLICIES = ("lazy-dp-ts", "adap-ucb", "dp-ucb", "jdp-linucb")
+GAUSSIAN = (("ts-gaussian", {}), ("mts-gaussian", {"b": 1}), ("dp-ts-ucb", {}))
+MAX_POSTERIOR_READS = 2 * 10 ** 7      # --gaussian skips a larger TS-Gaussian capture (480 MB)
 
 
 def _cpu() -> float:
@@ -69,6 +79,63 @@ def bounds(sizes, out):
         print(f"| {x['policy']} | {x['m']} | {x['horizon']}, {x['arms']} | {cur} "
               f"{x['certified']:.3g} | {x['lower']:.3f} | {x['ratio']:.2f} | {x['ceiling']:.2f} "
               f"| {x['ratio_of_ceiling']:.2f} | {x['correct']} / {x['guesses']} | {x['cpu_s']} |")
+    return rows
+
+
+def gaussian(sizes):
+    from dpledger.errors import DpledgerError
+    from dpledger.audits.one_run import GAUSSIAN_POSTERIOR, one_run_design
+    from dpledger.resources import fmt_bytes
+    rows = []
+    for m in sizes:
+        for name, kw in GAUSSIAN:
+            d = one_run_design(make_policy(name, **kw), m)
+            if name in GAUSSIAN_POSTERIOR and d.horizon * d.arms > MAX_POSTERIOR_READS:
+                # the kernel's full capture is one (θ, mean, σ) column per round and arm
+                need = 24 * d.horizon * d.arms
+                rows.append({"policy": name, "params": kw, "m": m,
+                             "skipped": f"full capture of T·K = {d.horizon * d.arms} reads "
+                                        f"({fmt_bytes(need)}) on a shared machine"})
+                print(json.dumps(rows[-1]), flush=True)
+                continue
+            c0 = _cpu()
+            try:
+                r = audit_one_run(make_policy(name, **kw), canaries=m, seed=0)
+            except DpledgerError as exc:
+                rows.append({"policy": name, "params": kw, "m": m, "refused": str(exc)})
+                print(json.dumps(rows[-1]), flush=True)
+                continue
+            x = _row(r, _cpu() - c0)
+            x["params"] = kw
+            rows.append(x)
+            print(json.dumps(x), flush=True)
+    return rows
+
+
+def betting_policy_false_alarms(seeds, confidence=0.95):
+    """Sequential (betting) audits of correct policies, each stopping at its first
+    contradiction of the certificate (≤ 2000 trials per side)."""
+    from scipy.stats import binom
+    from dpledger.audits.policy import audit_policy
+    rows = []
+    for name, kw, design in (("lazy-dp-ts", {"epsilon": 1.0}, {}),
+                             ("dp-ts-ucb", {"alpha": 0.0}, {"T": 41, "K": 32})):
+        c0, hits, lows, ns = _cpu(), 0, [], []
+        for s in range(seeds):
+            j = audit_policy(make_policy(name, **kw), trials=100, max_trials=2000,
+                             mode="whitebox", betting=True, seed=s, confidence=confidence,
+                             **design).to_json()
+            hits += j["sequential"]["stop_reason"] == "contradicted"
+            lows.append(j["sequential"]["lower"])
+            ns.append(j["sequential"]["trials_drawn"])
+        x = {"policy": name, "params": kw, **design, "seeds": seeds,
+             "currency": j["ratio_currency"], "certified": j["sequential"]["claim"],
+             "contradicted": hits,
+             "binomial_999_quantile": int(binom.ppf(0.999, seeds, 1 - confidence)),
+             "mean_lower": sum(lows) / seeds, "max_lower": max(lows),
+             "median_trials": sorted(ns)[seeds // 2], "cpu_s": round(_cpu() - c0, 1)}
+        rows.append(x)
+        print(json.dumps(x), flush=True)
     return rows
 
 
@@ -118,16 +185,22 @@ def betting_false_alarms(seeds, confidence=0.95):
             return np.random.default_rng([seed, side]).laplace(float(side), 1 / eps,
                                                                start + n)[start:]
         return sample
+    def gauss(mu, seed):
+        def sample(side, start, n):
+            return np.random.default_rng([seed, side, 7]).normal(float(side) * mu, 1.0,
+                                                                 start + n)[start:]
+        return sample
     rows = []
-    for eps in (1.0, 2.0):
+    for cur, true in (("epsilon", 1.0), ("epsilon", 2.0), ("mu", 1.0), ("mu", 2.0)):
         c0, hits, lows, ns = _cpu(), 0, [], []
         for s in range(seeds):
-            r = betting_audit(lap(eps, s), first=100, max_trials=2000, claim=1.0, target=None,
-                              confidence=confidence)
+            r = betting_audit((lap if cur == "epsilon" else gauss)(true, s), first=100,
+                              max_trials=2000, claim=1.0, target=None, confidence=confidence,
+                              currency=cur)
             hits += r.stop_reason == "contradicted"
             lows.append(r.lower)
             ns.append(r.trials)
-        x = {"true_epsilon": eps, "claim": 1.0, "seeds": seeds, "contradicted": hits,
+        x = {"currency": cur, "true": true, "claim": 1.0, "seeds": seeds, "contradicted": hits,
              "binomial_999_quantile": int(binom.ppf(0.999, seeds, 1 - confidence)),
              "mean_lower": sum(lows) / seeds, "median_trials": sorted(ns)[seeds // 2],
              "max_trials_used": max(ns), "cpu_s": round(_cpu() - c0, 1)}
@@ -142,6 +215,8 @@ def main(argv=None) -> int:
     ap.add_argument("--planted", action="store_true")
     ap.add_argument("--false-alarms", action="store_true")
     ap.add_argument("--betting-false-alarms", action="store_true")
+    ap.add_argument("--betting-policy-false-alarms", action="store_true")
+    ap.add_argument("--gaussian", action="store_true")
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--seeds", type=int, default=1000)
     ap.add_argument("--canaries", type=int, default=1000, help="--planted: m")
@@ -156,6 +231,10 @@ def main(argv=None) -> int:
         res["false_alarms"] = false_alarms(a.seeds, a.out)
     if a.betting_false_alarms:
         res["betting_false_alarms"] = betting_false_alarms(a.seeds)
+    if a.betting_policy_false_alarms:
+        res["betting_policy_false_alarms"] = betting_policy_false_alarms(a.seeds)
+    if a.gaussian:
+        res["gaussian"] = gaussian([int(x) for x in a.sizes.split(",")])
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)

@@ -11,7 +11,9 @@ regret    DP-UCB on Azize & Basu's Fig. 2 instance (Bernoulli 0.75, 0.625, 0.5, 
           ε = 1 split over K arms, T = 1e6, counter=binary vs counter=smooth, at CONFIGS
           (printed width, κ = 1 and 0.01; experimental width): mean pseudo-regret over R runs with its 95 % band
           (± 1.96·sd/√R), the certificate of each (pure ε, from accounting).
-speed     rounds per CPU-second of DP-UCB at T = 1e6, binary vs smooth, alternating.
+ts        dp-ts-mt (no gap estimation, ``--pulls`` random pulls per arm) on the same instance,
+          binary vs smooth trees at the same certificate: regret over R runs, and the closed-form
+          running-sum variance of an arm's tree at the policy's shapes.
 Not a test.  CPU time (user + sys of this process) is reported: the machine is shared.
 """
 from __future__ import annotations
@@ -93,36 +95,63 @@ def _pseudo_regret(actions, means) -> float:
     return float(np.bincount(actions, minlength=len(means)) @ gaps)
 
 
-def regret(T: int, R: int, width: str, eps: float = 1.0, seed: int = 0,
-           relaxation_scale: float = 1.0, budget: str = "split") -> dict:
+def _runs(name: str, params: dict, T: int, R: int, seed: int = 0) -> dict:
+    """Mean pseudo-regret of ``name`` with ``params`` over R runs on MEANS, with its 95 % band
+    (± 1.96·sd/√R), median, share of runs with regret ≥ T/20 (locked onto a worse arm), the
+    certificate's pure ε (from accounting) and rounds per CPU-second."""
     env = bernoulli(MEANS)
     K = len(MEANS)
-    out = {}
-    for counter in ("binary", "smooth"):
-        kw = {"relaxation_scale": relaxation_scale} if relaxation_scale != 1.0 else {}
-        pol = make_policy("dp-ucb", epsilon=eps, width=width, counter=counter,
-                          per_tree_budget=budget, **kw)
-        cert = pol.certificate(T, K)
-        regs = []
-        cpu0 = _cpu()
-        for i in range(R):
-            o = pol.run_one(run_generator(seed, i), env.as_tuple(), T)
-            regs.append(_pseudo_regret(o.actions, MEANS))
-        cpu = _cpu() - cpu0
-        regs = np.array(regs)
-        out[counter] = dict(mean=float(regs.mean()), band=float(1.96 * regs.std(ddof=1) / np.sqrt(R)),
-                            median=float(np.median(regs)),
-                            # a run that ends with ≥ T/20 regret has locked onto a worse arm
-                            stuck=float(np.mean(regs >= T / 20)),
-                            certificate_eps=max(c.composition.pure_epsilon() for c in cert.candidates),
-                            cpu_s=cpu, rounds_per_cpu_s=R * T / cpu)
+    pol = make_policy(name, **params)
+    cert = pol.certificate(T, K)
+    regs = []
+    cpu0 = _cpu()
+    for i in range(R):
+        o = pol.run_one(run_generator(seed, i), env.as_tuple(), T)
+        regs.append(_pseudo_regret(o.actions, MEANS))
+    cpu = _cpu() - cpu0
+    regs = np.array(regs)
+    return dict(mean=float(regs.mean()), band=float(1.96 * regs.std(ddof=1) / np.sqrt(R)),
+                median=float(np.median(regs)), stuck=float(np.mean(regs >= T / 20)),
+                certificate_eps=max(c.composition.pure_epsilon() for c in cert.candidates),
+                cpu_s=cpu, rounds_per_cpu_s=R * T / cpu)
+
+
+def regret(T: int, R: int, width: str, eps: float = 1.0, seed: int = 0,
+           relaxation_scale: float = 1.0, budget: str = "split") -> dict:
+    kw = {"relaxation_scale": relaxation_scale} if relaxation_scale != 1.0 else {}
+    return {counter: _runs("dp-ucb", dict(epsilon=eps, width=width, counter=counter,
+                                          per_tree_budget=budget, **kw), T, R, seed)
+            for counter in ("binary", "smooth")}
+
+
+def private_ts(T: int, R: int, eps: float, pulls: int, seed: int = 0) -> dict:
+    """dp-ts-mt without gap estimation (as the paper's experiments), ``pulls`` random pulls per
+    arm, binary against smooth trees at the same certificate; and the closed-form noise
+    variance of an arm's running sum, averaged over the t ≤ L items its tree can hold (binary:
+    Lap(levels/ε0) p-sums, levels of T − τ; smooth: its shape for L), ε0 = ε/(2K)."""
+    params = dict(epsilon=eps, gap_estimation=False, random_pulls=pulls)
+    out = {c: _runs("dp-ts-mt", dict(params, counter=c), T, R, seed)
+           for c in ("binary", "smooth")}
+    K = len(MEANS)
+    pol = make_policy("dp-ts-mt", counter="smooth", **params)
+    x = pol.tree_shapes(T, K)[0]
+    L, eps0 = x["items"], eps / (2 * K)
+    t = np.arange(1, L + 1, dtype=np.int64)
+    pop = np.array([bin(int(v)).count("1") for v in t])
+    vb = 2.0 * pop * (x["levels"] / eps0) ** 2
+    vs = S.smooth_variances(L, x["h"], x["w"], eps0)
+    out["variance"] = dict(L=L, levels=x["levels"], h=x["h"], w=x["w"],
+                           binary_avg=float(vb.mean()), smooth_avg=float(vs.mean()),
+                           ratio_avg=float(vb.mean() / vs.mean()),
+                           ratio_max=float(vb.max() / vs.max()))
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--part", choices=("variance", "regret", "all"), default="all")
+    ap.add_argument("--part", choices=("variance", "regret", "ts", "all"), default="all")
+    ap.add_argument("--pulls", type=int, default=10, help="dp-ts-mt random pulls per arm")
     ap.add_argument("--runs", type=int, default=None)
     ap.add_argument("--horizon", type=int, default=None)
     ap.add_argument("--epsilon", type=float, default=1.0)
@@ -154,6 +183,20 @@ def main() -> None:
                       f"{r['band']:.0f} (95 %), median {r['median']:.0f}, runs with regret ≥ T/20 "
                       f"{r['stuck']:.2f}, certificate ε = {r['certificate_eps']:.4g}, "
                       f"{r['rounds_per_cpu_s']:.3g} rounds/CPU-s")
+    if a.part in ("ts", "all"):
+        T = a.horizon or (10 ** 4 if a.quick else 10 ** 5)
+        R = a.runs or (4 if a.quick else 20)
+        res = private_ts(T, R, a.epsilon, a.pulls)
+        v = res.pop("variance")
+        print(f"dp-ts-mt running-sum variance (closed forms, ε0 = ε/(2K)), t ≤ L = {v['L']}: "
+              f"binary ({v['levels']} levels) {v['binary_avg']:.4g}, smooth ({v['h']}, {v['w']}) "
+              f"{v['smooth_avg']:.4g}, ratio {v['ratio_avg']:.2f} (worst t: {v['ratio_max']:.2f})")
+        for counter, r in res.items():
+            print(f"dp-ts-mt ε={a.epsilon:g} gap_estimation=false random_pulls={a.pulls} "
+                  f"counter={counter} T={T} R={R}: regret {r['mean']:.0f} ± {r['band']:.0f} "
+                  f"(95 %), median {r['median']:.0f}, runs with regret ≥ T/20 {r['stuck']:.2f}, "
+                  f"certificate ε = {r['certificate_eps']:.4g}, {r['rounds_per_cpu_s']:.3g} "
+                  f"rounds/CPU-s")
     t = time.strftime("%Y-%m-%d %H:%M")
     print(f"({t}; CPU seconds of this process; machine shared with other jobs)")
 

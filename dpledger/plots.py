@@ -79,8 +79,10 @@ def report_bound_curves(rep: dict) -> list:
     replayed run, a fixed reward table, a policy whose bounds cannot be evaluated: what an
     experiment's figure draws for every policy it runs (issue 34 §5)."""
     from dpledger.errors import DpledgerError
-    if "curve" not in rep.get("regret", {}) or rep.get("contextual") is not None:
+    if "curve" not in rep.get("regret", {}):
         return []
+    if rep.get("contextual") is not None:
+        return _linear_curves(rep)
     try:
         return _bound_curves(rep)
     except (DpledgerError, KeyError):
@@ -92,8 +94,11 @@ def regret_over_bounds(rep: dict) -> list[tuple[object, float, float]]:
     of a run.json's policy on its instance ([] where :func:`report_bound_curves` has none):
     below 1 under an upper bound, above 1 over a lower one, asymptotic ones as T → ∞."""
     from dpledger.errors import DpledgerError
-    if "curve" not in rep.get("regret", {}) or rep.get("contextual") is not None:
+    if "curve" not in rep.get("regret", {}):
         return []
+    m = float(rep["regret"]["final_mean"])
+    if rep.get("contextual") is not None:
+        return [(b, b.value, m / b.value) for b, _, _ in _linear_curves(rep) if b.value > 0]
     from dpledger.policies.registry import make_policy
     from dpledger.policies.regret_bounds import bounds_for_policy, drawable
     from dpledger.policies.reward_families import RewardInstance
@@ -104,8 +109,19 @@ def regret_over_bounds(rep: dict) -> list[tuple[object, float, float]]:
         _, at_T = bounds_for_policy(policy, inst, int(rep["horizon"]))
     except (DpledgerError, KeyError):
         return []
-    m = float(rep["regret"]["final_mean"])
     return [(b, b.value, m / b.value) for b in at_T if drawable(b) and b.value > 0]
+
+
+def _linear_curves(rep: dict) -> list:
+    """A contextual run's drawable bounds: Theorem 5 on a Gaussian linear-fixed run
+    (:func:`~dpledger.policies.regret_bounds.linear_environment_bounds`), else none."""
+    from dpledger.errors import DpledgerError
+    from dpledger.policies.regret_bounds import linear_environment_bounds
+    try:
+        return linear_environment_bounds(rep["environment"], int(rep["horizon"]),
+                                         rep["regret"]["curve"]["t"])
+    except (DpledgerError, KeyError):
+        return []
 
 
 def draw_bounds(ax, lines: Sequence[tuple[str, object, list]], top: float) -> None:

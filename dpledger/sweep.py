@@ -30,7 +30,7 @@ from dpledger.errors import DpledgerError
 from dpledger.interrupt import in_worker_thread, interruptible_pool
 from dpledger.progress import Bar
 
-CELL_SCHEMA = 1
+CELL_SCHEMA = 2     # 2: a cell records its ledger's rows before compaction ("ledger_rows")
 
 
 @dataclass(frozen=True)
@@ -82,12 +82,14 @@ def make_env(spec: dict):
         from dpledger.policies.contextual import environments as CE
         L = spec.get("norm_bound", 1.0)
         if kind == "linear":
-            env = CE.linear(spec["dim"], spec["arms"], spec.get("theta"), spec.get("seed", 0),
-                            L, lo, hi)
+            make = CE.linear_fixed if spec.get("fixed") else CE.linear
+            sd = spec.get("noise_sd")
+            env = make(spec["dim"], spec["arms"], spec.get("theta"), spec.get("seed", 0),
+                       L, lo, hi, sd)
             # θ belongs to the instance (its own seed), not to a cell's run seed: recorded as
             # given, so that verify rebuilds this θ whatever seed the run was made with
-            return env if spec.get("theta") is not None else CE.linear(
-                spec["dim"], spec["arms"], env.theta, 0, L, lo, hi)
+            return env if spec.get("theta") is not None or spec.get("fixed") else make(
+                spec["dim"], spec["arms"], env.theta, 0, L, lo, hi, sd)
         if kind == "supervised":
             return CD.load_supervised(spec["dataset"], L, lo, hi)
         if kind in ("digits6", "digits6-online"):
@@ -127,12 +129,14 @@ def compute_cell(config: dict, indices: Sequence[int]) -> dict:
                 "regret": [None if r is None else r.tolist() for r in part["regret"]],
                 "draws": part["draws"], "rounds": part["rounds"],
                 "observations": part["observations"], "reward_sum": part["reward_sum"],
-                "uniform_sum": part["uniform_sum"], "ledger": part["ledger"].compact().to_json()}
+                "uniform_sum": part["uniform_sum"], "ledger_rows": part["ledger"].n_rows(),
+                "ledger": part["ledger"].compact().to_json()}
     from dpledger.policies.simulator import run_chunk
     part = run_chunk(cfg.make_policy(), cfg.make_env(), cfg.horizon, cfg.seed, list(indices))
     return {"cell_schema": CELL_SCHEMA, "config_key": cfg.key(), "indices": list(part["indices"]),
             "regret": [r.tolist() for r in part["regret"]], "draws": part["draws"],
-            "played": part["played"], "ledger": part["ledger"].compact().to_json()}
+            "played": part["played"], "ledger_rows": part["ledger"].n_rows(),
+            "ledger": part["ledger"].compact().to_json()}
 
 
 def _cell_part(cell: dict) -> dict:
@@ -314,7 +318,8 @@ def build_config_report(config: dict, out: str, cell_runs: int,
     from dpledger.report import build_run_report
 
     cfg = RunConfig(**config)
-    parts = [_cell_part(read_json(cell_path(out, cfg, idx))) for idx in cells_of(cfg, cell_runs)]
+    cells = [read_json(cell_path(out, cfg, idx)) for idx in cells_of(cfg, cell_runs)]
+    parts = [_cell_part(cell) for cell in cells]
     if cfg.env.get("kind") in CONTEXTUAL_KINDS:
         from dpledger.policies.contextual.simulator import assemble as contextual_assemble
         from dpledger.report_contextual import build_contextual_report
@@ -325,6 +330,10 @@ def build_config_report(config: dict, out: str, cell_runs: int,
     else:
         res = assemble(cfg.make_policy(), cfg.make_env(), cfg.horizon, cfg.seed, parts)
         rep = build_run_report(res, deltas)
+    # run.json's ledger.rows counts the rows as the policy wrote them (what `dpledger run`, and
+    # so `verify --resimulate`, reports); the cells hold compacted ledgers, whose row count
+    # depends on how the rows merged
+    rep["ledger"]["rows"] = sum(int(cell["ledger_rows"]) for cell in cells)
     rep["label"] = cfg.label
     rep["tags"] = cfg.tags
     rep.update(extra or {})

@@ -698,6 +698,8 @@ def _contextual_argv(report: dict, table_path: str | None, log_path: str | None)
         argv += ["--dim", str(int(env["dim"])), "--arms", str(int(env["arms"]))]
         if env.get("theta_source") == "given":
             argv += ["--theta", ",".join(repr(float(x)) for x in env["theta"])]
+        if env.get("noise_sd") is not None:
+            argv += ["--noise-sd", repr(float(env["noise_sd"]))]
     elif kind == "contextual-table":
         argv += ["--table", str(table_path)]
     elif kind == "supervised":

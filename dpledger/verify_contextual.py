@@ -129,7 +129,7 @@ def _check_environment(report: dict, problem: ContextualProblem, problems: list[
             seed = 0 if report.get("seed") is None else int(report["seed"])
             rebuilt = make(problem.dim, problem.arms, env["theta"] if given else None,
                            seed, problem.norm_bound, problem.lo,
-                           problem.hi).to_json()
+                           problem.hi, env.get("noise_sd")).to_json()
         except DpledgerError as exc:
             problems.append(f"environment: {exc}")
             return

@@ -355,6 +355,21 @@ def tree_close(tr, g, item):
 
 
 @njit(cache=True, inline="always")
+def capture_node(capture, n, noise, node, g):
+    """Tests and white-box audits: the n-th node draw of a run (``noise``, D numbers) into
+    row n of ``capture`` if it has that row, with the tree g in column D; a capture of 2D + 1
+    columns also holds the node's clean sum in columns D + 1 … 2D."""
+    D = noise.size
+    if n < capture.shape[0]:
+        for e in range(D):
+            capture[n, e] = noise[e]
+        capture[n, D] = g
+        if capture.shape[1] > D + 1:
+            for e in range(D):
+                capture[n, D + 1 + e] = node[e]
+
+
+@njit(cache=True, inline="always")
 def tree_release(tr, g, i, rng, spec, pad, A, capture):
     """The noisy half of a push: the node tree_close closed at level i gets its noise draw,
     and the prefix sums h_j (j ≤ i) are rebuilt (padding below i with ``pad``)."""
@@ -364,13 +379,7 @@ def tree_release(tr, g, i, rng, spec, pad, A, capture):
     _draw_node(rng, spec, tr, scratch, A)
     n = ist[0, 2]
     ist[0, 2] = n + 1
-    if n < capture.shape[0]:
-        for e in range(D):
-            capture[n, e] = scratch[e]
-        capture[n, D] = g
-        if capture.shape[1] > D + 1:    # (rows, 2D + 1): also the node's clean p-sum
-            for e in range(D):
-                capture[n, D + 1 + e] = node[e]
+    capture_node(capture, n, scratch, node, g)
     hi = h[g, i]
     above = h[g, i + 1]
     for e in range(D):

@@ -54,6 +54,7 @@ Protocol (state: float64 ``fs`` and int64 ``ist``; h ≤ 62):
 """
 from __future__ import annotations
 
+import math
 from math import comb
 
 import numpy as np
@@ -71,24 +72,40 @@ SMOOTH_MAX_HEIGHT = 62          # leaf indices stay below 2^62 in int64
 # fs layout : [out, acc (h), noisy (h)]; int per level in ist after pending: blk (h), first (h),
 # cnt (h).
 _I_T, _I_H, _I_W, _I_OFF, _I_MAX, _I_LEAF, _I_PREV, _I_NNEW, _I_PEND = range(9)
+SLOT_OFFSET, SLOT_NEW = _I_OFF, _I_NNEW   # for callers: a tree's stream offset, its new nodes
 
 
-def smooth_shape(max_items: int) -> tuple[int, int]:
-    """(h, w) for a stream of at most L = ``max_items`` items: C(h, w) ≥ L + 1 and the Laplace
-    per-step variance factor w·(h − w)² smallest (ties: smaller h, then smaller w).
-    Reconstructed choice (docs/algorithms.md#smooth-binary-counter)."""
+def _best_shape(max_items: int, cost) -> tuple[int, int]:
+    """The (h, w), h ≤ SMOOTH_MAX_HEIGHT, with C(h, w) ≥ L + 1 and ``cost(h, w)`` smallest
+    (ties: smaller h, then smaller w), by searching every shape."""
     L = int(check_count("max_items", max_items))
     best = None
     for h in range(2, SMOOTH_MAX_HEIGHT + 1):
         for w in range(1, h):
             if comb(h, w) >= L + 1:
-                key = (w * (h - w) ** 2, h, w)
+                key = (cost(h, w), h, w)
                 if best is None or key < best:
                     best = key
     if best is None:
         raise DpledgerError(f"smooth mechanism: no tree of height ≤ {SMOOTH_MAX_HEIGHT} holds "
                             f"{L} items")
     return best[1], best[2]
+
+
+def smooth_shape(max_items: int) -> tuple[int, int]:
+    """(h, w) for a stream of at most L = ``max_items`` items: C(h, w) ≥ L + 1 and the Laplace
+    per-step variance factor w·(h − w)² smallest (ties: smaller h, then smaller w).
+    Reconstructed choice (docs/algorithms.md#smooth-binary-counter)."""
+    return _best_shape(max_items, lambda h, w: w * (h - w) ** 2)
+
+
+def smooth_shape_gaussian(max_items: int) -> tuple[int, int]:
+    """(h, w) for Gaussian node noise (``jdp-linucb --set counter=smooth``): C(h, w) ≥ L + 1
+    and w·(h − w) smallest (ties: smaller h, then smaller w).  A record in h − w nodes at
+    one GDP budget needs σ² ∝ h − w, and a running sum adds at most w node draws, so its
+    variance is ∝ w·(h − w) — the balance the paper gives for Gaussian noise (w ≈ h/2).
+    Reconstructed choice (docs/algorithms.md#smooth-binary-counter)."""
+    return _best_shape(max_items, lambda h, w: w * (h - w))
 
 
 def smooth_sensitivity(h: int, w: int) -> int:
@@ -101,6 +118,22 @@ def smooth_variance(h: int, w: int, epsilon: float) -> float:
     nodes of Lap((h − w)/ε)), 2·w·((h − w)/ε)²."""
     b = (h - w) / float(epsilon)
     return 2.0 * w * b * b
+
+
+def smooth_tail_bound(h: int, w: int, epsilon: float, failure: float) -> float:
+    """A bound that the noise of one running count exceeds with probability at most
+    ``failure``: w·b·ln(w/failure), b = (h − w)/ε.  The count's noise is a sum of at most w
+    independent Lap(b) (w − z_t of them, module docstring), and P(|Lap(b)| > b·ln(1/q)) = q, so
+    a union bound over its w nodes at q = failure/w bounds every one of them by b·ln(w/failure)
+    at once.  This is the derivation of Mishra & Thakurta's printed Γ for the binary tree (ln T
+    nodes of Lap(ln T/ε0), docs/algorithms.md#dp-ucb) applied to this counter's own nodes; it
+    is the one place the smooth counter's tail is computed (DP-UCB's width with
+    ``counter=smooth``, docs/algorithms.md#smooth-binary-counter)."""
+    if not 0.0 < failure < 1.0:
+        raise DpledgerError(f"smooth tail bound: failure probability must lie in (0, 1), "
+                            f"got {failure!r}")
+    b = (h - w) / float(epsilon)
+    return w * b * math.log(w / failure)
 
 
 @njit(cache=True)
@@ -121,6 +154,21 @@ def smooth_variances(n: int, h: int, w: int, epsilon: float) -> np.ndarray:
     the trailing 1-bits of the leaf l_t (its empty nodes)."""
     b = (h - w) / float(epsilon)
     return 2.0 * (w - _trailing_ones(int(n), int(w))) * b * b
+
+
+def smooth_first_item_nodes(n_items: int, h: int, w: int) -> list[tuple[int, int]]:
+    """The released nodes holding the first item of a smooth tree after ``n_items`` items, in
+    release order, as (push, stop): released at push ``push`` (1-based; each push releases one
+    node holding items, so it is that push's draw) over items [0, stop).  Replays this
+    module's state (white-box audits: which draws to capture)."""
+    fs, ist = smooth_new(int(h), int(w), int(n_items), 0)
+    out = []
+    for t in range(1, int(n_items) + 1):
+        for k in range(smooth_push(fs, ist, 0.0)):
+            _, lo, hi = smooth_node(fs, ist, k)
+            if hi > lo and lo == 0:
+                out.append((t, int(hi)))
+    return out
 
 
 def binary_variance(t: int, levels: int, epsilon: float) -> float:
@@ -226,6 +274,29 @@ def smooth_commit(fs, ist, k, noisy):
 @njit(cache=True, inline="always")
 def smooth_output(fs, ist):
     return fs[0]
+
+
+@njit(cache=True, inline="always")
+def smooth_item_level(ist, p):
+    """After a push: 0 if the item just pushed lies in no node at level p (its position has a
+    1 there), 1 if it joined the open block at level p, 2 if it opened it (the first item of
+    that block).  Lets a caller keep its own per-level sums (vectors, matrices) beside this
+    state's ranges (:mod:`dpledger.mechanisms.matrix_smooth`)."""
+    if (ist[_I_PREV] >> p) & 1:
+        return 0
+    return 2 if ist[9 + 3 * ist[_I_H] + p] == 1 else 1
+
+
+@njit(cache=True, inline="always")
+def smooth_new_level(ist, k):
+    """The level of the k-th new node of the last push."""
+    return ist[_I_PEND + k]
+
+
+@njit(cache=True, inline="always")
+def smooth_leaf(ist):
+    """The current leaf l_t: its 1-bits name the w nodes of the running sum."""
+    return ist[_I_LEAF]
 
 
 @njit(cache=True, inline="always")

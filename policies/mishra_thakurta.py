@@ -382,6 +382,74 @@ def _round_robin_batch(rng, env, K, T, stop, m, t, bsum, obs, n_tot, actions):
     return t, True
 
 
+@njit(cache=True)
+def private_ts_start(rng, env, T, K, stop, params, per_exit, actions, rows, capture):
+    """The kernels' common start (binary here, smooth in policies/smooth_trees.py, whose exits
+    take ``per_exit`` parameters each): the per-arm counts, then :func:`private_ts_gap`.
+    Returns (noise scales by release id, base of the exits' parameters, obs, n_tot, n_tree,
+    bsum, rounds played, rows, draws, exit e, whole)."""
+    J = np.int64(params[3])
+    base = 4 + J
+    scales = params[base + per_exit * (J + 1):]
+    obs = np.zeros(K, np.int64)
+    n_tot = np.zeros(K)
+    n_tree = np.zeros(K)
+    bsum = np.zeros(K)
+    t, n_rows, draws, e, whole = private_ts_gap(rng, env, T, K, stop, params, scales[0], obs,
+                                                n_tot, bsum, actions, rows, capture)
+    return scales, base, obs, n_tot, n_tree, bsum, t, n_rows, draws, e, whole
+
+
+@njit(cache=True, inline="always")
+def private_ts_pull(rng, env, t, rsum, n_tree, n_tot, tree_mode, theta, obs):
+    """One Thompson round (:func:`private_ts_select`), its reward and the arm's counts:
+    (arm, reward)."""
+    a = private_ts_select(rng, rsum, n_tree, n_tot, tree_mode, theta)
+    x = draw_reward(rng, env, a, t)
+    obs[a] += 1
+    n_tot[a] += 1.0
+    n_tree[a] += 1.0
+    return a, x
+
+
+@njit(cache=True)
+def private_ts_gap(rng, env, T, K, stop, params, gap_scale, obs, n_tot, bsum, actions, rows,
+                   capture):
+    """Algorithm 2's gap estimation (with ``params[1]`` set; none otherwise): batches of
+    m_j = ``params[4 + j]`` pulls per arm, each arm's batch sum released with Lap(2K/ε) =
+    ``gap_scale`` (release id 0, one row each), until the two largest private means differ by
+    more than Δ̂.  Returns (rounds played, rows, draws, completed iterations e, whole):
+    ``whole`` False when the run ends inside a batch (:func:`_round_robin_batch`)."""
+    J = np.int64(params[3])
+    mu = np.zeros(K)
+    n_rows = 0
+    draws = 0
+    t = 0
+    if params[1] == 0.0:
+        return t, n_rows, draws, 0, True
+    j = 0
+    delta = 1.0
+    while True:
+        m = T + 1 if j >= J else np.int64(params[4 + j])   # T + 1: no batch fits any more
+        t, whole = _round_robin_batch(rng, env, K, T, stop, m, t, bsum, obs, n_tot, actions)
+        if not whole:
+            return t, n_rows, draws, j, False
+        for a in range(K):
+            noise = laplace_noise(rng, env, gap_scale, 1.0, rows, n_rows, a, obs[a] - m, obs[a], 0)
+            n_rows += 1
+            draws += 1
+            if capture.shape[1] > 0 and a == 0 and j == 0:
+                # the witness in the release's own units: the batch sum + Lap(2K/ε)
+                capture[0, 0] = bsum[a] + noise
+                capture[1, 0] = bsum[a]
+            capture_release(capture, bsum[a] + noise, bsum[a], gap_scale, a, obs[a] - m, obs[a])
+            gap_commit(a, bsum[a], noise, m, mu)
+        delta = delta / 2.0
+        j += 1
+        if _top_two_gap(mu) > delta:
+            return t, n_rows, draws, j, True
+
+
 @njit(cache=True, nogil=True)
 def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε, gap estimation (0/1), n_mode tree (0/1), J, m_0 … m_{J−1}, then for each exit
@@ -393,49 +461,11 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
     release (:func:`~dpledger.policies.rules.capture_release`): the gap batches' sums and every
     tree p-sum, with the arm's observations it sums — the random-pull item counts as its P
     observations, so a p-sum containing item 1 starts at the batch's first observation."""
-    gap = params[1] != 0.0
     tree_mode = params[2] != 0.0
-    J = np.int64(params[3])
-    base = 4 + J
-    scales = params[base + 3 * (J + 1):]
-    obs = np.zeros(K, np.int64)
-    n_tot = np.zeros(K)
-    n_tree = np.zeros(K)
-    bsum = np.zeros(K)
-    mu = np.zeros(K)
-    n_rows = 0
-    draws = 0
-    t = 0                       # rounds played
-    e = 0                       # completed gap iterations at exit
-    gap_scale = scales[0]       # Lap(2K/(εm)) on the mean = Lap(2K/ε) on the batch sum
-    if gap:
-        j = 0
-        done = False
-        delta = 1.0
-        while not done:
-            if j >= J:
-                m = T + 1       # no batch fits in the horizon any more
-            else:
-                m = np.int64(params[4 + j])
-            t, whole = _round_robin_batch(rng, env, K, T, stop, m, t, bsum, obs, n_tot, actions)
-            if not whole:
-                return t, n_rows, draws
-            for a in range(K):
-                noise = laplace_noise(rng, env, gap_scale, 1.0, rows, n_rows, a, obs[a] - m, obs[a], 0)
-                n_rows += 1
-                draws += 1
-                if capture.shape[1] > 0 and a == 0 and j == 0:
-                    # the witness in the release's own units: the batch sum + Lap(2K/ε)
-                    capture[0, 0] = bsum[a] + noise
-                    capture[1, 0] = bsum[a]
-                capture_release(capture, bsum[a] + noise, bsum[a], gap_scale, a, obs[a] - m,
-                                obs[a])
-                gap_commit(a, bsum[a], noise, m, mu)
-            delta = delta / 2.0
-            j += 1
-            if _top_two_gap(mu) > delta:
-                done = True
-        e = j
+    scales, base, obs, n_tot, n_tree, bsum, t, n_rows, draws, e, whole = private_ts_start(
+        rng, env, T, K, stop, params, 3, actions, rows, capture)
+    if not whole:
+        return t, n_rows, draws
     P = np.int64(params[base + 3 * e])
     rid = np.int64(params[base + 3 * e + 1])
     L = np.int64(params[base + 3 * e + 2])
@@ -481,11 +511,7 @@ def _private_ts(rng, env, T, K, stop, params, actions, rows, capture):
             n_tree[a] += P
     theta = np.zeros(K)
     while t < stop:
-        a = private_ts_select(rng, rsum, n_tree, n_tot, tree_mode, theta)
-        x = draw_reward(rng, env, a, t)
-        obs[a] += 1
-        n_tot[a] += 1.0
-        n_tree[a] += 1.0
+        a, x = private_ts_pull(rng, env, t, rsum, n_tree, n_tot, tree_mode, theta, obs)
         code, value, s0, s1 = binary_push(bfs[a], bis[a], x)
         noise = tree_noise(rng, env, scale, rows, slot[a], a, bis[a, 2], bis[a, 0], levels, rid)
         draws += 1
@@ -550,9 +576,14 @@ class PrivateTS(KernelPolicy):
                                "or an integer ≥ 0 (their experiments used a smaller m)"),
                    Param("n_mode", "printed", "choice",
                          "n of the Beta posterior: all pulls (printed) or the tree's rewards",
-                         choices=("printed", "tree")))
+                         choices=("printed", "tree")),
+                   COUNTER)
     kernel = _private_ts
     action_sink = True
+
+    def __new__(cls, **params):
+        # counter=smooth runs another kernel: the policy is its subclass (one name, dp-ts-mt)
+        return object.__new__(counter_class(cls, params))
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -603,28 +634,40 @@ class PrivateTS(KernelPolicy):
     def _tree_levels(self, T, K) -> list[int]:
         return sorted({x["levels"] for x in self.schedule(T, K)["exits"]})
 
+    # the trees' part of the releases and kernel parameters (the smooth trees override these
+    # four: policies/smooth_trees.py)
+    def _node_counts(self, T, K) -> list[int]:
+        """The distinct per-item node counts c of the exits' trees: each node Lap(c/ε0)."""
+        return self._tree_levels(T, K)
+
+    def _exits(self, T, K) -> list[dict]:
+        return self.schedule(T, K)["exits"]
+
+    def _exit_params(self, x, T, counts) -> list[float]:
+        """Exit x's kernel parameters: P, the release id of its trees, their bound."""
+        return [float(min(x["P"], T + 1)), float(1 + counts.index(x["levels"])),
+                float(max(x["L"], 1))]
+
+    def _unused_exit(self, T) -> list[float]:
+        return [0.0, 1.0, float(max(T, 1))]
+
     def releases(self, T, K):
-        eps = self.params["epsilon"]
-        eps0 = eps / (2 * K)
+        eps0 = self.params["epsilon"] / (2 * K)
         return ([LaplaceRelease(scale=self.gap_scale(K), sensitivity=1.0)]
-                + [LaplaceRelease(scale=lv / eps0, sensitivity=1.0)
-                   for lv in self._tree_levels(T, K)])
+                + [LaplaceRelease(scale=c / eps0, sensitivity=1.0)
+                   for c in self._node_counts(T, K)])
 
     def kernel_params(self, T, K):
         sch = self.schedule(T, K)
-        levels = self._tree_levels(T, K)
+        counts = self._node_counts(T, K)
         J = len(sch["m"])
         vals = [self.params["epsilon"], 1.0 if self.params["gap_estimation"] else 0.0,
                 1.0 if self.params["n_mode"] == "tree" else 0.0, float(J)]
         vals += [float(m) for m in sch["m"]]
-        by_e = {x["e"]: x for x in sch["exits"]}
+        by_e = {x["e"]: x for x in self._exits(T, K)}
         for e in range(J + 1):
-            x = by_e.get(e)
-            if x is None:       # e = 0 with gap estimation: never used
-                vals += [0.0, 1.0, float(max(T, 1))]
-            else:
-                vals += [float(min(x["P"], T + 1)), float(1 + levels.index(x["levels"])),
-                         float(max(x["L"], 1))]
+            x = by_e.get(e)     # None: e = 0 with gap estimation, never used
+            vals += self._unused_exit(T) if x is None else self._exit_params(x, T, counts)
         return np.concatenate([vals, self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
@@ -645,41 +688,46 @@ class PrivateTS(KernelPolicy):
             out.rows = fixed[:, keep]
         return out
 
+    def _tree_candidate(self, x, K, eps0) -> Candidate | None:
+        """The worst reward of exit x's trees (None when no tree item fits within T): the first
+        item of a tree of 1 + T − τ − K·P items (T − τ without random pulls)."""
+        rem, P = x["L"], x["P"]
+        if rem <= 0 or (P > 0 and K * P > rem):
+            return None
+        items = 1 + rem - K * P if P > 0 else rem
+        nodes = bit_length(items)
+        comp = Composition.of([(LaplaceRelease(scale=x["levels"] / eps0, sensitivity=1.0),
+                                nodes)])
+        return Candidate(
+            comp, Witness(arm=0, index=x["tau"] // K + (P - 1 if P > 0 else 0), round=None),
+            f"exit after {x['e']} gap iterations (τ = {x['tau']}): trees of T − τ = {rem} "
+            f"leaves, {x['levels']} levels, Lap(levels/ε0) per p-sum, ε0 = ε/(2K); the "
+            f"first item of a tree holding {items} items lies in {nodes} p-sums")
+
+    counter_note = ""
+
     def certificate(self, T, K):
-        eps = self.params["epsilon"]
-        eps0 = eps / (2 * K)
-        sch = self.schedule(T, K)
+        eps0 = self.params["epsilon"] / (2 * K)
         cands = []
-        if sch["m"]:
+        if self.schedule(T, K)["m"]:
             cands.append(Candidate(
                 Composition.of([LaplaceRelease(scale=self.gap_scale(K), sensitivity=1.0)]),
                 Witness(arm=0, index=0, round=1),
                 "a gap-estimation reward lies in one batch mean released once with "
                 "Lap(2K/(εm)) (sensitivity 1/m): ε/(2K); batches are disjoint"))
         seen = set()
-        for x in sch["exits"]:
-            rem, P = x["L"], x["P"]
-            if rem <= 0 or (P > 0 and K * P > rem):
-                continue            # no tree item can be inserted within T
-            items = 1 + rem - K * P if P > 0 else rem
-            nodes = bit_length(items)
-            comp = Composition.of([(LaplaceRelease(scale=x["levels"] / eps0, sensitivity=1.0),
-                                    nodes)])
-            if comp in seen:
+        for x in self._exits(T, K):
+            cand = self._tree_candidate(x, K, eps0)
+            if cand is None or cand.composition in seen:
                 continue
-            seen.add(comp)
-            g = x["tau"] // K
-            cands.append(Candidate(
-                comp, Witness(arm=0, index=g + (P - 1 if P > 0 else 0), round=None),
-                f"exit after {x['e']} gap iterations (τ = {x['tau']}): trees of T − τ = {rem} "
-                f"leaves, {x['levels']} levels, Lap(levels/ε0) per p-sum, ε0 = ε/(2K); the "
-                f"first item of a tree holding {items} items lies in {nodes} p-sums"))
+            seen.add(cand.composition)
+            cands.append(cand)
         if not cands:
             cands.append(Candidate(Composition(), Witness(arm=0, index=0, round=None),
                                    "no release can complete within T"))
         return Certificate(candidates=tuple(cands), adaptive=self.adaptive,
                            note="ε/(2K) per reward against the theorem's ε (parallel "
-                                "composition over arms and phases)")
+                                "composition over arms and phases)" + self.counter_note)
 
     def theorem(self, T, K):
         return theorems.mishra_thakurta_2015_private_ts(self.params["epsilon"])

@@ -32,6 +32,8 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Sequence
 
+import numpy as np
+
 from dpledger.errors import DpledgerError, check_count, check_positive, check_real
 from dpledger.policies.reward_families import ArmGap, RewardInstance, arm_gaps
 
@@ -321,6 +323,139 @@ def azize_basu_2022_linear_threshold(T: int) -> RegretBound:
                        ("the linear minimax bound of eq. (5)",), quantity="epsilon")
 
 
+def _graves_lai_program(actions: np.ndarray, gaps: np.ndarray, best: int,
+                        caps: np.ndarray) -> tuple[float, float]:
+    """(certified lower value, primal value) of inf_α Σ_a α(a)Δ_a subject to
+    ‖a‖²_{H_α⁻¹} ≤ caps[a] for every suboptimal a, H_α = Σ_a α(a)·a·aᵀ, α ≥ 0.
+
+    The best action's α is free (Δ = 0): its infimum is the limit α(a*) → ∞, in which
+    ‖a‖²_{H⁻¹} becomes ã^T H̃⁻¹ ã in the coordinates of a*^⊥ (ã = Qᵀa).  The primal is solved
+    by SLSQP from a scaled feasible start; the value reported is a *dual* one, sound whatever
+    the solver did: for x_i ⊥ a* and λ ≥ 0 with Σ_i λ_i⟨a_j, x_i⟩² ≤ Δ_j for every action j,
+    every feasible α has Σ α_jΔ_j ≥ Σ_i λ_i x_iᵀH x_i ≥ Σ_i λ_i (2⟨x_i, a_i⟩ − caps_i)
+    (a_iᵀH⁻¹a_i = sup_x 2⟨x, a_i⟩ − xᵀHx); x_i = H̃⁻¹ã_i at the primal point, λ by a linear
+    program, then shrunk until the inequalities hold in floating point."""
+    from scipy.optimize import linprog, minimize
+    d = actions.shape[1]
+    q = np.linalg.svd(actions[best][None, :])[2][1:].T          # orthonormal basis of a*^⊥
+    sub = [i for i in range(len(actions)) if i != best]
+    A = actions[sub] @ q                                          # (m, d − 1)
+    g, c = gaps[sub], caps[sub]
+    if d == 1:
+        return 0.0, 0.0
+    def norms(alpha):
+        H = A.T @ (alpha[:, None] * A)
+        return np.einsum("ij,ij->i", A, np.linalg.solve(H, A.T).T), H
+    start = np.ones(len(sub))
+    start *= float(np.max(norms(start)[0] / c)) * (1 + 1e-9)    # constraints scale as 1/t
+    res = minimize(lambda a: float(a @ g), start, jac=lambda a: g, method="SLSQP",
+                   bounds=[(1e-12, None)] * len(sub),
+                   constraints=[{"type": "ineq", "fun": lambda a: 1.0 - norms(a)[0] / c,
+                                 "jac": lambda a: -_norm_jacobian(A, a) / c[:, None]}],
+                   options={"maxiter": 500, "ftol": 1e-12})
+    alpha = res.x if res.success and np.all(norms(res.x)[0] <= c * (1 + 1e-6)) else start
+    H = norms(alpha)[1]
+    X = np.linalg.solve(H, A.T).T                                 # x_i, row i
+    gain = 2.0 * np.einsum("ij,ij->i", X, A) - c
+    load = (A @ X.T) ** 2                                         # load[j, i] = ⟨ã_j, x_i⟩²
+    lp = linprog(-gain, A_ub=load, b_ub=g, bounds=[(0, None)] * len(sub), method="highs")
+    lam = np.clip(lp.x, 0.0, None) if lp.status == 0 else np.zeros(len(sub))
+    worst = float(np.max(load @ lam / g)) if lam.any() else 0.0
+    if worst > 1.0:
+        lam /= worst
+    dual = float(max(lam @ gain, 0.0)) * (1 - 1e-9)
+    return dual, float(alpha @ g)
+
+
+def _norm_jacobian(A: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """∂(ã_iᵀH⁻¹ã_i)/∂α_j = −⟨ã_j, H⁻¹ã_i⟩², row i."""
+    H = A.T @ (alpha[:, None] * A)
+    return -((A @ np.linalg.solve(H, A.T)) ** 2).T
+
+
+def azize_basu_2022_linear_problem_dependent(actions, theta, T: int,
+                                             epsilon: float = math.inf,
+                                             rho: float | None = None) -> RegretBound:
+    """Azize & Basu 2022, Theorem 5, eq. (6): for a finite action set A ⊂ ℝ^d spanning ℝ^d, θ
+    with a unique optimal action and N(0, 1) reward noise, a consistent ε-global DP policy has
+    liminf Reg_T/ln T ≥ c_ε(A, θ) = inf_{α ≥ 0} Σ_a α(a)Δ_a subject to, for every a with
+    Δ_a > 0, ‖a‖²_{H_α⁻¹} ≤ min{Δ_a²/2, 3ε·ρ_a(A)·Δ_a}, H_α = Σ_a α(a)·a·aᵀ (Table 2's
+    form; the theorem's display prints the norm ‖a‖²_{H_α} without the inverse, which the
+    Graves–Lai program it extends does not have: a finding).  ASYMPTOTIC.
+
+    ρ_a(A) is "a structure-dependent constant" the paper's main text does not define: with
+    ``rho`` None the private constraint is dropped, which only loosens the program, so the value
+    is c_∞(A, θ) — Graves & Lai's non-private constant, Theorem 5 at its weakest (sound for every
+    ρ, never tight in the high-privacy regime) — and the notes say so.  With ``rho`` given (one
+    ρ for every action, the table's ρ(A)), the full c_ε; arm a's constraint is the private one
+    for ε < Δ_a/(6ρ) (its regime threshold, in ``terms`` then).  The value is a certified
+    *lower* value of the program (a dual point; :func:`_graves_lai_program`), the primal in the
+    notes."""
+    T, epsilon = _horizon(T), _eps(epsilon, allow_inf=True)
+    A = np.asarray(actions, dtype=np.float64)
+    th = np.asarray(theta, dtype=np.float64).ravel()
+    if A.ndim != 2 or A.shape[0] < 2 or A.shape[1] != th.size or not (
+            np.all(np.isfinite(A)) and np.all(np.isfinite(th))):
+        raise DpledgerError("Theorem 5 needs a finite (K, d) action array, K ≥ 2, and a finite θ "
+                            f"of d entries; got actions {A.shape}, θ {th.shape}")
+    if rho is not None:
+        rho = check_positive("ρ", rho)
+    means = A @ th
+    best = int(np.argmax(means))
+    gaps = means[best] - means
+    unmet = []
+    if np.linalg.matrix_rank(A) < A.shape[1]:
+        unmet.append(f"an action set spanning ℝ^{A.shape[1]} (rank {np.linalg.matrix_rank(A)})")
+    if np.sum(gaps <= 1e-12 * max(1.0, abs(means[best]))) > 1:
+        unmet.append("a unique optimal action (ties at the best mean)")
+    private = math.isfinite(epsilon) and rho is not None
+    caps = 0.5 * gaps ** 2
+    if private:
+        caps = np.minimum(caps, 3.0 * epsilon * rho * gaps)
+    notes = []
+    if math.isfinite(epsilon) and rho is None:
+        notes.append("ρ_a(A) is not stated in the paper's main text: the private constraint is "
+                     "dropped (c_ε ≥ c_∞), so the value is the non-private Graves–Lai constant, "
+                     "sound for every ρ")
+    terms: tuple[float, ...] = ()
+    value = None
+    if not unmet:
+        dual, primal = _graves_lai_program(A, gaps, best, caps)
+        value = dual * math.log(T)
+        notes.append(f"c = {dual:.6g} certified (dual), primal {primal:.6g}")
+        if rho is not None:
+            terms = tuple(float(gaps[i]) / (6.0 * rho) for i in range(len(gaps)) if i != best)
+    return _with(RegretBound(
+        "azize-basu-2022/thm5", "lower", "problem-dependent", "asymptotic", value,
+        AZIZE_BASU_2022, "Theorem 5", "eq. (6)",
+        "liminf Reg_T / ln T ≥ inf_α Σ_a α(a)Δ_a s.t. ‖a‖²_{H_α⁻¹} ≤ min{Δ_a²/2, 3ερ_a(A)Δ_a}",
+        ("linear bandit, finite action set spanning ℝ^d, a unique optimal action",
+         "rewards ⟨a, θ⟩ + N(0, 1) noise", "consistent ε-global DP policy" if
+         math.isfinite(epsilon) else "consistent policy (ε = ∞: Graves–Lai)",
+         "T → ∞ (a slope, not a finite-T bound)"), terms=terms, notes=tuple(notes),
+        epsilon=epsilon if math.isfinite(epsilon) else None), unmet)
+
+
+def linear_environment_bounds(environment: dict, T: int,
+                              ts: Sequence[int]) -> list[tuple[RegretBound, list[int], list[float]]]:
+    """The drawable lower bound of a linear run (a run.json ``environment``): Theorem 5 of Azize
+    & Basu 2022 at ε = ∞ (:func:`azize_basu_2022_linear_problem_dependent`, the Graves–Lai
+    constant c, which binds every consistent policy, private or not — ρ_a(A) of the private
+    constraint is not stated), on the fixed arm set with the theorem's N(0, 1) noise only: [] for
+    another environment (Bernoulli rewards, σ ≠ 1, drawn contexts).  An asymptotic slope, so
+    the curve along ``ts`` is c·ln t from the one program solved at T."""
+    if (environment.get("name") != "linear-fixed" or environment.get("noise") != "gaussian"
+            or environment.get("noise_sd") != 1.0):
+        return []
+    bound = azize_basu_2022_linear_problem_dependent(environment["arm_set"],
+                                                     environment["theta"], T)
+    if bound.value is None:
+        return []
+    xs = sorted({int(t) for t in ts if 1 <= t <= T})
+    slope = bound.value / math.log(T) if T > 1 else 0.0
+    return [(bound, xs, [slope * math.log(t) for t in xs])]
+
+
 def azize_2025_lower(instance, T: int, epsilon: float) -> RegretBound:
     """Azize et al. 2025, the ε-global DP lower bound (Theorem 1 as stated in the first author's
     slides): liminf Reg_T/ln T ≥ Σ Δ_a / d_ε(μ_a, μ*), d_ε(x, y) = inf_{z between x, y}
@@ -512,10 +647,12 @@ def mishra_thakurta_2015_dp_ucb(instance, T: int, epsilon0: float, gamma: float,
 
 
 def mishra_thakurta_2015_private_ts(instance, T: int, epsilon: float,
-                                    as_printed: bool = True) -> RegretBound:
+                                    as_printed: bool = True,
+                                    counter: str = "binary") -> RegretBound:
     """Mishra & Thakurta 2015, Theorem 8 (private TS, Algorithm 2): for T ≥ 8·max{log₂(1/Δ), 1}
     and ε < 1, E[Regret(T)] = O(k·log³T/(Δ²ε²)), Δ the gap between the two best arms.  Order
-    only.  ``as_printed=False`` (gap estimation off or other random pulls) is outside it."""
+    only.  ``as_printed=False`` (gap estimation off or other random pulls) is outside it, as is
+    ``counter="smooth"`` (the proof bounds the binary tree's noise)."""
     inst, T, epsilon = _instance(instance), _horizon(T), _eps(epsilon)
     means = sorted(inst.means, reverse=True)
     delta = means[0] - means[1]
@@ -528,6 +665,9 @@ def mishra_thakurta_2015_private_ts(instance, T: int, epsilon: float,
         unmet.append(f"T ≥ 8·max{{log₂(1/Δ), 1}} = {8 * max(math.log2(1 / delta), 1):g}")
     if not as_printed:
         unmet.append("Algorithm 2 as printed (gap estimation, Γ/Δ̂² random pulls)")
+    if counter != "binary":
+        unmet.append("the binary tree counter (this policy runs counter=smooth: its proof "
+                     "bounds the binary tree's noise, outside the theorem)")
     term = inst.n_arms * math.log(T) ** 3 / (delta ** 2 * epsilon ** 2) if delta > 0 else None
     return _with(_upper("mishra-thakurta-2015/thm8", "problem-dependent", "order_only", None,
                         MISHRA_THAKURTA_2015, "Theorem 8", "O(k·log³T/(Δ²·ε²)), Δ = μ_(1) − μ_(2)",
@@ -708,7 +848,8 @@ UPPER_BOUNDS: dict[str, UpperBounds] = {
         inst, T, p.epsilon0(inst.n_arms), p.params["gamma"], p.params["width"] == "printed",
         p.params.get("relaxation_scale", 1.0), p.params.get("counter", "binary"))],
     "dp-ts-mt": lambda p, inst, T: [mishra_thakurta_2015_private_ts(
-        inst, T, _eps_of(p), p.params["gap_estimation"] and p.params["random_pulls"] == "printed")],
+        inst, T, _eps_of(p), p.params["gap_estimation"] and p.params["random_pulls"] == "printed",
+        p.params.get("counter", "binary"))],
     "dp-ts": lambda p, inst, T: [hu_hegde_2022_dp_ts(inst, T, _eps_of(p)),
                                  hu_hegde_2022_dp_ts_minimax(inst.n_arms, T, _eps_of(p))],
     "lazy-dp-ts": lambda p, inst, T: [hu_hegde_2022_lazy_dp_ts(inst, T, _eps_of(p)),

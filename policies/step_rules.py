@@ -982,14 +982,41 @@ class PrivateTSStep(BatchStep):
             s["ph"][0] = 1          # no tree item fits within T: round robin to the end
             s["ph"][2] = -1
             return
-        fs0, is0 = binary_new(int(max(x["L"], 1)), 0)
-        s["bfs"][:, :] = 0.0
-        s["bis"][:, :] = is0
+        self._new_trees(x)
         if self.P > 0:
             s["ph"][0] = 1
         else:
-            s["bis"][:, 2] = s["seen"]
+            for j in range(self.K):
+                self._set_offset(j, int(s["seen"][j]))
             s["ph"][0] = 2
+
+    # the trees (binary here; policies/step_rules_smooth.py overrides these five)
+    def _new_trees(self, x):
+        """Empty trees bounded by the exit ``x``'s T − τ leaves."""
+        s = self.state
+        fs0, is0 = binary_new(int(max(x["L"], 1)), 0)
+        s["bfs"][:, :] = 0.0
+        s["bis"][:, :] = is0
+
+    def _set_offset(self, a, off):
+        """Arm a's tree starts at observation ``off`` (its first item's index)."""
+        self.state["bis"][a, 2] = off
+
+    def _offset(self, a):
+        return int(self.state["bis"][a, 2])
+
+    def _tree_push(self, a, x):
+        """Push ``x`` into arm a's tree: the range [s0, s1) of the node to release."""
+        s = self.state
+        code, value, s0, s1 = _binary_push_arm(s["bfs"], s["bis"], a, x)
+        s["code"][a], s["value"][a] = code, value
+        return int(s0), int(s1)
+
+    def _tree_commit(self, a, noise):
+        """The node pushed is released with ``noise``: arm a's noisy running sum."""
+        s = self.state
+        _private_ts_commit(a, int(s["code"][a]), s["value"][a] + noise, s["bfs"], s["bis"],
+                           s["rsum"])
 
     @property
     def P(self) -> int:
@@ -1025,10 +1052,9 @@ class PrivateTSStep(BatchStep):
         if ph[0] == 2:
             s["n_tot"][a] += 1.0
             s["n_tree"][a] += 1.0
-            code, value, s0, s1 = _binary_push_arm(s["bfs"], s["bis"], a, x)
-            s["code"][a], s["value"][a] = code, value
+            s0, s1 = self._tree_push(a, x)
             ph[3] = 1
-            return [(a, self.rid, int(_psum_first_obs(s0, s["bis"][a, 2], self.P)), int(s1))]
+            return [(a, self.rid, int(_psum_first_obs(s0, self._offset(a), self.P)), s1)]
         if ph[2] < 0:
             return None                      # nothing is released any more (see _exit)
         n = self._batch_size()
@@ -1044,10 +1070,9 @@ class PrivateTSStep(BatchStep):
             return [(j, 0, int(s["start"][j]), int(s["start"][j]) + n) for j in range(self.K)]
         due = []
         for j in range(self.K):              # each arm's total is its tree's first item
-            s["bis"][j, 2] = s["start"][j] + n - 1
-            code, value, s0, s1 = _binary_push_arm(s["bfs"], s["bis"], j, s["bsum"][j])
-            s["code"][j], s["value"][j] = code, value
-            due.append((j, self.rid, int(s0) - (self.P - 1), int(s1)))
+            self._set_offset(j, int(s["start"][j]) + n - 1)
+            s0, s1 = self._tree_push(j, s["bsum"][j])
+            due.append((j, self.rid, s0 - (self.P - 1), s1))
         return due
 
     def commit(self, a, rid, noise):
@@ -1064,8 +1089,7 @@ class PrivateTSStep(BatchStep):
                 else:
                     self._start_batch()
             return
-        _private_ts_commit(a, int(s["code"][a]), s["value"][a] + noise, s["bfs"], s["bis"],
-                           s["rsum"])
+        self._tree_commit(a, noise)
         if ph[0] == 1:
             s["n_tree"][a] += self.P
             if ph[3] == 0:

@@ -38,6 +38,8 @@ from dpledger._jit import njit
 from dpledger.accounting.releases import NonPrivateRelease
 from dpledger.errors import DpledgerError
 from dpledger.mechanisms import matrix as mx
+from dpledger.mechanisms.matrix_smooth import (smooth_tree_close, smooth_tree_new,
+                                               smooth_tree_release)
 from dpledger.policies.contextual.base import ContextualProblem
 from dpledger.policies.contextual.environments import checked_contexts
 from dpledger.policies.contextual.loop import LINTS
@@ -195,7 +197,21 @@ def _pad_all(box, tr, spec, A):
         mx.tree_pad_init(tr, g, box.rng, spec, A)
 
 
+@njit(cache=True)
+def _stage_and_close_smooth(stat, tr, st, s, x, r, item, units, chol, vx, work):
+    stage_record(stat, tr, s, x, r, item, units, chol, vx, work)
+    lo, hi = smooth_tree_close(st, item)
+    clear_record(stat, s, tr[1].shape[2] // chol.shape[0], item)
+    return lo, hi
+
+
+@njit(cache=True)
+def _smooth_release(box, st, spec, A, capture):
+    smooth_tree_release(st, box.rng, spec, A, capture)
+
+
 _TREE_PARTS = ("clean", "h", "padn", "ist", "rec", "scratch")
+_SMOOTH_PARTS = ("acc", "out", "noisy", "ist", "sist", "scratch", "sfs")
 
 
 class PrivateRidgeStep(ContextualStep):
@@ -212,8 +228,10 @@ class PrivateRidgeStep(ContextualStep):
         super().__init__(policy, K, horizon, problem)
         self.plan = plan = policy.plan(problem)
         d, M = problem.dim, problem.n_streams
-        tr = mx.tree_new(plan.n_trees, plan.levels, plan.blocks, plan.entries,
-                         plan.record_rids)
+        # counter=smooth: the smooth tree takes the records; the binary tree is a one-level
+        # stand-in of the statistic's width (as the whole-run loop, private.py)
+        tr = mx.tree_new(plan.n_trees, 1 if plan.smooth else plan.levels, plan.blocks,
+                         plan.entries, plan.record_rids)
         self.n_rec = tr[6]
         p = max(int(plan.spec[5]), 1)
         D = plan.blocks * plan.entries
@@ -223,6 +241,10 @@ class PrivateRidgeStep(ContextualStep):
                           chol=chol, theta=np.zeros((M, d)), widths=np.zeros(M),
                           jstate=np.zeros((M, 2), np.int64), cached=np.full(M, -1, np.int64),
                           info=np.zeros(2, np.int64), level=np.zeros(plan.n_trees, np.int64))
+        if plan.smooth:
+            h, w, L = plan.smooth
+            st = smooth_tree_new(h, w, max(L, 1), plan.blocks, plan.entries)
+            self.state.update({f"stree_{k}": v for k, v in zip(_SMOOTH_PARTS, st, strict=True)})
         self._A = np.zeros((p, p))
         self._capture = np.zeros((0, D + 1))
         self._values, self._b = np.zeros(K), np.zeros(d)
@@ -235,8 +257,14 @@ class PrivateRidgeStep(ContextualStep):
         so a checkpoint restored in place is the tree)."""
         return tuple(self.state[f"tree_{k}"] for k in _TREE_PARTS) + (self.n_rec,)
 
+    @property
+    def smooth_tree(self) -> tuple:
+        """counter=smooth: the smooth tree state (:mod:`~dpledger.mechanisms.matrix_smooth`),
+        views of ``state`` as :attr:`tree`."""
+        return tuple(self.state[f"stree_{k}"] for k in _SMOOTH_PARTS)
+
     def start(self, box):
-        if self.plan.pad:
+        if self.plan.pad and not self.plan.smooth:
             _pad_all(box, self.tree, self.plan.spec, self._A)
 
     def stream_of(self, a):
@@ -250,13 +278,19 @@ class PrivateRidgeStep(ContextualStep):
 
     def select(self, box, t):
         s, plan = self.state, self.plan
-        return _private_select(box, plan.stat, plan.rule, self.tree, self.ctx, self.shared,
+        tree = self.smooth_tree if plan.smooth else self.tree
+        return _private_select(box, plan.stat, plan.rule, tree, self.ctx, self.shared,
                                plan.units, plan.consts, s["chol"], s["theta"], s["widths"],
                                s["jstate"], s["cached"], s["info"], self._values, self._b,
                                self._W, self._work, self._work2)
 
     def push_record(self, a, x, r):
         s, plan = self.state, self.plan
+        if plan.smooth:     # one released node holding records: its exact range
+            lo, hi = _stage_and_close_smooth(plan.stat, self.tree, self.smooth_tree,
+                                             self.model_of(a), x, r, self._item, plan.units,
+                                             s["chol"], self._vx, self._work)
+            return [(0, int(rid), int(lo), int(hi)) for rid in plan.record_rids]
         g, level = _stage_and_close(plan.stat, self.tree, self.model_of(a), x, r, self._item,
                                     plan.units, s["chol"], self._vx, self._work)
         s["level"][g] = level
@@ -266,6 +300,10 @@ class PrivateRidgeStep(ContextualStep):
 
     def draw_due(self, engine, due):
         if not due:
+            return
+        if self.plan.smooth:
+            _smooth_release(engine.box, self.smooth_tree, self.plan.spec, self._A,
+                            self._capture)
             return
         g = due[0][0]
         _tree_release(engine.box, self.tree, g, int(self.state["level"][g]), self.plan.spec,

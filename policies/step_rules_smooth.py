@@ -12,13 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from dpledger._jit import njit
+from dpledger.mechanisms.smooth import SLOT_NEW as _I_NNEW
+from dpledger.mechanisms.smooth import SLOT_OFFSET as _I_OFF
 from dpledger.mechanisms.smooth import (smooth_commit, smooth_new, smooth_node, smooth_output,
                                         smooth_push)
 from dpledger.policies import mishra_thakurta
 from dpledger.policies.smooth_trees import tree_bound
-from dpledger.policies.step_rules import DPUCBStep
+from dpledger.policies.step_rules import DPUCBStep, PrivateTSStep
 
-_I_NNEW = 7                     # ist slot of the number of new nodes (mechanisms/smooth.py)
 
 
 @njit(cache=True)
@@ -79,3 +80,47 @@ class SmoothDPUCBStep(DPUCBStep):
             s["r"][a], s["n"][a] = r, n
             s["ca"][a], s["cb"][a], s["cc"][a] = mishra_thakurta.dp_ucb_coefficients(
                 r, n, self.gamma, self.experimental, mishra_thakurta.dp_ucb_root(n))
+
+
+class SmoothPrivateTSStep(PrivateTSStep):
+    """Private TS with ``counter=smooth``: dp-ts-mt's step rule (gap batches, random pulls,
+    Thompson sampling; policies/step_rules.py) with each arm's tree a smooth tree of the exit's
+    shape (``PrivateTSSmooth.tree_shapes``).  A push makes one non-empty node due (its row, its
+    one draw) and new empty nodes, committed as 0 with it (no draw), in the kernel's order."""
+
+    horizon_reason = ("its batch sizes m_j = ⌈192·K·ln T·4^j/ε⌉ and the smooth trees' shapes "
+                      "depend on T")
+
+    def __init__(self, policy, K, horizon):
+        # before the base's __init__, which opens the trees at once without gap estimation
+        self._shapes = {x["e"]: x for x in policy.tree_shapes(horizon, K)}
+        self._sens = policy._node_counts(horizon, K)
+        super().__init__(policy, K, horizon)
+
+    def _new_trees(self, x):
+        y = self._shapes[x["e"]]
+        fs0, is0 = smooth_new(y["h"], y["w"], y["items"], 0)
+        self.state["sfs"] = np.zeros((self.K, fs0.size))
+        self.state["sis"] = np.tile(is0, (self.K, 1))
+
+    def _set_offset(self, a, off):
+        self.state["sis"][a, _I_OFF] = off
+
+    def _offset(self, a):
+        return int(self.state["sis"][a, _I_OFF])
+
+    @property
+    def rid(self) -> int:
+        y = self._shapes[int(self.state["ph"][2])]
+        return 1 + self._sens.index(y["h"] - y["w"])
+
+    def _tree_push(self, a, x):
+        _, s0, s1 = smooth_push_arm(self.state["sfs"], self.state["sis"], a, x)
+        return int(s0), int(s1)
+
+    def _tree_commit(self, a, noise):
+        s = self.state
+        for k in range(int(s["sis"][a, _I_NNEW])):
+            _, lo, hi = smooth_node(s["sfs"][a], s["sis"][a], k)
+            s["rsum"][a] = smooth_commit_arm(s["sfs"], s["sis"], a, k,
+                                             noise if hi > lo else None)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpledger.policies.hu2025 import DPTSUCB
 from dpledger.policies.hu_hegde import LazyDPTS
 from dpledger.policies.registry import policy_class
 
@@ -49,3 +50,17 @@ def noiseless_class(name: str) -> type:
 def noiseless(name: str, **params):
     """An instance of :func:`noiseless_class` ``(name)``."""
     return noiseless_class(name)(**params)
+
+
+class PlantedHalfSigmaDPTSUCB(DPTSUCB):
+    """DP-TS-UCB whose kernel draws its fresh samples with half the declared σ (variance scale
+    ln(T)^α / 4 in the kernel, ln(T)^α in its releases and certificate): a Gaussian policy with
+    a wrong σ, the planted defect of the GDP sequential audit (true μ = 2 × the certificate's)."""
+
+    name = "dp-ts-ucb"        # audit designs (pairs.WHITEBOX_CONFIGS) are chosen by name
+    title = "PLANTED DEFECT (tests only): DP-TS-UCB drawing half its declared sigma"
+
+    def kernel_params(self, T, K):
+        p = super().kernel_params(T, K).copy()
+        p[0] = p[0] / 4.0
+        return p

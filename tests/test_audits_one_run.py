@@ -157,6 +157,85 @@ def _cli(capsys, *argv):
     return code, cap.out, cap.err
 
 
+def _gaussian_run(name, m, **params):
+    """One white-box run of a Gaussian-mean policy on its one-run design: (policy, design,
+    coins, actions, rows, capture)."""
+    from dpledger.policies.environments import table
+    pol = make_policy(name, **params)
+    design = orun.one_run_design(pol, m)
+    coins = np.random.default_rng(3).integers(0, 2, m).astype(np.int8)
+    actions, rows, cap = orun._run_once(pol, table(design.table(coins)), design.horizon,
+                                        design.arms, np.random.default_rng(4), True)
+    return pol, design, coins, actions, rows, cap
+
+
+@pytest.mark.parametrize("name, params, mu2", [
+    # M-TS-Gaussian b = 1: a canary is its arm's first reward (round-robin pre-pull), read by
+    # each of the 16 rounds after the pre-pulls at k = 1 while its arm is not pulled again:
+    # μ² = 16 · 1/(c(k+1)) = 8
+    ("mts-gaussian", {"b": 1}, 8.0),
+    # DP-TS-UCB α = 0.5: the canary is its arm's n = 1 epoch model, sampled fresh in each of
+    # the 16 rounds after the initial pulls (budget φ ≥ 16): μ² = 16 / ln(T)^α
+    ("dp-ts-ucb", {}, None)])
+def test_gaussian_whitebox_score_is_the_exact_llr(name, params, mu2):
+    """For a canary whose arm is never pulled again the score is the Neyman–Pearson statistic
+    of its reads: N(±μ²/2, μ²) given its coin, μ² recomputed here from the design — a KS test
+    of the standardised scores (seeded; fails with probability 10⁻³ if correct).  The captured
+    clean means hold the coins and are never read."""
+    m = 400
+    pol, design, coins, actions, rows, cap = _gaussian_run(name, m, **params)
+    T, K = design.horizon, design.arms
+    assert (T, K) == (m + 16, m) and np.array_equal(actions[:m], np.arange(m))
+    if mu2 is None:
+        mu2 = 16.0 / math.log(T) ** 0.5
+    if name == "mts-gaussian":
+        orun.check_posterior_reads(pol, actions, cap, K)
+        rel = orun.Releases.from_posterior(cap, actions, K)
+        wiped = cap.copy()
+        wiped[1] = np.nan
+        rel2 = orun.Releases.from_posterior(wiped, actions, K)
+    else:
+        orun.check_ledger_names_captures(rows, cap)
+        rel = orun.Releases.from_capture(cap, gaussian=True)
+        wiped = cap.copy()
+        wiped[1, 1:] = np.nan
+        rel2 = orun.Releases.from_capture(wiped, gaussian=True)
+    s, info = orun.whitebox_scores(actions, None, design, K, rel)
+    assert np.array_equal(s, orun.whitebox_scores(actions, None, design, K, rel2)[0])
+    alone = np.bincount(actions[m:], minlength=K) == 0          # never pulled again
+    assert alone.sum() > 0.8 * m and info["canaries_per_release_max"] == 1
+    z = (s[alone] - (2.0 * coins[alone] - 1.0) * mu2 / 2.0) / math.sqrt(mu2)
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    # the certificate's worst reward is read as often at k = 1 (b = 1) or as one n = 1 model:
+    j = orun.audit_one_run(pol, canaries=m, seed=0).to_json()
+    assert j["certified"] == pytest.approx(math.sqrt(mu2), rel=1e-9)
+    assert 0.0 < j["lower"] <= j["ceiling"] and j["lower"] <= j["certified"]
+
+
+def test_posterior_reads_checked_against_the_ledger_record():
+    """TS-Gaussian: a captured read whose σ is not √(c/(k+1)) (or a round its record does not
+    name) is refused; TS-Gaussian has no initial pulls, so canaries share arms."""
+    pol, design, coins, actions, rows, cap = _gaussian_run("ts-gaussian", 60)
+    orun.check_posterior_reads(pol, actions, cap, design.arms)
+    bad = cap.copy()
+    bad[2, 5 * design.arms + 3] *= 0.5
+    with pytest.raises(Exception, match="sigma"):
+        orun.check_posterior_reads(pol, actions, bad, design.arms)
+    bad = cap.copy()
+    bad[0, :design.arms] = np.nan
+    with pytest.raises(Exception, match="posterior reads differ"):
+        orun.check_posterior_reads(pol, actions, bad, design.arms)
+    assert "mapped to the arm played there" in design.description
+
+
+def test_gaussian_capture_refused_when_it_does_not_fit(monkeypatch):
+    """The full posterior capture is T·K reads: refused in one line when it does not fit."""
+    import dpledger.resources as res
+    monkeypatch.setattr(res, "available_memory", lambda: 50 << 20)
+    with pytest.raises(Exception, match="needs about .* available; use fewer --canaries"):
+        orun.audit_one_run(make_policy("ts-gaussian"), canaries=1000)
+
+
 def test_cli_one_run_and_claim(tmp_path, capsys):
     out = tmp_path / "a.json"
     code, so, se = _cli(capsys, "audit", "dp-klucb", "--set", "epsilon=0.5", "--set",
@@ -175,10 +254,19 @@ def test_cli_one_run_and_claim(tmp_path, capsys):
     (["lazy-dp-ts", "--canaries", "10", "--trials", "100"], "add --one-run"),
     (["lazy-dp-ts", "--one-run"], "needs --canaries"),
     (["lazy-dp-ts", "--one-run", "--canaries", "10", "--trials", "100"], "--trials does not"),
-    (["ts-gaussian", "--mode", "whitebox", "--one-run", "--canaries", "10"],
+    (["dp-se", "--mode", "whitebox", "--one-run", "--canaries", "10"],
      "does not capture"),
     (["lazy-dp-ts", "--one-run", "--canaries", "10", "--guesses", "11"], "--guesses must"),
     (["lazy-dp-ts"], "--trials is required"),
+    # m > T, and canaries for policies with no such position
+    (["dp-ucb", "--mode", "whitebox", "--one-run", "--canaries", "100", "--horizon", "50"],
+     "need T >= 1585"),
+    (["jdp-linucb", "--mode", "whitebox", "--one-run", "--canaries", "100", "--horizon", "50"],
+     "larger than the horizon T = 50"),
+    (["dp-ts-ucb", "--mode", "whitebox", "--one-run", "--canaries", "100", "--horizon", "60",
+      "--arms", "2"], "larger than the horizon T = 60"),
+    (["ucb1", "--one-run", "--canaries", "10"], "makes no private release"),
+    (["laplace:eps=1", "--one-run", "--canaries", "10"], "not release specs"),
 ])
 def test_cli_bad_inputs(tmp_path, capsys, argv, fragment):
     out = tmp_path / "a.json"

@@ -84,3 +84,57 @@ def test_clip_contexts_in_the_step_form(tmp_path):
     q.close()
     with pytest.raises(DpledgerError, match="clip_contexts"):
         online("lazy-dp-ts", 3, clip_contexts=True)
+
+
+@pytest.mark.parametrize("L", [1.0, 0.3, 7.0, 1e-5, 3e5])
+def test_integer_square_sums_agree_with_fractions(L):
+    """The exact check (integer mantissas) decides every near-bound row as Fraction arithmetic
+    does: rows scaled to L in floating point (so half land an ulp above), with zeros, negative
+    entries, entries 10⁻⁹ of the others and subnormal ones."""
+    from dpledger.policies.contextual.environments import _exact_square_sums_over, _exactly_over
+    rng = np.random.default_rng(int(L * 1000) % 2 ** 32)
+    y = rng.standard_normal((400, 5)) * rng.choice([1e-3, 1.0, 1e3], size=(400, 1))
+    y[:, 2] *= 1e-9
+    y = y / np.linalg.norm(y, axis=1, keepdims=True) * L
+    y[::7, 1] = 0.0
+    y[::11, 3] = 5e-324
+    want = np.array([_exact_norm2(r) > Fraction(L) ** 2 for r in y])
+    assert 0 < want.sum() < len(want)            # both answers occur
+    assert (_exact_square_sums_over(y, L) == want).all()
+    assert (_exactly_over(y, L) == want).all()
+    assert (_exactly_over(y, L) == want).all()   # the second call answers from the cache
+    z = y.copy()                                 # other bytes, another answer: not the cache's
+    z[~want] = z[~want] * (1 + 2.0 ** -50)
+    want_z = np.array([_exact_norm2(r) > Fraction(L) ** 2 for r in z])
+    assert want_z.sum() > want.sum()
+    assert (_exactly_over(z, L) == want_z).all() and (_exactly_over(y, L) == want).all()
+
+
+@pytest.mark.parametrize("d,L", [(1, 1.0), (2, 0.3), (5, 1.0), (64, 7.0)])
+def test_linear_environment_contexts_never_exceed_the_bound(d, L):
+    """The linear environment's drawn contexts (the compiled ``round_context``) have exact norm
+    ≤ L in every one of 3·10⁴ draws, while the same draws scaled by L/‖g‖ without the kernel's
+    shrink factor exceed it for some d (so the check has something to catch)."""
+    from dpledger.policies.contextual import environments as CE
+    from dpledger.policies.contextual.environments import _exactly_over
+    from dpledger.policies.contextual.loop import round_context
+    K = 6
+    env = CE.linear(d, K, seed=3, norm_bound=L).as_kernel()
+    rng, replay = np.random.default_rng(11), np.random.default_rng(11)
+    scratch = np.zeros((K, d))
+    drawn, plain = [], []
+    for t in range(1, 5001):
+        ctx, _ = round_context(env, rng, t, scratch)
+        drawn.append(ctx.copy())
+        for _ in range(K):                   # the kernel's arithmetic, in its order, unshrunk
+            g = [abs(replay.standard_normal()) for _ in range(d)]
+            s = 0.0
+            for v in g:
+                s += v * v
+            f = L / np.sqrt(s)
+            plain.append([v * f for v in g])
+    drawn, plain = np.concatenate(drawn), np.array(plain)
+    assert not _exactly_over(drawn, L).any()
+    assert np.allclose(drawn, plain, rtol=1e-13, atol=0)
+    if d > 1:
+        assert _exactly_over(plain, L).any()

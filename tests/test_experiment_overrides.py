@@ -38,6 +38,7 @@ OVERRIDES = {
     "ou-2024-privacy": ("--mus", "1,5", "mts-gaussian", "bernoulli"),
     "mishra-thakurta-2015-contextual": ("--epsilons", "1,2.7", "dp-linucb-mt,linucb", "digits"),
     "private-contextual": ("--epsilons", "0.5,1", "episode-linucb,linucb", "linear"),
+    "azize-basu-2022-linear": ("--epsilons", "0.5,1", "reward-dp-linucb,linucb", "gaussian"),
 }
 # the tag that holds a run's privacy level (default "epsilon")
 LEVEL_TAG = {"ou-2024": "budget_mu", "hu-2025": "alpha", "hu-2025-horizons": "alpha",
@@ -82,7 +83,7 @@ def overridden(request, tmp_path_factory):
 def test_overrides_reach_every_run(overridden):
     """T, R and the seed of every simulated setting are the overridden ones (tuning runs: the
     tuning seed derived from it); only the chosen policies ran; the level of every run that has
-    one is among the given levels."""
+    one is among the given levels (an ablation, and a fixed ε → ∞ reference run, excepted)."""
     from dpledger.experiments.matched import tuning_seed
     runs = overridden["runs"]
     assert runs
@@ -93,7 +94,7 @@ def test_overrides_reach_every_run(overridden):
         pol = tg.get("variant") or tg.get("policy") or rep["policy"]["name"]
         assert pol in overridden["policies"], (label, pol)
         level = tg[LEVEL_TAG.get(overridden["name"], "epsilon")]
-        if level is not None and tg.get("part") != "ablation":
+        if level is not None and tg.get("part") not in ("ablation", "reference"):
             assert level in overridden["levels"], (label, level)
 
 
@@ -239,6 +240,21 @@ BAD = [
      "mishra-thakurta-2015-contextual runs contextual data (--instance digits, digits6, digits6-online or obd)"),
     (["mishra-thakurta-2015-contextual", "--instance", "digits", "--horizon", "5"],
      "--horizon 5 is shorter than the number of arms 10"),
+    (["mishra-thakurta-2015-contextual", "--delays", "50"],
+     "--delays 50 is not a delay of mishra-thakurta-2015-contextual; its delays: 0, 100, 1000"),
+    (["mishra-thakurta-2015-contextual", "--delays", "-1"], "--delays must be >= 0, got '-1'"),
+    (["mishra-thakurta-2015-contextual", "--delays", "0,0"], "--delays lists 0 twice"),
+    (["mishra-thakurta-2015-contextual", "--delays", "0,"], "--delays has an empty item"),
+    (["hu-hegde-2022", "--delays", "0"], "hu-hegde-2022 has no grid of delays to choose from"),
+    (["hu-hegde-2022", "--accepted", "1e4"], "hu-hegde-2022 has no grid of accepted"),
+    (["mishra-thakurta-2015-contextual", "--instance", "digits6", "--accepted", "1e4",
+      "--horizon", "1e4"], "--horizon N runs n = N alone and --accepted lists the n run"),
+    (["mishra-thakurta-2015-contextual", "--accepted", "1e4"],
+     "--accepted sets the swept sizes of digits6, digits6-online; digits is not swept"),
+    (["mishra-thakurta-2015-contextual", "--instance", "digits6", "--accepted", "5,100"],
+     "--accepted 5 is fewer events than the arms 20"),
+    (["mishra-thakurta-2015-contextual", "--instance", "digits6", "--accepted", "1e4,x"],
+     "--accepted must be an integer, got 'x' (in '1e4,x')"),
     (["--config", "x.toml", "hu-2025"], "give an experiment NAME or --config FILE, not both"),
     ([], "name an experiment (e.g. hu-hegde-2022) or give --config FILE.toml"),
     (["--config", "{D}/missing.toml"], "no such file"),

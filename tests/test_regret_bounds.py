@@ -399,3 +399,63 @@ def test_bound_curves_reevaluate_each_bound_along_t():
         xs, ys = got[key]
         assert xs == [5, 50, 5000, 10 ** 5]          # t ≥ K
         assert ys == [fn(t) for t in xs]
+
+
+# ---- Azize & Basu 2022, Theorem 5 (the linear problem-dependent bound) -------------------------
+
+def _thm5_basis_closed_form(gaps, eps=math.inf, rho=None):
+    """On the standard basis H_α = diag(α): ‖e_a‖²_{H⁻¹} = 1/α(a), so α(a) = 1/min{Δ²/2, 3ερΔ}
+    and c = Σ_a Δ_a·max{2/Δ_a², 1/(3ερΔ_a)} (the Gaussian Lai–Robbins 2/Δ when ε = ∞)."""
+    return sum(max(2.0 / g, 1.0 / (3 * eps * rho) if rho is not None else 0.0) for g in gaps)
+
+
+@pytest.mark.parametrize("eps, rho", [(math.inf, None), (0.1, 0.5), (2.0, 0.5), (0.1, None)])
+def test_thm5_on_the_basis_is_the_closed_form(eps, rho):
+    theta = np.array([1.0, 0.8, 0.5, 0.2])
+    gaps = [0.2, 0.5, 0.8]
+    b = rb.azize_basu_2022_linear_problem_dependent(np.eye(4), theta, 10 ** 6, eps, rho)
+    want = _thm5_basis_closed_form(gaps, eps, rho)
+    # a certified (dual) value: never above the program's infimum, within 1e-6 of it here
+    assert b.value / math.log(10 ** 6) <= want * (1 + 1e-12)
+    assert b.value / math.log(10 ** 6) == pytest.approx(want, rel=1e-6)
+    assert b.status == "asymptotic" and b.key == "azize-basu-2022/thm5"
+    if rho is not None:        # per-arm thresholds Δ_a/(6ρ)
+        assert b.terms == pytest.approx([g / (6 * rho) for g in gaps])
+    if math.isfinite(eps) and rho is None:
+        assert any("ρ_a(A) is not stated" in n for n in b.notes)
+
+
+def test_thm5_is_invariant_under_a_change_of_basis():
+    """a → Ma, θ → M⁻ᵀθ keeps every gap and every ‖a‖²_{H⁻¹}: the constant of a non-orthogonal
+    action set equals the basis one's closed form (the optimiser meets a full H here)."""
+    theta = np.array([1.0, 0.7, 0.4, 0.1])
+    rng = np.random.default_rng(20220)
+    for _ in range(3):
+        M = rng.normal(size=(4, 4)) + 2 * np.eye(4)
+        b = rb.azize_basu_2022_linear_problem_dependent(np.eye(4) @ M.T,
+                                                        np.linalg.solve(M.T, theta), 1000)
+        assert b.value / math.log(1000) == pytest.approx(_thm5_basis_closed_form([0.3, 0.6, 0.9]),
+                                                         rel=1e-5)
+
+
+def test_thm5_certified_value_meets_its_primal():
+    """The value is a dual point of the program (sound whatever the solver did); on a random
+    12-action set in ℝ³ it is within 1e-5 of the primal, and the primal point is feasible."""
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(12, 3))
+    b = rb.azize_basu_2022_linear_problem_dependent(A, np.array([0.5, -0.2, 0.3]), 100)
+    dual, primal = (float(v) for v in
+                    b.notes[-1].split("c = ")[1].split(" certified (dual), primal "))
+    assert 0 < dual <= primal <= dual * (1 + 1e-5)
+
+
+def test_thm5_assumptions_and_bad_input():
+    theta = np.array([1.0, 1.0, 0.0])
+    tie = rb.azize_basu_2022_linear_problem_dependent(np.eye(3), theta, 100)
+    assert tie.value is None and any("unique optimal" in u for u in tie.unmet)
+    flat = rb.azize_basu_2022_linear_problem_dependent(np.eye(3)[:2], np.ones(3), 100)
+    assert flat.value is None and any("spanning" in u for u in flat.unmet)
+    with pytest.raises(DpledgerError):
+        rb.azize_basu_2022_linear_problem_dependent(np.eye(3), np.ones(2), 100)
+    with pytest.raises(DpledgerError):
+        rb.azize_basu_2022_linear_problem_dependent(np.eye(3), np.ones(3), 100, 1.0, rho=-1)

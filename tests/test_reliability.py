@@ -160,8 +160,12 @@ def _started_driver(target: str, argv: list[str]) -> str:
     """A child that prints "started" when ``target`` (module:function) is first entered, then
     runs the CLI: the parent signals only once the long work is under way."""
     mod, fn = target.split(":")
+    # The child stands for a terminal's foreground process: SIGINT at its default handler even
+    # when the suite itself was started with SIGINT ignored (a background job of a
+    # non-interactive shell inherits SIG_IGN, and Python then installs no KeyboardInterrupt).
     return textwrap.dedent(f"""
-        import sys, importlib
+        import sys, importlib, signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         m = importlib.import_module({mod!r})
         orig = getattr(m, {fn!r})
         def wrapped(*a, **k):

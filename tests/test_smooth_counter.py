@@ -167,3 +167,43 @@ def test_bad_inputs_are_one_line_errors():
         c.extend([0.1, 0.2, 0.3, 0.4])
     with pytest.raises(DpledgerError):
         smooth_worst_nodes(10 ** 6, 10, 5)
+
+
+def test_tail_bound_holds_for_every_node_at_once():
+    """smooth_tail_bound (h, w, ε, q) = w·b·ln(w/q): every one of the w nodes' Lap(b) is within
+    b·ln(w/q) except with probability exactly 1 − (1 − q/w)^w ≤ q (seeded, 2·10⁵ draws: the
+    rate of the max within 5 binomial sd of it), and so is their sum."""
+    h, w, eps, q = 33, 27, 0.2, 0.05
+    b = (h - w) / eps
+    bound = S.smooth_tail_bound(h, w, eps, q)
+    assert bound == pytest.approx(w * b * np.log(w / q), rel=1e-15)
+    rng = np.random.default_rng(7)
+    n = 200_000
+    x = rng.laplace(0.0, b, (n, w))
+    per_node = (np.abs(x) > b * np.log(w / q)).any(axis=1).mean()
+    p = 1.0 - (1.0 - q / w) ** w
+    assert p <= q and abs(per_node - p) <= 5 * np.sqrt(p * (1 - p) / n)
+    assert (np.abs(x.sum(axis=1)) > bound).mean() <= p
+    with pytest.raises(DpledgerError, match="failure probability"):
+        S.smooth_tail_bound(h, w, eps, 1.0)
+
+
+def test_dp_ucb_smooth_width_is_its_own_tail_bound():
+    """dp-ucb counter=smooth: Γ = w·((h − w)/ε0)·ln(w·K·T/γ) (the tail bound at γ/(K·T));
+    counter=binary keeps the printed Γ = ln²T·ln(K·T·ln T/γ)/ε0; κ scales both."""
+    import math
+    from dpledger.policies.registry import make_policy
+    T, K = 10 ** 6, 5
+    eps0 = 1.0 / K
+    h, w = 33, 27                                  # smooth_shape(T − K + 1), docs table
+    s = make_policy("dp-ucb", counter="smooth")
+    assert s.shape(T, K) == (h, w)
+    assert s.confidence_relaxation(T, K) == pytest.approx(
+        w * (h - w) / eps0 * math.log(w * K * T / 0.1), rel=1e-12)
+    lnT = math.log(T)
+    assert make_policy("dp-ucb").confidence_relaxation(T, K) == pytest.approx(
+        lnT ** 2 * math.log(K * T * lnT / 0.1) / eps0, rel=1e-15)
+    k = make_policy("dp-ucb", counter="smooth", relaxation_scale=0.01)
+    assert k.confidence_relaxation(T, K) == pytest.approx(0.01 * s.confidence_relaxation(T, K))
+    # the smooth counter's smaller noise gives the smaller width at this T
+    assert s.confidence_relaxation(T, K) < make_policy("dp-ucb").confidence_relaxation(T, K)

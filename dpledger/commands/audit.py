@@ -111,8 +111,8 @@ def register(sub) -> None:
                    help="sequential audit by betting (an e-process for the event's two rates, "
                         "valid under optional stopping): stops when the certificate (or "
                         "--claim) is contradicted, --until-ratio R x certificate is reached, "
-                        "or at --max-trials (default 100 x --trials); pure-epsilon "
-                        "certificates (default: off)")
+                        "or at --max-trials (default 100 x --trials); a GDP certificate is "
+                        "tested in mu through a fixed epsilon grid (default: off)")
     p.add_argument("--one-run", action="store_true",
                    help="one-run audit (Steinke, Nasr & Jagielski 2023): one run with "
                         "--canaries rows whose rewards a private fair coin each sets to the "
@@ -129,7 +129,7 @@ def register(sub) -> None:
                         "[1, m]; default: the grid m x (0.01, 0.03, 0.1, 0.3, 1), Bonferroni)")
     p.add_argument("--claim", default=None,
                    help="--one-run, --store and --sequential: a stated certificate (epsilon, "
-                        "or mu for a GDP policy with --one-run) to test besides the policy's "
+                        "or mu for a GDP policy) to test besides the policy's "
                         "own, e.g. a paper's; exit 1 when contradicted (default: none)")
     p.add_argument("--dim", default=None,
                    help="contextual policies: the context dimension d of the built-in pair "
@@ -301,7 +301,8 @@ def _sequential_line(out: dict, until: float | None) -> None:
     if not isinstance(seq, dict):
         return
     if seq.get("kind") == "betting":
-        why = {"contradicted": f"the claim {seq['claim']:.4g} is contradicted (e-value "
+        cur = "mu " if seq.get("currency") == "mu" else ""
+        why = {"contradicted": f"the claim {cur}{seq['claim']:.4g} is contradicted (e-value "
                                f"{seq['e_value_at_claim']:.3g} >= 1/alpha)",
                "reached": f"the lower bound reached {seq['target']}",
                "max_trials": "--max-trials was drawn"}[seq["stop_reason"]]

@@ -2,7 +2,8 @@
 and ``dpledger experiment --config FILE.toml`` (a custom experiment).
 
 The overrides (``--horizon``, ``--runs``, ``--epsilons`` / ``--mus`` / ``--alphas``,
-``--instance`` or ``--means`` / ``--rates`` / ``--ab``, ``--policies``, ``--seed``) are
+``--instance`` or ``--means`` / ``--rates`` / ``--ab``, ``--policies``, ``--seed``, and for the
+contextual Mishra–Thakurta experiment ``--delays`` and ``--accepted``) are
 validated here, in the user's terms, before any work starts (dpledger.experiments.overrides).
 """
 from __future__ import annotations
@@ -61,6 +62,13 @@ def register(sub) -> None:
     p.add_argument("--seed", default=None,
                    help="master seed of every setting (an integer >= 0; default: the paper "
                         "experiment's, e.g. 2022)")
+    p.add_argument("--delays", default=None,
+                   help="mishra-thakurta-2015-contextual: run only these of its reward delays "
+                        "(rounds), comma-separated, among 0, 100, 1000 (default: all)")
+    p.add_argument("--accepted", default=None,
+                   help="mishra-thakurta-2015-contextual on digits6 / digits6-online: the "
+                        "accepted events n swept, comma-separated (each an integer >= the arms "
+                        "20; default: 1e4, 1e5, 1e6, 2e6; --horizon N is n = N alone)")
     p.add_argument("--out", default=None,
                    help="output folder (default out/<name>, out/<name>-overrides with an "
                         "override, plus -quick with --quick); a finished cell found there is "
@@ -80,7 +88,8 @@ def parse_overrides(args):
     validated in the user's terms (one line, exit 2)."""
     from dpledger.commands.run import MAX_COUNT, MAX_HORIZON, make_env
     from dpledger.errors import DpledgerError
-    from dpledger.experiments.overrides import Overrides, env_spec, parse_levels, parse_names
+    from dpledger.experiments.overrides import (Overrides, env_spec, parse_counts, parse_levels,
+                                                parse_names)
     from dpledger.inputs import parse_int
 
     given = [o for o in ("epsilons", "mus", "alphas") if getattr(args, o) is not None]
@@ -100,7 +109,11 @@ def parse_overrides(args):
         instances=None if args.instance is None else parse_names("--instance", args.instance),
         instance=env_spec(make_env(args)) if custom else None,
         policies=None if args.policies is None else parse_names("--policies", args.policies),
-        seed=None if args.seed is None else parse_int("--seed", args.seed, 0))
+        seed=None if args.seed is None else parse_int("--seed", args.seed, 0),
+        delays=None if args.delays is None else parse_counts("--delays", args.delays, 0,
+                                                             MAX_HORIZON),
+        accepted=None if args.accepted is None else parse_counts("--accepted", args.accepted,
+                                                                 1, MAX_HORIZON))
 
 
 def run(args) -> int:

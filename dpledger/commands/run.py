@@ -108,7 +108,8 @@ def add_instance_options(p, table: bool = True, contextual: bool = False) -> Non
     if contextual:
         _add_contextual_options(p)
     else:                   # the shared readers of these options see "not given"
-        p.set_defaults(dim=None, arms=None, theta=None, norm_bound=None, dataset=None, log=None,
+        p.set_defaults(dim=None, arms=None, theta=None, noise_sd=None, norm_bound=None,
+                       dataset=None, log=None,
                        context_columns=None, replay_mode=None, delay=None, clip_contexts=None)
 
 
@@ -121,6 +122,11 @@ def _add_contextual_options(p) -> None:
     p.add_argument("--theta", default=None,
                    help="--env linear: comma-separated θ (d entries >= 0, norm <= 1/norm "
                         "bound; default: drawn from the seed)")
+    p.add_argument("--noise-sd", default=None,
+                   help="--env linear or linear-fixed: Gaussian reward noise, rewards "
+                        "⟨θ, x⟩ + σ·N(0, 1) (the noise of Azize & Basu 2022's linear lower "
+                        "bounds, σ = 1), clipped to --range for the policy, which must contain "
+                        "[0, 1] (a number > 0; default: Bernoulli(⟨θ, x⟩) rewards)")
     p.add_argument("--norm-bound", default=None,
                    help="contextual environments: declared bound L > 0 on every context's "
                         "Euclidean norm (a larger context is refused — exactly, no slack — "
@@ -174,6 +180,7 @@ _ENV_OPTION = {"bernoulli": "means", "truncexp": "rates", "beta": "ab", "table":
 
 # options of the contextual environments: which environments each one describes
 _CONTEXTUAL_OPTION = {"dim": ("linear", "linear-fixed"), "theta": ("linear", "linear-fixed"),
+                      "noise_sd": ("linear", "linear-fixed"),
                       "arms": ("linear", "linear-fixed", "replay"),
                       "dataset": ("supervised",), "log": ("replay",),
                       "context_columns": ("replay",), "replay_mode": ("replay",),
@@ -214,7 +221,9 @@ def make_contextual_env(args, seed: int):
         K = _int("arms", "10" if args.arms is None else args.arms, 2, 1 << 20)
         theta = None if args.theta is None else _floats("theta", args.theta)
         make = CE.linear if args.env == "linear" else CE.linear_fixed
-        return make(d, K, theta, seed, L, lo, hi)
+        sd = (None if args.noise_sd is None else
+              parse_float("--noise-sd", args.noise_sd, minimum=0.0, open_interval=True))
+        return make(d, K, theta, seed, L, lo, hi, sd)
     if args.env == "contextual-table":
         if not args.table:
             raise DpledgerError("--env contextual-table needs --table FILE.npz")
@@ -298,8 +307,9 @@ def run(args: argparse.Namespace) -> int:
                             f"environment (--env {', '.join(CONTEXTUAL_ENVS)})")
     if contextual_env:
         if getattr(args, "bounds", False):
-            raise DpledgerError("--bounds draws the K-armed papers' regret bounds; contextual "
-                                "runs have none coded (dpledger bounds lists them)")
+            raise DpledgerError("--bounds draws the K-armed papers' regret bounds; for a "
+                                "contextual run only Theorem 5 of Azize & Basu 2022 is coded, "
+                                "drawn by `dpledger experiment azize-basu-2022-linear`")
         return run_contextual(args)
     env = make_env(args)
     policy = make_policy_from_text(args.policy, parse_params(args.set))

@@ -33,6 +33,8 @@ EXPERIMENTS = {
     "mishra-thakurta-2015-contextual": "mishra_thakurta_2015_contextual",
     # issue 32 §4: every private contextual policy at one certified (ε, δ)
     "private-contextual": "private_contextual",
+    # issue 34 §5: Azize & Basu 2022's Theorem 5 against linear policies
+    "azize-basu-2022-linear": "azize_basu_2022_linear",
 }
 
 

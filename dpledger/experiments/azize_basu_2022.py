@@ -25,13 +25,28 @@ FIG2 = [("dp-ucb", {"gamma": 0.1, "per_tree_budget": "full"}),
         ("adap-ucb", {"alpha": 3.1}),
         ("adap-klucb", {"alpha": 3.1})]
 FIG3_POLICY = ("adap-klucb", {"alpha": 3.1})
+# the paper's location of the change of regime (§5, "Impact of Privacy Regimes": high privacy
+# for ε < 0.3, regret independent of ε for ε > 0.3)
+PAPER_THRESHOLD = 0.3
+# the ε → ∞ reference of the same policy: Laplace noise of scale 1/(10⁶·n) on a mean of n
+# rewards, far below one reward's 1/n — AdaP-KLUCB's own non-private regret, what "regret no
+# longer depends on ε" is measured against
+REFERENCE_EPS = 1e6
+# the empirical threshold: the smallest ε of the grid from which on every regret is within this
+# factor of the reference (the low-privacy regime: regret independent of ε, up to 25 %)
+PLATEAU_FACTOR = 1.25
+# the location is confirmed when the empirical threshold is within this factor of the paper's
+# (the paper's grid has 0.2 and 0.5 beside 0.3)
+LOCATION_FACTOR = 2.0
 T_FULL = 10_000_000
 R_FULL = 20
 SEED = 2022
 CHOICES = ["Fig. 3 ε grid: 0.05, 0.1, 0.2, 0.3, 0.5, 1, 2, 5, 10 (the paper shows [0.05, 10])",
            "DP-UCB with the printed index of Mishra & Thakurta (docs/algorithms.md#dp-ucb), "
            "per-tree budget ε as Azize & Basu describe it",
-           "master seed 2022"]
+           "master seed 2022",
+           f"Fig. 3 adds one reference run of AdaP-KLUCB at ε = {REFERENCE_EPS:g} (its ε → ∞ "
+           "regret, drawn as a line), which the regime-threshold claim compares with"]
 # what the overrides address: --epsilons replaces Fig. 3's grid and runs Fig. 2 at each of its
 # ε (the paper's Fig. 2 is at ε = 1); --instance fig2 / fig3 runs one figure; a custom
 # instance replaces both figures' instances
@@ -71,7 +86,14 @@ def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
             out.append(RunConfig(f"fig3-{pol}-eps{eps:g}", pol, {"epsilon": eps, **params},
                                  figs[3], T, R, seed=seed,
                                  tags={"figure": 3, "policy": pol, "epsilon": eps}))
+        out.append(RunConfig(REFERENCE_LABEL, pol, {"epsilon": REFERENCE_EPS, **params},
+                             figs[3], T, R, seed=seed,
+                             tags={"figure": 3, "policy": pol, "epsilon": REFERENCE_EPS,
+                                   "part": "reference"}))
     return out
+
+
+REFERENCE_LABEL = f"fig3-{FIG3_POLICY[0]}-reference"
 
 
 def fig2_label(pol: str, eps: float, ov: Overrides) -> str:
@@ -113,7 +135,10 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
                 row["lower_bound_asymptotic"] = lower_bound(m3, tg["epsilon"], rep["horizon"])
                 row["lower_bound_2025_asymptotic"] = lower_bound_2025(m3, tg["epsilon"],
                                                                       rep["horizon"])
-            fig3.append((tg["epsilon"], m, band(rep)))
+            if tg.get("part") == "reference":
+                row["reference"] = f"ε → ∞ reference (ε = {REFERENCE_EPS:g})"
+            else:
+                fig3.append((tg["epsilon"], m, band(rep)))
         table.append(row)
     T = next(iter(reports.values()))["horizon"]
     plots = []
@@ -123,19 +148,77 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
     fig2 = {k: v for k, v in fig2.items() if v}
     if fig2:
         plots.append(plot_regret_panels(fig2, os.path.join(out, "fig2_regret.png"), TITLE))
+    ref = reports.get(REFERENCE_LABEL)
     if fig3:
-        extra = None
+        extra = {}
+        xs = np.geomspace(min(e for e, _, _ in fig3), max(e for e, _, _ in fig3), 50)
         if m3 is not None:
-            xs = np.geomspace(min(e for e, _, _ in fig3), max(e for e, _, _ in fig3), 50)
             extra = {"2022 lower bound (asymptotic)": (xs, [lower_bound(m3, e, T) for e in xs]),
                      "d_ε lower bound, Azize et al. 2025 (asymptotic)": (
                          xs, [lower_bound_2025(m3, e, T) for e in xs])}
+        if ref is not None:
+            extra[f"AdaP-KLUCB at ε = {REFERENCE_EPS:g} (ε → ∞)"] = (
+                xs, [final_regret(ref)[0]] * len(xs))
         plots.append(plot_tradeoff({"AdaP-KLUCB": fig3},
                                    os.path.join(out, "fig3_regret_vs_eps.png"), "ε",
                                    f"AdaP-KLUCB regret at T = {T:g} on "
                                    f"{', '.join(f'{v:g}' for v in m3) if m3 else 'custom'}",
                                    extra=extra))
-    return Summary(table=table, plots=plots, claims=_claims(reports, fig3, figs, m3, T, ov))
+    claims = _claims(reports, fig3, figs, m3, T, ov)
+    if 3 in figs:
+        claims.append(threshold_claim(fig3, ref, figs[3], ov))
+    return Summary(table=table, plots=plots, claims=claims)
+
+
+def empirical_threshold(pts: list[tuple[float, float, float]], reference: float) -> float | None:
+    """The smallest ε of ``pts`` ((ε, mean regret, band), any order) from which on every mean
+    regret is at most :data:`PLATEAU_FACTOR` × ``reference`` (the ε → ∞ regret): where the
+    low-privacy regime begins on this grid.  None: not even the largest ε is within it."""
+    found = None
+    for eps, m, _ in sorted(pts, reverse=True):
+        if m > PLATEAU_FACTOR * reference:
+            break
+        found = eps
+    return found
+
+
+THRESHOLD_TEXT = (f"Fig. 3: the regime threshold lies at ε ≈ {PAPER_THRESHOLD:g} — regret depends "
+                  f"on ε below it and not above it")
+
+
+def threshold_claim(pts, ref, spec: dict, ov: Overrides) -> Claim:
+    """The paper's location of the change of regime (ε ≈ 0.3), judged by
+    :func:`empirical_threshold` against the ε → ∞ reference run; the predicted threshold is
+    Theorem 3's largest per-arm d_inf/(6·t_inf) (:func:`~dpledger.policies.regret_bounds.
+    azize_basu_2022_thresholds`, the one place it is computed)."""
+    if ref is None or len(pts) < 2:
+        return Claim.missing(THRESHOLD_TEXT, "the ε → ∞ reference or a second ε level")
+    r_ref = final_regret(ref)[0]
+    found = empirical_threshold(pts, r_ref)
+    grid = sorted(p[0] for p in pts)
+    means = _bernoulli_means(spec)
+    predicted = (regret_bounds.azize_basu_2022_thresholds(means).value
+                 if means is not None else None)
+    said = (f"above the grid's largest ε = {grid[-1]:g}" if found is None
+            else f"ε̂ = {found:g}")
+    ok = found is not None and (PAPER_THRESHOLD / LOCATION_FACTOR <= found
+                                <= PAPER_THRESHOLD * LOCATION_FACTOR)
+    evidence = (f"empirical threshold {said} (claimed {PAPER_THRESHOLD:g}); confirmed within "
+                f"×{LOCATION_FACTOR:g} of it; rule: the smallest ε from which on every regret is ≤ "
+                f"{PLATEAU_FACTOR:g} × the ε = {REFERENCE_EPS:g} regret {r_ref:.4g}, i.e. ≤ "
+                f"{PLATEAU_FACTOR * r_ref:.4g}; "
+                + ", ".join(f"ε={e:g}: {m:.4g} ({m / r_ref:.2f}×)" for e, m, _ in sorted(pts)))
+    if predicted is not None:
+        evidence += (f"; predicted by Theorem 3 (consequence 3, max_a d_inf/(6·t_inf)): "
+                     f"{predicted:.3g}")
+        later = regret_bounds.azize_2025_thresholds(means).value
+        if later is not None:
+            evidence += (f"; by the d_ε bound of Azize et al. 2025 (max_a logit(μ*) − "
+                         f"logit(μ_a)): {later:.3g}")
+    why = first_reason(outside_instance(ov, "Fig. 3 0.8, 0.1×4"),
+                       outside_levels(grid, FIG3_EPS, "ε"))
+    # the first clause of the evidence is the claims table's deciding number
+    return Claim.judged(THRESHOLD_TEXT, ok, evidence, why)
 
 
 def _claims(reports, fig3, figs, m3, T, ov: Overrides) -> list[Claim]:

@@ -94,6 +94,16 @@ def final_regret(rep: dict) -> tuple[float, float]:
     return r["final_mean"], (r["final_std"] or 0.0)
 
 
+def ratio_band(num: float, half_num: float, den: float, half_den: float) -> tuple[float, float]:
+    """num/den and its 95 % half-band by the delta method, num and den independent estimates
+    with 95 % half-bands ``half_num``, ``half_den``: half = √(h_num² + (num/den)²·h_den²)/|den|
+    (first order; it understates when den's band reaches 0).  NaN when den is 0."""
+    if den == 0 or not math.isfinite(den):
+        return math.nan, math.nan
+    r = num / den
+    return r, math.sqrt(half_num ** 2 + (r * half_den) ** 2) / abs(den)
+
+
 def privacy_row(rep: dict, delta: str = "1e-06") -> dict:
     p = rep["privacy"]
     return {

@@ -58,6 +58,12 @@ learn on digits (d = 64) and how far it is from learning on digits6.
 
 On digits6 the claims are judged at the largest n run (the paper's regime, n = 2·10⁶ at full
 size) with the same rules, fixed before its runs; the smaller n are reported beside.
+
+**Subsets** (``--delays``, ``--accepted``): a setting's label, seed and cells do not depend on
+which other settings run, so a sweep too long for one sitting runs in parts into one ``--out``
+folder and a last command over the union reuses every finished cell.  With a subset of the
+delays, "not much worse" is judged at the delays run (the claim says which) and "delay hurts
+the non-private more" needs delay 0 and a later one.
 """
 from __future__ import annotations
 
@@ -68,7 +74,7 @@ import numpy as np
 
 from dpledger.errors import DpledgerError
 from dpledger.experiments.common import (Claim, Summary, final_regret, new_figure,
-                                         finish_figure, privacy_row)
+                                         finish_figure, privacy_row, ratio_band)
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, outside_levels
 from dpledger.sweep import RunConfig
 
@@ -144,7 +150,8 @@ CHOICES = [
     f"events, {R_FULL_DIGITS6} runs each (full size), the log replayed for 20·n rows (the "
     "horizon of the run, which sizes the private trees: acceptances are not known in advance); "
     "every run replays the same generated log (runs differ in the policies' randomness only); "
-    "--horizon N runs n = N alone",
+    "--horizon N runs n = N alone, --accepted N1,N2,… those n; --delays picks among 0, 100, "
+    "1000 (each setting's seed and cells are the full grid's, so subsets join one folder)",
     "digits6-online: the same users and click model online (a uniformly drawn user a round, "
     "a Bernoulli click; n rounds, fresh draws in every run) — the law of the replay's accepted "
     "rows (Li et al. 2011, Theorem 1) at 1/20 of its policy decisions; its private trees are "
@@ -173,6 +180,30 @@ def check_overrides(ov: Overrides) -> None:
         raise DpledgerError(f"{NAME} runs contextual data (--instance digits, digits6, "
                             "digits6-online or obd), not a custom K-armed instance (--means, "
                             "--rates, --ab)")
+    if ov.delays is not None:
+        # the claims' delays are the paper's (0 against 100 and 1000): a subset, not new ones
+        other = [d for d in ov.delays if d not in DELAYS]
+        if other:
+            raise DpledgerError(f"--delays {other[0]} is not a delay of {NAME}; its delays: "
+                                f"{', '.join(map(str, DELAYS))}")
+    if ov.accepted is not None:
+        if ov.horizon is not None:
+            raise DpledgerError("--horizon N runs n = N alone and --accepted lists the n run: "
+                                "give one or the other")
+        others = [i for i in ov.instances_or(INSTANCES) if i not in SWEPT]
+        if others:
+            raise DpledgerError(f"--accepted sets the swept sizes of {', '.join(SWEPT)}; "
+                                f"{others[0]} is not swept (pick the instances with --instance "
+                                f"{','.join(SWEPT)})")
+        K = min(ARMS[i] for i in SWEPT)
+        if ov.accepted[0] < K:
+            raise DpledgerError(f"--accepted {ov.accepted[0]} is fewer events than the arms "
+                                f"{K}")
+
+
+def delays_of(ov: Overrides = NO_OVERRIDES) -> list[int]:
+    """The delays run: the paper's 0, 100, 1000, or the ``--delays`` subset."""
+    return list(ov.delays) if ov.delays is not None else list(DELAYS)
 
 
 def statistics(d: int) -> int:
@@ -212,8 +243,8 @@ def sizes(inst: str, quick: bool, ov: Overrides = NO_OVERRIDES) -> list[tuple[in
     """(n, T) of every size run on ``inst``: n the accepted events aimed at (digits6; None
     elsewhere) and T the run's horizon (rounds; replay: log rows — 20·n on digits6)."""
     if inst in SWEPT:
-        ns = [ov.horizon] if ov.horizon is not None else (ACCEPTED_QUICK if quick
-                                                          else ACCEPTED_FULL)
+        ns = ([ov.horizon] if ov.horizon is not None else list(ov.accepted)
+              if ov.accepted is not None else ACCEPTED_QUICK if quick else ACCEPTED_FULL)
         return [(n, (ARMS[inst] if inst == "digits6" else 1) * n) for n in ns]
     if inst == "digits":
         return [(None, ov.horizon if ov.horizon is not None else (T_QUICK if quick else T_FULL))]
@@ -252,7 +283,7 @@ def configs(quick: bool, ov: Overrides = NO_OVERRIDES) -> list[RunConfig]:
     for inst, spec in insts.items():
         d, R = DIMS[inst], runs_of(inst, quick, ov)
         for n, T in sizes(inst, quick, ov):
-            for delay in DELAYS:
+            for delay in delays_of(ov):
                 env = {**spec, "delay": delay}
                 for var, (pol, _) in VARIANTS.items():
                     if not ov.keeps(var) or not runs_on(var, inst):
@@ -275,6 +306,20 @@ def lift_ratio(private: float, nonprivate: float) -> float | None:
     if not (math.isfinite(private) and math.isfinite(nonprivate)) or not nonprivate > 1.0:
         return None
     return (private - 1.0) / (nonprivate - 1.0)
+
+
+def pair_bands(a: tuple[float, float], b: tuple[float, float]) -> dict:
+    """The ratio of means and the lift ratio of a private policy's normalised reward ``a`` =
+    (mean, 95 % half-band) against its counterpart's ``b``, each with its 95 % half-band by the
+    delta method (:func:`~dpledger.experiments.common.ratio_band`; the two settings' runs taken
+    as independent).  None where undefined (b ≤ 0; for the lift ratio b ≤ 1)."""
+    (p, hp), (q, hq) = a, b
+    out = {"ratio": None, "ratio_band95": None, "lift_ratio": None, "lift_ratio_band95": None}
+    if q > 0:
+        out["ratio"], out["ratio_band95"] = ratio_band(p, hp, q, hq)
+    if lift_ratio(p, q) is not None:
+        out["lift_ratio"], out["lift_ratio_band95"] = ratio_band(p - 1.0, hp, q - 1.0, hq)
+    return out
 
 
 def noise_signal(spec: dict, epsilon0: float, n: int, horizon: int) -> dict | None:
@@ -391,7 +436,8 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
                "T": rep["horizon"], "runs": rep["runs"],
                "epsilon0": rep["policy"]["params"].get("epsilon0"),
                "mean_reward": rep["reward"]["mean_reward"], "uniform_mean_reward": uni,
-               "normalised_to_uniform": norm, "normalised_band95": half,
+               "normalised_to_uniform": norm,
+               "normalised_band95": half if math.isfinite(half) else None,   # one run: none
                "lift_over_uniform": norm - 1.0,
                "accepted_rows_mean": (math.fsum(rep["reward"]["accepted_rows"])
                                       / len(rep["reward"]["accepted_rows"])
@@ -400,9 +446,11 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
         b = _get(by_key, base, None, tg["instance"], tg["delay"],
                  tg.get("accepted_target")) if base else None
         if b is not None:
-            nb = _reward(b)[0]
-            row["ratio_to_nonprivate"] = norm / nb if nb > 0 else None
-            row["lift_ratio_to_nonprivate"] = lift_ratio(norm, nb)
+            pb = pair_bands((norm, half), _reward(b)[:2])
+            row["ratio_to_nonprivate"] = pb["ratio"]
+            row["lift_ratio_to_nonprivate"] = pb["lift_ratio"]
+            for k in ("ratio_band95", "lift_ratio_band95"):
+                row[k] = pb[k] if pb[k] is not None and math.isfinite(pb[k]) else None
         if rep["regret"].get("final_mean") is not None:
             row["regret_mean"], row["regret_std"] = final_regret(rep)
         row.update(privacy_row(rep))
@@ -422,6 +470,10 @@ def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES
             claims.extend(_claims(by_key, inst, spec, eps, ov, why, ns, quick))
         plots.append(_plot(by_key, inst, eps_grid, ov, ns[-1],
                            os.path.join(out, f"reward-{inst}.png")))
+    if ov.delays is not None:
+        notes.append(f"--delays {','.join(map(str, ov.delays))}: only these of the delays "
+                     f"{', '.join(map(str, DELAYS))} were run; 'not much worse' is judged at "
+                     "them, 'delay hurts the non-private more' needs delay 0 and a later one")
         if inst in SWEPT and len(ns) > 1:
             plots.append(_plot_sweep(by_key, inst, eps_grid, ov, ns,
                                      os.path.join(out, f"reward-{inst}-sweep.png")))
@@ -440,13 +492,18 @@ def _get(by_key, var, eps, inst, delay, n=None):
 
 def _fmt(rep) -> str:
     n, h, _ = _reward(rep)
-    return f"{n:.3g} ± {h:.2g}"
+    return f"{n:.3g} (one run: no band)" if math.isnan(h) else f"{n:.3g} ± {h:.2g}"
 
 
 def _pair_text(a, b) -> str:
-    na, nb = _reward(a)[0], _reward(b)[0]
-    ratio = f"{na / nb:.3g}" if nb > 0 else "undefined: no reward for the non-private"
-    return f"ratio of means {ratio}, lift ratio {_fmt_opt(lift_ratio(na, nb))}"
+    pb = pair_bands(_reward(a)[:2], _reward(b)[:2])
+
+    def pm(x, h, undefined):
+        return undefined if x is None else f"{x:.3g}" + ("" if math.isnan(h) else f" ± {h:.2g}")
+
+    ratio = pm(pb["ratio"], pb["ratio_band95"], "undefined: no reward for the non-private")
+    lift = pm(pb["lift_ratio"], pb["lift_ratio_band95"], _fmt_opt(None))
+    return f"ratio of means {ratio}, lift ratio {lift}"
 
 
 def _where(inst: str, n: int | None) -> str:
@@ -459,13 +516,16 @@ def _claims(by_key, inst, spec, eps, ov, why, ns, quick) -> list[Claim]:
     n = ns[-1]                      # judged at the largest size run
     out = []
     S = statistics(DIMS[inst])
+    delays = delays_of(ov)
+    every = "every delay" if delays == DELAYS else (
+        f"every delay run (D = {', '.join(map(str, delays))} of {', '.join(map(str, DELAYS))})")
     # 1. private not much worse than non-private
     text = (f"{tag} private not much worse than non-private{_where(inst, n)}: private mean "
-            f"reward ≥ {NOT_MUCH_WORSE} × the non-private counterpart's, every delay (ε = "
+            f"reward ≥ {NOT_MUCH_WORSE} × the non-private counterpart's, {every} (ε = "
             f"{eps:g} in total, ε₀ = {eps:g}/{S}){extra}")
     cells, evs = [], []
     for priv, base in PAIRS:
-        for delay in DELAYS:
+        for delay in delays:
             a, b = _get(by_key, priv, eps, inst, delay, n), _get(by_key, base, eps, inst,
                                                                   delay, n)
             if a is None or b is None:
@@ -476,7 +536,7 @@ def _claims(by_key, inst, spec, eps, ov, why, ns, quick) -> list[Claim]:
                                if (r := _get(by_key, v, eps, inst, delay, n)) is not None)
             evs.append(f"D={delay}: {priv} {_fmt(a)} vs {base} {_fmt(b)} ({_pair_text(a, b)})"
                        + (f" [beside: {beside}]" if beside else ""))
-    smaller = _smaller_sizes(by_key, inst, eps, ns)
+    smaller = _smaller_sizes(by_key, inst, eps, ns, delays)
     ns_text = ""
     if inst == "digits" or inst in SWEPT:
         info = noise_signal(spec, eps / S, n if n is not None else sizes(inst, quick, ov)[0][1],
@@ -507,7 +567,7 @@ def _claims(by_key, inst, spec, eps, ov, why, ns, quick) -> list[Claim]:
         n_b0 = _reward(b0)[0]
         if not n_a0 - h_a0 > 1.0:
             vacuous.append(f"{priv} at delay 0 {_fmt(a0)} (band reaches uniform play's 1)")
-        for delay in DELAYS[1:]:
+        for delay in [dl for dl in delays if dl != 0]:
             a, b = _get(by_key, priv, eps, inst, delay, n), _get(by_key, base, eps, inst,
                                                                   delay, n)
             if a is None or b is None:
@@ -517,7 +577,10 @@ def _claims(by_key, inst, spec, eps, ov, why, ns, quick) -> list[Claim]:
             evs.append(f"{base} loses {loss_b:.3g} ({_fmt(b0)} → {_fmt(b)}), {priv} "
                        f"{loss_p:.3g} ({_fmt(a0)} → {_fmt(a)}) at D={delay}"
                        + _loss_beside(by_key, priv, eps, inst, delay, n))
-    if not cells:
+    if not cells and (0 not in delays or len(delays) < 2):
+        out.append(Claim.missing(text, "needs delay 0 and a later delay; --delays ran D = "
+                                 + ", ".join(map(str, delays))))
+    elif not cells:
         out.append(Claim.missing(text, "a private policy or its counterpart not run"))
     elif vacuous and not why:
         out.append(Claim(text, None, "vacuous: a private policy that learns nothing cannot lose "
@@ -529,13 +592,13 @@ def _claims(by_key, inst, spec, eps, ov, why, ns, quick) -> list[Claim]:
     return out
 
 
-def _smaller_sizes(by_key, inst, eps, ns) -> str:
+def _smaller_sizes(by_key, inst, eps, ns, delays) -> str:
     """The pairs at the sizes below the judged one (digits6's sweep), reported, not judged."""
     parts = []
     for n in ns[:-1]:
         cells = []
         for priv, base in PAIRS:
-            for delay in DELAYS:
+            for delay in delays:
                 a, b = _get(by_key, priv, eps, inst, delay, n), _get(by_key, base, eps, inst,
                                                                       delay, n)
                 if a is not None and b is not None:
@@ -574,7 +637,7 @@ def _plot(by_key, inst, eps_grid, ov, n, path) -> str:
     fig, axes = new_figure(1)
     ax = axes[0]
     for var, eps, name in _series(ov, eps_grid):
-        pts = [(dl, _reward(r)) for dl in DELAYS
+        pts = [(dl, _reward(r)) for dl in delays_of(ov)
                if (r := by_key.get((var, eps, inst, dl, n))) is not None]
         if pts:
             _errorbar(ax, [str(p[0]) for p in pts], [p[1] for p in pts], name)
@@ -587,8 +650,8 @@ def _plot(by_key, inst, eps_grid, ov, n, path) -> str:
 
 def _plot_sweep(by_key, inst, eps_grid, ov, ns, path) -> str:
     """digits6: normalised mean reward against the accepted events n, one panel per delay."""
-    fig, axes = new_figure(len(DELAYS), width=4.5)
-    for ax, dl in zip(axes, DELAYS, strict=True):
+    fig, axes = new_figure(len(delays_of(ov)), width=4.5)
+    for ax, dl in zip(axes, delays_of(ov), strict=True):
         for var, eps, name in _series(ov, eps_grid):
             pts = [(n, _reward(r)) for n in ns
                    if (r := by_key.get((var, eps, inst, dl, n))) is not None]

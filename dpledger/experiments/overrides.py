@@ -1,7 +1,9 @@
 """Overrides of an experiment's setting (issue 23 §1): ``--horizon``, ``--runs``, the privacy
 levels (``--epsilons``, ``--mus`` or ``--alphas``, whichever the experiment sweeps), the
 instance (``--instance`` picks among the experiment's named instances, ``--means`` /
-``--rates`` / ``--ab`` replace them by one custom instance), ``--policies`` and ``--seed``.
+``--rates`` / ``--ab`` replace them by one custom instance), ``--policies`` and ``--seed``;
+``--delays`` and ``--accepted`` (a subset of the delays, the swept sizes n) for an experiment
+that declares ``DELAYS`` / ``ACCEPTED_FULL`` (mishra-thakurta-2015-contextual).
 
 An :class:`Overrides` is a frozen record of what the user typed, already parsed; an experiment
 module reads its setting through the helpers below (the paper's value unless overridden), so
@@ -45,6 +47,8 @@ class Overrides:
     instance: dict | None = None              # --means / --rates / --ab: one custom env spec
     policies: tuple[str, ...] | None = None
     seed: int | None = None
+    delays: tuple[int, ...] | None = None     # --delays: a subset of the experiment's delays
+    accepted: tuple[int, ...] | None = None   # --accepted: the swept sizes n run
 
     def any(self) -> bool:
         return bool(self.to_json())
@@ -66,6 +70,10 @@ class Overrides:
             out["--policies"] = list(self.policies)
         if self.seed is not None:
             out["--seed"] = self.seed
+        if self.delays is not None:
+            out["--delays"] = list(self.delays)
+        if self.accepted is not None:
+            out["--accepted"] = list(self.accepted)
         return out
 
     def describe(self) -> str:
@@ -193,6 +201,11 @@ def check_overrides(module, ov: Overrides) -> None:
         K = max(n_arms(s) for s in insts.values())
         if ov.horizon < K:
             raise DpledgerError(f"--horizon {ov.horizon} is shorter than the number of arms {K}")
+    for option, value, attr in (("--delays", ov.delays, "DELAYS"),
+                                ("--accepted", ov.accepted, "ACCEPTED_FULL")):
+        if value is not None and getattr(module, attr, None) is None:
+            raise DpledgerError(f"{name} has no grid of {option[2:]} to choose from: {option} "
+                                "applies to mishra-thakurta-2015-contextual")
     check = getattr(module, "check_overrides", None)
     if check is not None:           # a dimension only that experiment constrains
         check(ov)
@@ -208,6 +221,23 @@ def parse_names(option: str, text: str) -> tuple[str, ...]:
             raise DpledgerError(f"{option} names {item} twice")
         seen.add(item)
     return tuple(items)
+
+
+def parse_counts(option: str, text: str, minimum: int, maximum: int) -> tuple[int, ...]:
+    """Comma-separated integers in [minimum, maximum] (``--delays``, ``--accepted``), none
+    twice, sorted."""
+    from dpledger.inputs import parse_int, split_list
+    vals = []
+    for item in split_list(option, text):
+        try:
+            vals.append(parse_int(option, item, minimum, maximum))
+        except DpledgerError as exc:
+            raise DpledgerError(f"{exc} (in {text!r})" if item != text.strip() else str(exc)) \
+                from None
+    for v in vals:
+        if vals.count(v) > 1:
+            raise DpledgerError(f"{option} lists {v} twice")
+    return tuple(sorted(vals))
 
 
 def parse_levels(option: str, text: str) -> tuple[float, ...]:

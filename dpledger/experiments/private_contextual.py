@@ -34,7 +34,7 @@ import math
 import os
 
 from dpledger.experiments.common import (Claim, Summary, final_regret, plot_tradeoff,
-                                         privacy_row)
+                                         privacy_row, ratio_band)
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, outside_levels
 from dpledger.errors import DpledgerError
 from dpledger.sweep import RunConfig
@@ -157,11 +157,9 @@ def lift_ratio(a: dict, b: dict) -> tuple[float, float]:
     """(lift of a / lift of b, its half-band by the delta method)."""
     na, ha = _reward(a)
     nb, hb = _reward(b)
-    la, lb = na - 1.0, nb - 1.0
-    if not lb > 0:
+    if not nb > 1.0:
         return math.nan, math.nan
-    r = la / lb
-    return r, abs(r) * math.sqrt((ha / la) ** 2 + (hb / lb) ** 2) if la else hb / lb
+    return ratio_band(na - 1.0, ha, nb - 1.0, hb)
 
 
 def summarize(reports: dict, out: str, quick: bool, ov: Overrides = NO_OVERRIDES) -> Summary:

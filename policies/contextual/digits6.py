@@ -24,6 +24,7 @@ best arm's in expectation (the lift an oracle would have over uniform play).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -40,7 +41,13 @@ SEED = 51
 
 
 def users() -> np.ndarray:
-    """The (1797, 6) contexts x = (1, u)/√2 (module docstring)."""
+    """The (1797, 6) contexts x = (1, u)/√2 (module docstring): a fresh copy of one projection
+    per process (an experiment builds the instance for every cell; the SVD took ~1 s each)."""
+    return _projected_users().copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _projected_users() -> np.ndarray:
     try:
         from sklearn.datasets import load_digits
     except ImportError:

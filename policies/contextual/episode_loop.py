@@ -35,7 +35,8 @@ from __future__ import annotations
 import numpy as np
 from dpledger._jit import njit
 
-from dpledger.mechanisms.matrix import add_outer_packed, add_outer_packed_lattice, block_draw
+from dpledger.mechanisms.matrix import (add_outer_packed, add_outer_packed_lattice, block_draw,
+                                        capture_node)
 from dpledger.policies.contextual.environments import LINEAR
 from dpledger.policies.contextual.loop import (queue_new, queue_pop, round_context,
                                                settle_round)
@@ -185,14 +186,7 @@ def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, t
             block_draw(rng, spec, scratch, m * E, A)
     else:
         block_draw(rng, spec, scratch, 0, A)
-    n = k
-    if n < capture.shape[0]:
-        for e in range(D):
-            capture[n, e] = scratch[e]
-        capture[n, D] = g
-        if capture.shape[1] > D + 1:
-            for e in range(D):
-                capture[n, D + 1 + e] = acc[g, e]
+    capture_node(capture, k, scratch, acc[g], g)
     last = consts[E_MEMORY] > 0.0
     for e in range(D):
         if last and kind == EP_REWARD:

@@ -309,7 +309,10 @@ class PhasedElimination(ContextualPolicy):
     @staticmethod
     def _rewards(rng, env, means, a: int, t: int, m: int) -> np.ndarray:
         """Raw rewards of m pulls of arm a at rounds t+1 … t+m: Bernoulli(⟨θ, x_a⟩) (one
-        uniform a round, as the contextual loop draws them) or the table's."""
+        uniform a round, as the contextual loop draws them), ⟨θ, x_a⟩ + σ·N(0, 1) clipped to
+        [lo, hi] (Gaussian noise: one standard normal a round), or the table's."""
+        if means is not None and env.noise_sd > 0:
+            return np.clip(means[a] + env.noise_sd * rng.standard_normal(m), env.lo, env.hi)
         if means is not None:
             return (rng.random(m) < means[a]).astype(np.float64)
         return np.asarray(env.rewards[t:t + m, a], dtype=np.float64)

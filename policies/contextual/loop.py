@@ -73,7 +73,8 @@ def round_context(env, rng, t, scratch):
     """(contexts, row) of round t (1-based): a (Kc, d) array — Kc = K for one context per arm,
     1 for one per round — and the data row it came from (−1 for drawn contexts).
 
-    linear: per arm d standard normals in coordinate order, x = L·|g|/‖g‖ (into ``scratch``);
+    linear: per arm d standard normals in coordinate order, x = L·|g|/‖g‖ shrunk by the
+    factor 1 − (d+8)·2⁻⁵³ that keeps ‖x‖ ≤ L exact under rounding (into ``scratch``);
     supervised, click-model: a row drawn uniformly (one ``integers`` draw); table and replay:
     row t − 1 (a
     generated log: row t − 1's user, from the log's key)."""
@@ -87,7 +88,11 @@ def round_context(env, rng, t, scratch):
                 g = abs(rng.standard_normal())
                 scratch[a, j] = g
                 s += g * g
-            f = env.norm_bound / np.sqrt(s)
+            # x = L·|g|/‖g‖ in floats can land a few ulps above L; the sensitivities assume
+            # ‖x‖ ≤ L exactly.  The sum, root, quotient and products err by at most
+            # (1+u)³/((1−u)·√(1−γ_d)) ≈ 1 + (4 + d/2)·u (u = 2⁻⁵³, γ_d = du/(1−du)), so the
+            # factor 1 − (d+8)·u (exact in floats) keeps every drawn context inside the ball.
+            f = env.norm_bound / np.sqrt(s) * (1.0 - (d + 8) * 2.0 ** -53)
             for j in range(d):
                 scratch[a, j] *= f
         return scratch, -1
@@ -106,7 +111,9 @@ def round_outcome(env, rng, ctx, row, a):
     """(accepted, reward, regret term, uniform play's mean reward) of arm ``a`` this round, on
     the raw reward scale.
 
-    linear: reward Bernoulli(⟨θ, x_a⟩) (one ``random`` draw), regret max_b ⟨θ, x_b⟩ − ⟨θ, x_a⟩;
+    linear: reward Bernoulli(⟨θ, x_a⟩) (one ``random`` draw) — or, with Gaussian noise,
+    ⟨θ, x_a⟩ + σ·N(0, 1) clipped to [lo, hi] (one ``standard_normal`` draw) — regret
+    max_b ⟨θ, x_b⟩ − ⟨θ, x_a⟩;
     table, supervised: reward rewards[row, a], regret max_b rewards[row, b] − rewards[row, a];
     click-model: reward Bernoulli(rewards[row, a]) (one ``random`` draw), the same regret;
     replay: accepted iff ``a`` is the logged action (rejection mode: and a ``random`` draw below
@@ -135,7 +142,10 @@ def round_outcome(env, rng, ctx, row, a):
                 best = m
             if b == a:
                 mine = m
-        r = 1.0 if rng.random() < mine else 0.0
+        if env.noise_sd > 0.0:
+            r = min(max(mine + env.noise_sd * rng.standard_normal(), env.lo), env.hi)
+        else:
+            r = 1.0 if rng.random() < mine else 0.0
         return True, r, best - mine, total / K
     rw = env.rewards[row]
     best = rw[0]

@@ -21,7 +21,10 @@ runs one tree per stream: with public contexts the arm played is post-processing
 **Certificates.**  A record enters at most ``nodes`` = bit_length(max(T − D, 0)) nodes (the
 tree's first record, in every level; ``levels`` ≥ nodes when the tree is padded to the paper's
 m = 1 + ⌈log₂ T⌉), and each node is one release per tree record it writes; the certificate is
-that composition, attained by observation 0 of stream 0.
+that composition, attained by observation 0 of stream 0.  ``jdp-linucb --set counter=smooth``
+runs the smooth binary mechanism instead (:mod:`dpledger.mechanisms.matrix_smooth`): the
+first record's node count (:mod:`dpledger.accounting.smooth_tree`), one ledger row per
+released node.
 """
 from __future__ import annotations
 
@@ -37,13 +40,16 @@ from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.lattice import sym_matrix_lattice, vector_lattice
 from dpledger.accounting.numerics import div_up, mul_up
+from dpledger.accounting.smooth_tree import smooth_tree_candidate, smooth_worst_nodes
 from dpledger.accounting.releases import (GaussianVectorRelease, LaplaceRelease,
                                           LaplaceVectorRelease, Release,
                                           SymmetricMatrixGaussianRelease, WishartRelease)
 from dpledger.errors import DpledgerError
 from dpledger.interrupt import stop_slot
 from dpledger.mechanisms import matrix as mx
+from dpledger.mechanisms.matrix_smooth import smooth_tree_bytes, smooth_tree_new
 from dpledger.mechanisms.noise import lattice_release
+from dpledger.mechanisms.smooth import smooth_first_item_nodes, smooth_shape_gaussian
 from dpledger.policies.base import Param, RunOutput
 from dpledger.policies.contextual.base import ContextualPolicy, ContextualProblem, run_arrays
 from dpledger.policies.contextual.linear import LAMBDA
@@ -65,7 +71,9 @@ class TreePlan:
     index of each tree record a node writes (``record_rids``), a record's worst-case
     composition per node (``per_node``: (release index, count)), the lattice ``units`` (unit,
     unit of the reward entries, their inverses; 0 inverses for the float sampler), the model
-    constants, and ``drawn`` (the σ or k used, for run.json and the docs)."""
+    constants, ``drawn`` (the σ or k used, for run.json and the docs), and ``smooth`` — for
+    ``counter=smooth`` the smooth tree's shape and bound (h, w, L), empty for the binary
+    tree."""
 
     stat: int
     rule: int
@@ -82,6 +90,7 @@ class TreePlan:
     consts: np.ndarray
     lam: float
     drawn: dict = field(default_factory=dict)
+    smooth: tuple[int, int, int] = ()   # counter=smooth: (h, w, the most records L)
 
 
 def _float_units() -> np.ndarray:
@@ -150,8 +159,21 @@ class PrivateLinearPolicy(ContextualPolicy):
         """The most nodes a record enters: bit_length of the most records a tree holds."""
         return problem.max_observations.bit_length()
 
+    def first_record_nodes(self, problem: ContextualProblem) -> list[tuple[int, int]]:
+        """The nodes holding the first record, as (push, stop): released at push ``push``
+        (1-based: the push's one node draw) over records [0, stop).  The binary tree's level-j
+        node closes at push 2^j over [0, 2^j); the smooth tree's are replayed
+        (:func:`~dpledger.mechanisms.smooth.smooth_first_item_nodes`).  White-box audits."""
+        plan = self.plan(problem)
+        if plan.smooth:
+            h, w, _ = plan.smooth
+            return smooth_first_item_nodes(problem.max_observations, h, w)
+        return [(1 << j, 1 << j) for j in range(self.nodes(problem))]
+
     def certificate(self, problem: ContextualProblem) -> Certificate:
         plan = self.plan(problem)
+        if plan.smooth:
+            return self._smooth_certificate(problem, plan)
         nodes = self.nodes(problem)
         comp = Composition.of([(plan.releases[i], c * nodes) for i, c in plan.per_node]) \
             if nodes else Composition()
@@ -173,44 +195,78 @@ class PrivateLinearPolicy(ContextualPolicy):
                     "all records)")
         return super().stream_meaning(problem)
 
+    def _smooth_certificate(self, problem: ContextualProblem, plan: TreePlan) -> Certificate:
+        """``counter=smooth``: the first record of the smooth tree lies in the most released
+        nodes (:func:`~dpledger.accounting.smooth_tree.smooth_tree_candidate`), each node one
+        release per tree record."""
+        h, w, L = plan.smooth
+        (rid, count), = plan.per_node
+        if count != 1:
+            raise DpledgerError("counter=smooth certifies one release per node")
+        online = problem.env != "replay"
+        cand = smooth_tree_candidate(
+            problem.max_observations, h, w, plan.releases[rid],
+            Witness(0, 0, 1 if online else None),
+            "one smooth tree over every delivered record (record privacy); every released node "
+            f"is one {plan.releases[rid].kind} of the whole (Gram, Σ r·x) statistic")
+        return Certificate(candidates=(cand,), adaptive=False,
+                           note=f"counter = smooth (h = {h}, w = {w}, L = {L})")
+
     def model_bytes(self, problem: ContextualProblem) -> int:
         plan = self.plan(problem)
         d = problem.dim
-        return (mx.tree_bytes(plan.n_trees, plan.levels, plan.blocks, plan.entries)
+        tree = (smooth_tree_bytes(plan.smooth[0], plan.blocks, plan.entries) if plan.smooth
+                else 0)
+        return (tree + mx.tree_bytes(plan.n_trees, plan.levels, plan.blocks, plan.entries)
                 + 8 * problem.n_streams * (d * d + 3 * d) + 8 * (4 * d * d + plan.blocks
                                                                  * plan.entries))
 
     def row_capacity(self, problem: ContextualProblem) -> int:
-        return 1
+        # counter=smooth: one row per release of the one node holding records each push makes
+        return (len(self.plan(problem).record_rids) * max(problem.max_observations, 1)
+                if self.plan(problem).smooth else 1)
 
     def run_one(self, rng, env, problem: ContextualProblem) -> RunOutput:
         plan = self.plan(problem)
         T, d, M = problem.horizon, problem.dim, problem.n_streams
-        tr = mx.tree_new(plan.n_trees, plan.levels, plan.blocks, plan.entries,
-                         plan.record_rids)
+        # counter=smooth: the binary tree is a one-level stand-in of the same width (the loop
+        # reads the statistic's width from it) and the smooth tree takes the records
+        tr = mx.tree_new(plan.n_trees, 1 if plan.smooth else plan.levels, plan.blocks,
+                         plan.entries, plan.record_rids)
+        if plan.smooth:
+            h, w, L = plan.smooth
+            st = smooth_tree_new(h, w, max(L, 1), plan.blocks, plan.entries)
+            rows = np.zeros((5, self.row_capacity(problem)), np.int64)
+        else:
+            st = smooth_tree_new(2, 1, 1, 1, 1)
+            rows = np.zeros((5, 0), np.int64)
+        rids = np.asarray(plan.record_rids, np.int64)
         p = int(plan.spec[5])
         A = np.zeros((max(p, 1), max(p, 1)))
         D = plan.blocks * plan.entries
         capture = np.zeros((self._capture_rows, 2 * D + 1 if self._capture_clean else D + 1))
-        if plan.pad:
+        if plan.pad and not plan.smooth:
             for g in range(plan.n_trees):
                 mx.tree_pad_init(tr, g, rng, plan.spec, A)
         chol = np.zeros((M, d, d))
         theta = np.zeros((M, d))
         widths = np.zeros(M)
         actions, regret, obs_stream, obs_round, info = run_arrays(T)
-        rounds, n_obs, reward_sum, uniform_sum = run_private(
+        rounds, n_obs, reward_sum, uniform_sum, n_rows = run_private(
             rng, env.as_kernel(), T, problem.shared, problem.delay, plan.rule, plan.stat, tr,
             plan.spec, plan.pad, A, capture, plan.units, plan.consts, plan.lam, chol, theta,
-            widths, actions, regret, obs_stream, obs_round, info, stop_slot())
-        out = RunOutput(actions=actions, noise_draws=int(tr[3][0, 2]), extra={
+            widths, actions, regret, obs_stream, obs_round, info, stop_slot(), st,
+            bool(plan.smooth), rows, rids)
+        draws = int(st[3][0, 2]) if plan.smooth else int(tr[3][0, 2])
+        out = RunOutput(actions=actions, rows=rows[:, :n_rows], noise_draws=draws, extra={
             "regret": regret, "obs_stream": obs_stream[:n_obs], "obs_round": obs_round[:n_obs],
             "rounds": int(rounds), "reward_sum": float(reward_sum),
             "uniform_sum": float(uniform_sum), "psd_repairs": int(info[0]),
             "refreshes": int(info[1])})
         if self._capture_rows:
             out.extra["noise"] = capture
-        out.trees = mx.tree_records(tr)
+        if not plan.smooth:
+            out.trees = mx.tree_records(tr)
         return out
 
 
@@ -285,7 +341,12 @@ class JdpLinUCB(PrivateLinearPolicy):
     (:func:`~dpledger.policies.contextual.private_loop.factor_psd`); the padding of the empty
     prefix (their code starts without noise).  The exact sampler (Gaussian mode): entries
     rounded to L̃²·2^-16, independent discrete Gaussians (:mod:`dpledger.accounting.lattice`).
-    Ties uniformly at random."""
+    Ties uniformly at random.
+
+    ``counter=smooth`` (reconstructed, Gaussian mode; docs/algorithms.md#jdp-linucb): the smooth
+    binary mechanism (Andersson & Pagh 2023) over the whole statistic in place of the padded
+    tree (:mod:`dpledger.mechanisms.matrix_smooth`): σ at the first record's node count, the
+    regulariser at m = w, one ledger row per released node."""
 
     name = "jdp-linucb"
     title = "Joint-DP LinUCB (Shariff & Sheffet 2018)"
@@ -299,12 +360,37 @@ class JdpLinUCB(PrivateLinearPolicy):
         Param("calibration", "paper", "choice", "paper: Shariff & Sheffet's σ and k; "
               "accounted: solved with dpledger's accountant", choices=("paper", "accounted")),
         Param("theta_bound", 1.0, "positive", "S, the bound on ‖θ‖ in the confidence width"),
+        Param("counter", "binary", "choice", "the tree over the records: binary (Shariff & "
+              "Sheffet's padded binary mechanism) or smooth (Andersson & Pagh 2023's smooth "
+              "binary mechanism, reconstructed, mode=gaussian: docs/algorithms.md#smooth-"
+              "binary-counter)", choices=("binary", "smooth"), omit_at_default=True),
     )
 
     def __init__(self, **params):
         super().__init__(**params)
         if not self.params["delta"] < 1.0:
             raise DpledgerError(f"delta must lie in (0, 1), got {self.params['delta']!r}")
+        if self.params["counter"] == "smooth":
+            if self.params["mode"] != "gaussian":
+                raise DpledgerError("jdp-linucb counter=smooth needs mode=gaussian: the shifted "
+                                    "Wishart regulariser assumes exactly m noise matrices in "
+                                    "every prefix, a smooth prefix holds w − z_t of them")
+            self.provenance = "reconstructed"
+
+    def smooth_shape(self, problem: ContextualProblem) -> tuple[int, int, int]:
+        """counter=smooth: (h, w, L) — L the most records the tree holds, (h, w)
+        ``smooth_shape_gaussian(L)``."""
+        L = max(problem.max_observations, 1)
+        h, w = smooth_shape_gaussian(L)
+        return h, w, L
+
+    def nodes(self, problem: ContextualProblem) -> int:
+        """The most nodes a record enters: the binary tree's bit length, or the smooth tree's
+        first record's count (:func:`~dpledger.accounting.smooth_tree.smooth_worst_nodes`)."""
+        if self.params["counter"] == "smooth":
+            h, w, _ = self.smooth_shape(problem)
+            return smooth_worst_nodes(problem.max_observations, h, w)
+        return super().nodes(problem)
 
     def theorem(self, problem: ContextualProblem):
         p = self.params
@@ -322,6 +408,12 @@ class JdpLinUCB(PrivateLinearPolicy):
         nodes = max(self.nodes(problem), 1)
         m_paper = 1 + (n - 1).bit_length()
         levels = m_paper if paper else nodes
+        smooth = self.smooth_shape(problem) if prm["counter"] == "smooth" else ()
+        if smooth:
+            # the paper's σ at m = the nodes a record enters; the regulariser at m = w, the
+            # most noise matrices a smooth prefix holds (mechanisms/matrix_smooth.py)
+            m_paper = nodes
+            levels = smooth[1]
         E = mx.packed_size(p)
         log_inv_alpha = math.log(2.0 * n * (1 << (n - 1).bit_length()))   # α/H, α = 1/(2n)
         units = _float_units()
@@ -366,10 +458,12 @@ class JdpLinUCB(PrivateLinearPolicy):
         xi = prm["theta_bound"] * math.sqrt(reg.rho_max) + reg.gamma
         drawn.update(levels=levels, shift=reg.shift, rho_min=reg.rho_min, rho_max=reg.rho_max,
                      gamma=reg.gamma)
-        return TreePlan(STAT_JOINT, self.rule, 1, M, E, levels, True, spec, (rel,), records,
-                        ((0, len(records)),), units,
+        if smooth:
+            drawn.update(counter="smooth", h=smooth[0], w=smooth[1], nodes=nodes)
+        return TreePlan(STAT_JOINT, self.rule, 1, M, E, levels, not smooth, spec, (rel,),
+                        records, ((0, len(records)),), units,
                         _consts(shift=reg.shift, psd_scale=reg.rho_min, xi=xi, reward_sd=0.5,
-                                kappa=kappa), 0.0, drawn)
+                                kappa=kappa), 0.0, drawn, smooth)
 
 
 # -- Mishra & Thakurta 2015, reconstructed --------------------------------------------------------

@@ -45,6 +45,7 @@ from dpledger._jit import njit
 
 from dpledger.mechanisms.matrix import (add_outer_packed, add_outer_packed_lattice,
                                         packed_index, tree_prefix, tree_push, tree_version)
+from dpledger.mechanisms.matrix_smooth import smooth_tree_push
 from dpledger.policies.contextual.environments import LINEAR
 from dpledger.policies.contextual.loop import (check_stop, queue_new, queue_pop,
                                                round_context, settle_round)
@@ -181,14 +182,17 @@ def fill_item(stat, item, s, E, x, r, inv_g, inv_r, vx):
 @njit(cache=True, nogil=True)
 def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, capture, units,
                 consts, lam, chol, theta, widths, actions, regret, obs_stream, obs_round, info,
-                stop):
+                stop, st, smooth, rows, rids):
     """One run of a private policy (module docstring) over T rounds (replay: log rows) with
     delay ``delay``.  ``tr``: the tree state (one tree, or one per stream for STAT_REWARD);
     ``units`` = (gram or joint unit, reward unit, their inverses — 0 for the float sampler);
     ``chol``, ``theta``, ``widths``: the M models.  Writes actions, regret terms and delivered
     observations as :func:`~dpledger.policies.contextual.loop.run_ridge`; ``info`` ← (PSD
-    repairs, model refreshes); ``stop`` the stop slot, read every round.  Returns (policy
-    rounds, observations, Σ reward, Σ uniform)."""
+    repairs, model refreshes); ``stop`` the stop slot, read every round.  ``smooth``: the
+    records go to the smooth tree ``st`` (:mod:`~dpledger.mechanisms.matrix_smooth`, record
+    privacy: one tree) instead of ``tr``, each released node writing its ledger rows into
+    ``rows`` (one per release id in ``rids``).  Returns (policy rounds, observations,
+    Σ reward, Σ uniform, ledger rows written)."""
     K = env.n_arms
     M = chol.shape[0]
     d = chol.shape[1]
@@ -209,23 +213,31 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
     init_models(stat, chol, lam)
     k = 0
     n_obs = 0
+    n_rows = 0
     sums = np.zeros(2)
     for t in range(1, T + 1):
         check_stop(stop)
         ctx, row = round_context(env, rng, t, scratch)
-        private_select(rng, stat, rule, tr, ctx, shared, units, consts, chol, theta, widths,
-                       jstate, cached, info, values, b, W, work, work2)
+        if smooth:
+            private_select(rng, stat, rule, st, ctx, shared, units, consts, chol, theta,
+                           widths, jstate, cached, info, values, b, W, work, work2)
+        else:
+            private_select(rng, stat, rule, tr, ctx, shared, units, consts, chol, theta,
+                           widths, jstate, cached, info, values, b, W, work, work2)
         k, due = settle_round(env, rng, ctx, row, pick(values, rng), t, shared, delay, store, q,
                               k, actions, regret, sums)
         if due:
             s, rnd, rs, xs = queue_pop(q)
             g = stage_record(stat, tr, s, xs, rs, item, units, chol, vx, work)
-            tree_push(tr, g, item, rng, spec, pad, A, capture)
+            if smooth:
+                n_rows = smooth_tree_push(st, item, rng, spec, A, capture, rows, n_rows, rids)
+            else:
+                tree_push(tr, g, item, rng, spec, pad, A, capture)
             clear_record(stat, s, E, item)
             obs_stream[n_obs] = g
             obs_round[n_obs] = rnd
             n_obs += 1
-    return k, n_obs, sums[0], sums[1]
+    return k, n_obs, sums[0], sums[1], n_rows
 
 
 # the rule's pieces (one source for run_private above and the step form,
