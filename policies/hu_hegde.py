@@ -246,7 +246,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             a = t - 1
         else:                               # dp_ts_select's round
             for j in range(K):
-                theta[j] = dp_ts_draw(rng, eps, t, j, mu_tilde, O)
+                theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
             a, tie = argmax_first(theta)
             if tie:
                 a = tie_break(theta, a, rng)
@@ -275,11 +275,12 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
 
 
 @njit(cache=True, inline="always")
-def dp_ts_draw(rng, eps, t, j, mu_tilde, O):
-    """Arm j's sample θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + υ(ε, O_j, t))
-    (straight-line: inlined with the Generator at no cost)."""
-    m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
-    return rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
+def dp_ts_draw(rng, eps, t, mu_j, o_j):
+    """Arm j's sample θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + υ(ε, O_j, t)),
+    from its μ̃_j and O_j (straight-line and scalar: inlined with the Generator at no cost — an
+    array argument would be reference-counted here, ≈ 30 ns a round, issue 31)."""
+    m = clip01(mu_j + dp_ts_shift(eps, o_j, t))
+    return rng.beta(m * o_j + 1.0, (1.0 - m) * o_j + 1.0)
 
 
 @njit(cache=True)
@@ -288,15 +289,17 @@ def dp_ts_select(rng, eps, t, mu_tilde, O, theta):
     argmax (ties uniformly at random) — the step form's round; the kernel writes the same loop
     out (see :func:`lazy_select`)."""
     for j in range(theta.size):
-        theta[j] = dp_ts_draw(rng, eps, t, j, mu_tilde, O)
+        theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
     return argmax_random_tie(theta, rng)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def dp_ts_push(a, x, O, lfs, lis, bfs, bis):
     """Arm a's next reward: (kind, value, start, stop) of the release it makes due — kind 0 a
     logarithmic-mechanism block (release id 0), kind 1 a p-sum of the epoch buffer's binary
-    mechanism (release id r_a) — over observations [start, stop)."""
+    mechanism (release id r_a) — over observations [start, stop).  No reference counting
+    (``_nrt=False``, not inlined), for the reason given at
+    :func:`dpledger.policies.baselines.klucb_select`."""
     O[a] += 1.0
     code, value, start, stop = log_push(lfs[a], lis[a], x)
     if code >= 0:
@@ -305,11 +308,12 @@ def dp_ts_push(a, x, O, lfs, lis, bfs, bis):
     return 1, value, start, stop
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde):
     """The release just made due, drawn: a log block closes the epoch (the next buffer: L =
     2^{r+1} − 1 items, levels r + 1, from observation O; the arm's first block opens epoch 0);
-    a p-sum updates the buffer's running sum.  μ̃_a = (log output + buffer output)/O_a."""
+    a p-sum updates the buffer's running sum.  μ̃_a = (log output + buffer output)/O_a.
+    Compiled as :func:`dp_ts_push`."""
     if kind == 0:
         log_commit(lfs[a], lis[a], 0, value + noise)
         if O[a] > 1.0:
