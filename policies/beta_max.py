@@ -122,6 +122,8 @@ def beta_upper_tail(a, b, x):
         return 1.0
     if x >= 1.0:
         return 0.0
+    if b == 1.0:                # closed form 1 − x^a: the posterior of a mean clipped to 1
+        return -math.expm1(a * math.log(x))
     front = math.exp(_ln_front(a, b, x))
     y = 1.0 - x
     if y < (b + 1.0) / (a + b + 2.0):
@@ -133,8 +135,20 @@ def beta_upper_tail(a, b, x):
 def beta_above(rng, a, b, x):
     """One sample of Beta(a, b) conditioned on (x, 1): the y with P(Beta > y) = v·P(Beta > x),
     v uniform (one ``random`` draw), by bisection until lo and hi are adjacent doubles (each
-    step halves the interval, so at most ~2100 steps)."""
-    target = rng.random() * beta_upper_tail(a, b, x)
+    step halves the interval, so at most ~2100 steps).  For b = 1 (DP-TS's and Lazy-DP-TS's
+    posterior when the optimistic mean is clipped to 1) the same y in closed form,
+    (1 − v·(1 − x^a))^{1/a}.  When the tail is at least 1/4 (an arm close to the running
+    maximum: DP-TS's optimistic posteriors, often), numpy's Beta draws repeated until one
+    exceeds x instead — the same conditional law by rejection, at most 4 draws on average."""
+    p = beta_upper_tail(a, b, x)
+    if p >= 0.25:
+        while True:
+            y = rng.beta(a, b)
+            if y > x:
+                return y
+    target = rng.random() * p
+    if b == 1.0:
+        return max(x, min(1.0, math.exp(math.log1p(-target) / a)))
     lo, hi = x, 1.0
     while True:
         mid = 0.5 * (lo + hi)

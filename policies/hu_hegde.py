@@ -214,14 +214,16 @@ def dp_ts_shift(eps, o, t):
 
 @njit(cache=True, nogil=True)
 def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
-    """params: ε (the index shift), then the noise scale of every release id r (``noise_scales``:
-    Lap(2(r+1)/ε); id 0 is also the logarithmic mechanism's Lap(1/(0.5ε))).
+    """params: ε (the index shift), 1 for ``posterior_draw="max"`` (0: every arm's sample), then
+    the noise scale of every release id r (``noise_scales``: Lap(2(r+1)/ε); id 0 is also the
+    logarithmic mechanism's Lap(1/(0.5ε))).
 
     Capture: a (6, M) array receives every release (log-mechanism blocks and binary-mechanism
     p-sums) through :func:`~dpledger.policies.rules.capture_release`; the two-row form keeps
     arm 0's first log block only."""
     eps = params[0]
-    scales = params[1:]
+    use_max = params[1] != 0.0
+    scales = params[2:]
     log_scale = scales[0]
     maxlev = 1
     while (1 << maxlev) <= T:
@@ -235,6 +237,10 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     slot = np.full(K, -1, np.int64)         # row of the current epoch buffer's tree record
     mu_tilde = np.zeros(K)
     theta = np.zeros(K)
+    al = np.ones(K)                         # posterior_draw="max": the posteriors' parameters,
+    be = np.ones(K)                         # means and bound weights
+    mu = np.zeros(K)
+    w = np.zeros(K)
     n_rows = 0
     draws = 0
     for a in range(K):
@@ -244,6 +250,18 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     for t in range(1, stop + 1):
         if t <= K:
             a = t - 1
+        elif use_max:                       # dp_ts_select's round, beta_max_select's loop
+            dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w)
+            a = argmax_first(mu)[0]
+            m = rng.beta(al[a], be[a])
+            lead = a
+            for j in range(K):
+                if j != lead:
+                    u = rng.random()
+                    if beta_may_beat(u, mu[j], w[j], m) and u < beta_upper_tail(al[j], be[j],
+                                                                                  m):
+                        m = beta_above(rng, al[j], be[j], m)
+                        a = j
         else:                               # dp_ts_select's round
             for j in range(K):
                 theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
@@ -275,19 +293,43 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
 
 
 @njit(cache=True, inline="always")
-def dp_ts_draw(rng, eps, t, mu_j, o_j):
-    """Arm j's sample θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + υ(ε, O_j, t)),
-    from its μ̃_j and O_j (straight-line and scalar: inlined with the Generator at no cost — an
-    array argument would be reference-counted here, ≈ 30 ns a round, issue 31)."""
+def dp_ts_shape(eps, t, mu_j, o_j):
+    """Arm j's posterior Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + υ(ε, O_j, t)), from
+    its μ̃_j and O_j: its two parameters."""
     m = clip01(mu_j + dp_ts_shift(eps, o_j, t))
-    return rng.beta(m * o_j + 1.0, (1.0 - m) * o_j + 1.0)
+    return m * o_j + 1.0, (1.0 - m) * o_j + 1.0
+
+
+@njit(cache=True, inline="always")
+def dp_ts_draw(rng, eps, t, mu_j, o_j):
+    """Arm j's sample θ_j from :func:`dp_ts_shape`'s Beta (straight-line and scalar: inlined
+    with the Generator at no cost — an array argument would be reference-counted here, ≈ 30 ns
+    a round, issue 31)."""
+    al, be = dp_ts_shape(eps, t, mu_j, o_j)
+    return rng.beta(al, be)
+
+
+@njit(cache=True, _nrt=False)
+def dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w):
+    """Every arm's :func:`dp_ts_shape` into ``al``/``be`` with its mean and bound weight
+    (:func:`~dpledger.policies.beta_max.beta_arm_stats`), for ``posterior_draw="max"``
+    (compiled as :func:`dp_ts_push`)."""
+    for j in range(al.size):
+        al[j], be[j] = dp_ts_shape(eps, t, mu_tilde[j], O[j])
+        beta_arm_stats(j, al, be, mu, w)
 
 
 @njit(cache=True)
-def dp_ts_select(rng, eps, t, mu_tilde, O, theta):
+def dp_ts_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
     """A round's arm (after the initial pulls): every arm's :func:`dp_ts_draw` in arm order,
-    argmax (ties uniformly at random) — the step form's round; the kernel writes the same loop
-    out (see :func:`lazy_select`)."""
+    argmax (ties uniformly at random), or with ``use_max`` the same law by
+    :func:`~dpledger.policies.beta_max.beta_max_select` (``posterior_draw="max"``) — the step
+    form's round; the kernel writes the same loop out (see :func:`lazy_select`)."""
+    if use_max:
+        K = theta.size
+        al, be = np.empty(K), np.empty(K)
+        dp_ts_shapes(eps, t, mu_tilde, O, al, be, np.empty(K), np.empty(K))
+        return beta_max_select(rng, al, be, theta)
     for j in range(theta.size):
         theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
     return argmax_random_tie(theta, rng)
@@ -331,12 +373,14 @@ class DPTS(KernelPolicy):
     title = "DP-TS (Hu & Hegde 2022, Algorithm 1)"
     provenance = "faithful"
     exact_sampler = True
-    params_spec = (EPSILON,)
+    params_spec = (EPSILON, POSTERIOR_DRAW)
     kernel = _dp_ts
     action_sink = True
 
     def kernel_params(self, T, K):
-        return np.concatenate([[self.params["epsilon"]], self.noise_scales(T, K)])
+        return np.concatenate([[self.params["epsilon"],
+                                1.0 if self.params["posterior_draw"] == "max" else 0.0],
+                               self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         return 2 * K * (int(math.log2(T)) + 3)
