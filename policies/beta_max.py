@@ -20,10 +20,10 @@ sample drawn (:func:`beta_above`, by inversion).  "Exact in law" holds up to the
 accuracy of those two functions (relative 1e-13 or better at the parameters of a run) and of
 numpy's own Beta sampler.
 
-Compiled helpers that take the Generator are either straight-line or called only on the rare
-path: numba reference-counts a Generator passed into an inlined helper that loops (see
-:func:`dpledger.policies.baselines.ucb1_select`), so the per-round loop is written out in each
-kernel and in :func:`beta_max_select` (the step forms' round).
+Compiled helpers that take the Generator are straight-line, called only on the rare path, or
+compiled without reference counting (:func:`beta_max_round`, the round every kernel and the
+step forms call): numba reference-counts a Generator and arrays passed into an inlined helper
+that loops (see :func:`dpledger.policies.baselines.klucb_select`).
 """
 from __future__ import annotations
 
@@ -187,22 +187,21 @@ def beta_arm_stats(j, al, be, mu, w):
     w[j] = 2.0 * (n + 1.0)
 
 
-@njit(cache=True)
-def beta_max_select(rng, al, be, theta):
-    """The arm of argmax of independent Beta(al_j, be_j) samples, exact in law (module
-    docstring); ``theta`` gets the samples kept (the leader's — the first arm of largest mean —
-    then each arm's that beat the running maximum; other entries are left as they were).  The
-    step forms' round; the kernels write the same loop out."""
-    K = al.size
-    mu = np.empty(K)
-    w = np.empty(K)
-    for j in range(K):
-        beta_arm_stats(j, al, be, mu, w)
+@njit(cache=True, _nrt=False)
+def beta_max_round(rng, al, be, mu, w, theta):
+    """One round of the scheme (module docstring) from the arms' parameters ``al``/``be``,
+    means ``mu`` and bound weights ``w`` (:func:`beta_arm_stats`): the arm kept; ``theta`` gets
+    the samples kept (the leader's — the first arm of largest mean — then each arm's that beat
+    the running maximum; other entries are left as they were).  The one source of the round
+    for the kernels and :func:`beta_max_select`; compiled on its own without reference
+    counting (``_nrt=False``, it allocates nothing): its loop takes the Generator and calls
+    functions that may raise, which inlined would cost two atomic operations per array
+    argument a round (see :func:`dpledger.policies.baselines.klucb_select`)."""
     a = argmax_first(mu)[0]
     m = rng.beta(al[a], be[a])
     theta[a] = m
     lead = a
-    for j in range(K):
+    for j in range(al.size):
         if j != lead:
             u = rng.random()
             if beta_may_beat(u, mu[j], w[j], m) and u < beta_upper_tail(al[j], be[j], m):
@@ -212,5 +211,18 @@ def beta_max_select(rng, al, be, theta):
     return a
 
 
-__all__ = ["beta_upper_tail", "beta_above", "beta_may_beat", "beta_arm_stats", "beta_max_select"]
+@njit(cache=True)
+def beta_max_select(rng, al, be, theta):
+    """The arm of argmax of independent Beta(al_j, be_j) samples, exact in law (module
+    docstring), by :func:`beta_max_round`; ``theta`` as there.  The step forms' round."""
+    K = al.size
+    mu = np.empty(K)
+    w = np.empty(K)
+    for j in range(K):
+        beta_arm_stats(j, al, be, mu, w)
+    return beta_max_round(rng, al, be, mu, w, theta)
+
+
+__all__ = ["beta_upper_tail", "beta_above", "beta_may_beat", "beta_arm_stats", "beta_max_round",
+           "beta_max_select"]
 

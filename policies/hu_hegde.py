@@ -27,8 +27,7 @@ from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import EPSILON, POSTERIOR_DRAW, KernelPolicy
-from dpledger.policies.beta_max import (beta_above, beta_arm_stats, beta_max_select,
-                                        beta_may_beat, beta_upper_tail)
+from dpledger.policies.beta_max import beta_arm_stats, beta_max_round, beta_max_select
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
@@ -141,16 +140,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             a = t - 1
         elif use_max:                       # lazy_select's round, beta_max_select's loop
             lazy_shapes(3.0 * np.log2(t) / eps, mu_tilde, O, al, be, mu, w)
-            a = argmax_first(mu)[0]
-            m = rng.beta(al[a], be[a])
-            lead = a
-            for j in range(K):
-                if j != lead:
-                    u = rng.random()
-                    if beta_may_beat(u, mu[j], w[j], m) and u < beta_upper_tail(al[j], be[j],
-                                                                                  m):
-                        m = beta_above(rng, al[j], be[j], m)
-                        a = j
+            a = beta_max_round(rng, al, be, mu, w, theta)
         else:                               # lazy_select's round
             shift = 3.0 * np.log2(t) / eps
             for j in range(K):
@@ -252,16 +242,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             a = t - 1
         elif use_max:                       # dp_ts_select's round, beta_max_select's loop
             dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w)
-            a = argmax_first(mu)[0]
-            m = rng.beta(al[a], be[a])
-            lead = a
-            for j in range(K):
-                if j != lead:
-                    u = rng.random()
-                    if beta_may_beat(u, mu[j], w[j], m) and u < beta_upper_tail(al[j], be[j],
-                                                                                  m):
-                        m = beta_above(rng, al[j], be[j], m)
-                        a = j
+            a = beta_max_round(rng, al, be, mu, w, theta)
         else:                               # dp_ts_select's round
             for j in range(K):
                 theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
