@@ -46,18 +46,19 @@ from dpledger.policies.rules import (argmax_first, argmax_random_tie, capture_re
 # noisy sum.  The whole-run kernel below and :mod:`dpledger.policies.online` call the same three.
 
 @njit(cache=True, inline="always")
-def lazy_shape(shift, j, mu_tilde, O):
+def lazy_shape(shift, mu_j, o_j):
     """Arm j's posterior Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + shift/O_j), with
-    shift = 3·log2(t)/ε: its two parameters."""
-    m = clip01(mu_tilde[j] + shift / O[j])
-    return m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0
+    shift = 3·log2(t)/ε, from its μ̃_j and O_j (scalars, see :func:`dp_ts_draw`): its two
+    parameters."""
+    m = clip01(mu_j + shift / o_j)
+    return m * o_j + 1.0, (1.0 - m) * o_j + 1.0
 
 
 @njit(cache=True, inline="always")
-def lazy_draw(rng, shift, j, mu_tilde, O):
+def lazy_draw(rng, shift, mu_j, o_j):
     """Arm j's sample θ_j from :func:`lazy_shape`'s Beta (straight-line: inlined with the
     Generator at no cost)."""
-    al, be = lazy_shape(shift, j, mu_tilde, O)
+    al, be = lazy_shape(shift, mu_j, o_j)
     return rng.beta(al, be)
 
 
@@ -66,7 +67,7 @@ def lazy_shapes(shift, mu_tilde, O, al, be, mu, w):
     """Every arm's :func:`lazy_shape` into ``al``/``be`` with its mean and bound weight
     (:func:`~dpledger.policies.beta_max.beta_arm_stats`), for ``posterior_draw="max"``."""
     for j in range(al.size):
-        al[j], be[j] = lazy_shape(shift, j, mu_tilde, O)
+        al[j], be[j] = lazy_shape(shift, mu_tilde[j], O[j])
         beta_arm_stats(j, al, be, mu, w)
 
 
@@ -84,7 +85,7 @@ def lazy_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
         lazy_shapes(shift, mu_tilde, O, al, be, np.empty(K), np.empty(K))
         return beta_max_select(rng, al, be, theta)
     for j in range(theta.size):
-        theta[j] = lazy_draw(rng, shift, j, mu_tilde, O)
+        theta[j] = lazy_draw(rng, shift, mu_tilde[j], O[j])
     return argmax_random_tie(theta, rng)
 
 
@@ -144,7 +145,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         else:                               # lazy_select's round
             shift = 3.0 * np.log2(t) / eps
             for j in range(K):
-                theta[j] = lazy_draw(rng, shift, j, mu_tilde, O)
+                theta[j] = lazy_draw(rng, shift, mu_tilde[j], O[j])
             a, tie = argmax_first(theta)
             if tie:
                 a = tie_break(theta, a, rng)
