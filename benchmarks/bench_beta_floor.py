@@ -19,12 +19,21 @@ run of K = 5 arms on `dpledger run`'s default Bernoulli instance (means 0.75 …
 Prints ns a round and run-rounds per CPU-second (kernel only: the CLI adds about 1 s of CPU a
 process for the interpreter, imports and cache loading, `benchmarks/bench_p1_cli.py` measures
 end to end) and the ratios max / floor.
+
+``--end-to-end`` also times `dpledger run POLICY --set posterior_draw=max --horizon T --runs 4
+--seed 0 --quiet` for ts-beta, lazy-dp-ts and dp-ts in fresh processes (CPU of the child, best
+of ``--repeats``), and the same command at T = 1000 (the start-up: interpreter, numba, imports,
+cache loading, ledger and run.json), and compares each with the end-to-end floor of any
+exact-in-law draw: start-up + 4·T·(floor-any per round).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -64,6 +73,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--horizon", type=int, default=10_000_000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--end-to-end", action="store_true",
+                    help="also time the CLI with posterior_draw=max against the end-to-end floor")
     args = ap.parse_args()
     env = bernoulli([0.75, 0.625, 0.5, 0.375, 0.25]).as_tuple()
     kinds = {"all": (baselines._beta_ts, np.zeros(1)), "max": (baselines._beta_ts, np.ones(1)),
@@ -88,6 +99,33 @@ def main() -> None:
     print(f"  max / floor-scheme {best['max'] / best['floor-scheme']:.2f}, "
           f"max / floor-any {best['max'] / best['floor-any']:.2f}, "
           f"all / max {best['all'] / best['max']:.2f}")
+    if args.end_to_end:
+        end_to_end(T, args.repeats, best["floor-any"] / T)
+
+
+def _cli_cpu(pol: str, T: int, out: str) -> float:
+    """CPU seconds (user + sys) of one fresh `dpledger run` of this checkout."""
+    cmd = [sys.executable, "-m", "dpledger", "run", pol, "--set", "posterior_draw=max",
+           "--horizon", str(T), "--runs", "4", "--seed", "0", "--quiet", "--out", out]
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                   check=True, capture_output=True)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+
+
+def end_to_end(T: int, repeats: int, floor_round: float) -> None:
+    out = os.path.join(tempfile.mkdtemp(prefix="beta-floor-"), "run.json")
+    print(f"End to end, posterior_draw=max, 4 runs of T = {T:.0e} (CPU of the process, best of "
+          f"{repeats}); floor = start-up (T = 1000) + 4·T·{floor_round * 1e9:.1f} ns")
+    for pol in ("ts-beta", "lazy-dp-ts", "dp-ts"):
+        _cli_cpu(pol, 1000, out)                            # compile / load the cache
+        start = min(_cli_cpu(pol, 1000, out) for _ in range(repeats))
+        full = min(_cli_cpu(pol, T, out) for _ in range(repeats))
+        floor = start + 4 * T * floor_round
+        print(f"  {pol:11s} start-up {start:5.2f} s  run {full:6.2f} s  "
+              f"{4 * T / full:10.3g} run-rounds per CPU-second  floor {floor:5.2f} s  "
+              f"run / floor {full / floor:.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,7 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Certificate
 from dpledger.accounting.releases import NonPrivateRelease
 from dpledger.policies.base import POSTERIOR_DRAW, KernelPolicy, Param, RunOutput
-from dpledger.policies.beta_max import (beta_above, beta_arm_stats, beta_may_beat,
-                                        beta_upper_tail)
+from dpledger.policies.beta_max import beta_arm_stats, beta_max_round
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
 from dpledger.policies.rules import (argmax_first, argmax_random_tie, argmax_step,
@@ -144,11 +143,17 @@ def _klucb(rng, env, T, K, stop, params, actions, rows, capture):
     return stop, 0, 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def klucb_select(t, fast, bound, p, n, index, ucache, until, leader):
     """Round t's candidate (t > K) by the rule of :func:`_klucb` (threshold test and leader
     bound when ``fast``/``bound``; every index otherwise — the same argmax set): (a, tie), the
-    caller breaking a tie over ``index`` (no Generator here, see :func:`ucb1_select`)."""
+    caller breaking a tie over ``index`` (no Generator here, see :func:`ucb1_select`).
+
+    Compiled on its own with ``_nrt=False`` (numba's switch for reference counting), not
+    inlined: its loops call functions that may raise, so numba's pruning cannot pair the
+    increments of its array arguments, inlined or not — two atomic operations per array per
+    call, 84 ns a round against 35 ns written out in the kernel, 44 ns as compiled here (issue
+    31; docs/design.md#performance-targets).  It allocates nothing, so it needs no counting."""
     K = index.size
     lt = np.log(t)
     ld = leader[0]
@@ -229,16 +234,7 @@ def _beta_ts(rng, env, T, K, stop, params, actions, rows, capture):
     w = np.full(K, 6.0)
     for t in range(1, stop + 1):
         if use_max:                         # beta_max_select's round
-            a = argmax_first(mu)[0]
-            m = rng.beta(al[a], be[a])
-            lead = a
-            for j in range(K):
-                if j != lead:
-                    u = rng.random()
-                    if beta_may_beat(u, mu[j], w[j], m) and u < beta_upper_tail(al[j], be[j],
-                                                                                  m):
-                        m = beta_above(rng, al[j], be[j], m)
-                        a = j
+            a = beta_max_round(rng, al, be, mu, w, theta)
         else:
             for j in range(K):
                 theta[j] = beta_ts_draw(rng, j, s, f)

@@ -20,10 +20,10 @@ sample drawn (:func:`beta_above`, by inversion).  "Exact in law" holds up to the
 accuracy of those two functions (relative 1e-13 or better at the parameters of a run) and of
 numpy's own Beta sampler.
 
-Compiled helpers that take the Generator are either straight-line or called only on the rare
-path: numba reference-counts a Generator passed into an inlined helper that loops (see
-:func:`dpledger.policies.baselines.ucb1_select`), so the per-round loop is written out in each
-kernel and in :func:`beta_max_select` (the step forms' round).
+Compiled helpers that take the Generator are straight-line, called only on the rare path, or
+compiled without reference counting (:func:`beta_max_round`, the round every kernel and the
+step forms call): numba reference-counts a Generator and arrays passed into an inlined helper
+that loops (see :func:`dpledger.policies.baselines.klucb_select`).
 """
 from __future__ import annotations
 
@@ -122,6 +122,8 @@ def beta_upper_tail(a, b, x):
         return 1.0
     if x >= 1.0:
         return 0.0
+    if b == 1.0:                # closed form 1 − x^a: the posterior of a mean clipped to 1
+        return -math.expm1(a * math.log(x))
     front = math.exp(_ln_front(a, b, x))
     y = 1.0 - x
     if y < (b + 1.0) / (a + b + 2.0):
@@ -133,8 +135,20 @@ def beta_upper_tail(a, b, x):
 def beta_above(rng, a, b, x):
     """One sample of Beta(a, b) conditioned on (x, 1): the y with P(Beta > y) = v·P(Beta > x),
     v uniform (one ``random`` draw), by bisection until lo and hi are adjacent doubles (each
-    step halves the interval, so at most ~2100 steps)."""
-    target = rng.random() * beta_upper_tail(a, b, x)
+    step halves the interval, so at most ~2100 steps).  For b = 1 (DP-TS's and Lazy-DP-TS's
+    posterior when the optimistic mean is clipped to 1) the same y in closed form,
+    (1 − v·(1 − x^a))^{1/a}.  When the tail is at least 1/4 (an arm close to the running
+    maximum: DP-TS's optimistic posteriors, often), numpy's Beta draws repeated until one
+    exceeds x instead — the same conditional law by rejection, at most 4 draws on average."""
+    p = beta_upper_tail(a, b, x)
+    if p >= 0.25:
+        while True:
+            y = rng.beta(a, b)
+            if y > x:
+                return y
+    target = rng.random() * p
+    if b == 1.0:
+        return max(x, min(1.0, math.exp(math.log1p(-target) / a)))
     lo, hi = x, 1.0
     while True:
         mid = 0.5 * (lo + hi)
@@ -173,22 +187,21 @@ def beta_arm_stats(j, al, be, mu, w):
     w[j] = 2.0 * (n + 1.0)
 
 
-@njit(cache=True)
-def beta_max_select(rng, al, be, theta):
-    """The arm of argmax of independent Beta(al_j, be_j) samples, exact in law (module
-    docstring); ``theta`` gets the samples kept (the leader's — the first arm of largest mean —
-    then each arm's that beat the running maximum; other entries are left as they were).  The
-    step forms' round; the kernels write the same loop out."""
-    K = al.size
-    mu = np.empty(K)
-    w = np.empty(K)
-    for j in range(K):
-        beta_arm_stats(j, al, be, mu, w)
+@njit(cache=True, _nrt=False)
+def beta_max_round(rng, al, be, mu, w, theta):
+    """One round of the scheme (module docstring) from the arms' parameters ``al``/``be``,
+    means ``mu`` and bound weights ``w`` (:func:`beta_arm_stats`): the arm kept; ``theta`` gets
+    the samples kept (the leader's — the first arm of largest mean — then each arm's that beat
+    the running maximum; other entries are left as they were).  The one source of the round
+    for the kernels and :func:`beta_max_select`; compiled on its own without reference
+    counting (``_nrt=False``, it allocates nothing): its loop takes the Generator and calls
+    functions that may raise, which inlined would cost two atomic operations per array
+    argument a round (see :func:`dpledger.policies.baselines.klucb_select`)."""
     a = argmax_first(mu)[0]
     m = rng.beta(al[a], be[a])
     theta[a] = m
     lead = a
-    for j in range(K):
+    for j in range(al.size):
         if j != lead:
             u = rng.random()
             if beta_may_beat(u, mu[j], w[j], m) and u < beta_upper_tail(al[j], be[j], m):
@@ -198,5 +211,18 @@ def beta_max_select(rng, al, be, theta):
     return a
 
 
-__all__ = ["beta_upper_tail", "beta_above", "beta_may_beat", "beta_arm_stats", "beta_max_select"]
+@njit(cache=True)
+def beta_max_select(rng, al, be, theta):
+    """The arm of argmax of independent Beta(al_j, be_j) samples, exact in law (module
+    docstring), by :func:`beta_max_round`; ``theta`` as there.  The step forms' round."""
+    K = al.size
+    mu = np.empty(K)
+    w = np.empty(K)
+    for j in range(K):
+        beta_arm_stats(j, al, be, mu, w)
+    return beta_max_round(rng, al, be, mu, w, theta)
+
+
+__all__ = ["beta_upper_tail", "beta_above", "beta_may_beat", "beta_arm_stats", "beta_max_round",
+           "beta_max_select"]
 

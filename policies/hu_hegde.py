@@ -27,8 +27,7 @@ from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import EPSILON, POSTERIOR_DRAW, KernelPolicy
-from dpledger.policies.beta_max import (beta_above, beta_arm_stats, beta_max_select,
-                                        beta_may_beat, beta_upper_tail)
+from dpledger.policies.beta_max import beta_arm_stats, beta_max_round, beta_max_select
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
@@ -47,18 +46,19 @@ from dpledger.policies.rules import (argmax_first, argmax_random_tie, capture_re
 # noisy sum.  The whole-run kernel below and :mod:`dpledger.policies.online` call the same three.
 
 @njit(cache=True, inline="always")
-def lazy_shape(shift, j, mu_tilde, O):
+def lazy_shape(shift, mu_j, o_j):
     """Arm j's posterior Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + shift/O_j), with
-    shift = 3·log2(t)/ε: its two parameters."""
-    m = clip01(mu_tilde[j] + shift / O[j])
-    return m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0
+    shift = 3·log2(t)/ε, from its μ̃_j and O_j (scalars, see :func:`dp_ts_draw`): its two
+    parameters."""
+    m = clip01(mu_j + shift / o_j)
+    return m * o_j + 1.0, (1.0 - m) * o_j + 1.0
 
 
 @njit(cache=True, inline="always")
-def lazy_draw(rng, shift, j, mu_tilde, O):
+def lazy_draw(rng, shift, mu_j, o_j):
     """Arm j's sample θ_j from :func:`lazy_shape`'s Beta (straight-line: inlined with the
     Generator at no cost)."""
-    al, be = lazy_shape(shift, j, mu_tilde, O)
+    al, be = lazy_shape(shift, mu_j, o_j)
     return rng.beta(al, be)
 
 
@@ -67,7 +67,7 @@ def lazy_shapes(shift, mu_tilde, O, al, be, mu, w):
     """Every arm's :func:`lazy_shape` into ``al``/``be`` with its mean and bound weight
     (:func:`~dpledger.policies.beta_max.beta_arm_stats`), for ``posterior_draw="max"``."""
     for j in range(al.size):
-        al[j], be[j] = lazy_shape(shift, j, mu_tilde, O)
+        al[j], be[j] = lazy_shape(shift, mu_tilde[j], O[j])
         beta_arm_stats(j, al, be, mu, w)
 
 
@@ -85,7 +85,7 @@ def lazy_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
         lazy_shapes(shift, mu_tilde, O, al, be, np.empty(K), np.empty(K))
         return beta_max_select(rng, al, be, theta)
     for j in range(theta.size):
-        theta[j] = lazy_draw(rng, shift, j, mu_tilde, O)
+        theta[j] = lazy_draw(rng, shift, mu_tilde[j], O[j])
     return argmax_random_tie(theta, rng)
 
 
@@ -141,20 +141,11 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             a = t - 1
         elif use_max:                       # lazy_select's round, beta_max_select's loop
             lazy_shapes(3.0 * np.log2(t) / eps, mu_tilde, O, al, be, mu, w)
-            a = argmax_first(mu)[0]
-            m = rng.beta(al[a], be[a])
-            lead = a
-            for j in range(K):
-                if j != lead:
-                    u = rng.random()
-                    if beta_may_beat(u, mu[j], w[j], m) and u < beta_upper_tail(al[j], be[j],
-                                                                                  m):
-                        m = beta_above(rng, al[j], be[j], m)
-                        a = j
+            a = beta_max_round(rng, al, be, mu, w, theta)
         else:                               # lazy_select's round
             shift = 3.0 * np.log2(t) / eps
             for j in range(K):
-                theta[j] = lazy_draw(rng, shift, j, mu_tilde, O)
+                theta[j] = lazy_draw(rng, shift, mu_tilde[j], O[j])
             a, tie = argmax_first(theta)
             if tie:
                 a = tie_break(theta, a, rng)
@@ -214,14 +205,16 @@ def dp_ts_shift(eps, o, t):
 
 @njit(cache=True, nogil=True)
 def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
-    """params: ε (the index shift), then the noise scale of every release id r (``noise_scales``:
-    Lap(2(r+1)/ε); id 0 is also the logarithmic mechanism's Lap(1/(0.5ε))).
+    """params: ε (the index shift), 1 for ``posterior_draw="max"`` (0: every arm's sample), then
+    the noise scale of every release id r (``noise_scales``: Lap(2(r+1)/ε); id 0 is also the
+    logarithmic mechanism's Lap(1/(0.5ε))).
 
     Capture: a (6, M) array receives every release (log-mechanism blocks and binary-mechanism
     p-sums) through :func:`~dpledger.policies.rules.capture_release`; the two-row form keeps
     arm 0's first log block only."""
     eps = params[0]
-    scales = params[1:]
+    use_max = params[1] != 0.0
+    scales = params[2:]
     log_scale = scales[0]
     maxlev = 1
     while (1 << maxlev) <= T:
@@ -235,6 +228,10 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     slot = np.full(K, -1, np.int64)         # row of the current epoch buffer's tree record
     mu_tilde = np.zeros(K)
     theta = np.zeros(K)
+    al = np.ones(K)                         # posterior_draw="max": the posteriors' parameters,
+    be = np.ones(K)                         # means and bound weights
+    mu = np.zeros(K)
+    w = np.zeros(K)
     n_rows = 0
     draws = 0
     for a in range(K):
@@ -244,9 +241,12 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     for t in range(1, stop + 1):
         if t <= K:
             a = t - 1
+        elif use_max:                       # dp_ts_select's round, beta_max_select's loop
+            dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w)
+            a = beta_max_round(rng, al, be, mu, w, theta)
         else:                               # dp_ts_select's round
             for j in range(K):
-                theta[j] = dp_ts_draw(rng, eps, t, j, mu_tilde, O)
+                theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
             a, tie = argmax_first(theta)
             if tie:
                 a = tie_break(theta, a, rng)
@@ -275,28 +275,55 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
 
 
 @njit(cache=True, inline="always")
-def dp_ts_draw(rng, eps, t, j, mu_tilde, O):
-    """Arm j's sample θ_j ~ Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + υ(ε, O_j, t))
-    (straight-line: inlined with the Generator at no cost)."""
-    m = clip01(mu_tilde[j] + dp_ts_shift(eps, O[j], t))
-    return rng.beta(m * O[j] + 1.0, (1.0 - m) * O[j] + 1.0)
-
-
-@njit(cache=True)
-def dp_ts_select(rng, eps, t, mu_tilde, O, theta):
-    """A round's arm (after the initial pulls): every arm's :func:`dp_ts_draw` in arm order,
-    argmax (ties uniformly at random) — the step form's round; the kernel writes the same loop
-    out (see :func:`lazy_select`)."""
-    for j in range(theta.size):
-        theta[j] = dp_ts_draw(rng, eps, t, j, mu_tilde, O)
-    return argmax_random_tie(theta, rng)
+def dp_ts_shape(eps, t, mu_j, o_j):
+    """Arm j's posterior Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + υ(ε, O_j, t)), from
+    its μ̃_j and O_j: its two parameters."""
+    m = clip01(mu_j + dp_ts_shift(eps, o_j, t))
+    return m * o_j + 1.0, (1.0 - m) * o_j + 1.0
 
 
 @njit(cache=True, inline="always")
+def dp_ts_draw(rng, eps, t, mu_j, o_j):
+    """Arm j's sample θ_j from :func:`dp_ts_shape`'s Beta (straight-line and scalar: inlined
+    with the Generator at no cost — an array argument would be reference-counted here, ≈ 30 ns
+    a round, issue 31)."""
+    al, be = dp_ts_shape(eps, t, mu_j, o_j)
+    return rng.beta(al, be)
+
+
+@njit(cache=True, _nrt=False)
+def dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w):
+    """Every arm's :func:`dp_ts_shape` into ``al``/``be`` with its mean and bound weight
+    (:func:`~dpledger.policies.beta_max.beta_arm_stats`), for ``posterior_draw="max"``
+    (compiled as :func:`dp_ts_push`)."""
+    for j in range(al.size):
+        al[j], be[j] = dp_ts_shape(eps, t, mu_tilde[j], O[j])
+        beta_arm_stats(j, al, be, mu, w)
+
+
+@njit(cache=True)
+def dp_ts_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
+    """A round's arm (after the initial pulls): every arm's :func:`dp_ts_draw` in arm order,
+    argmax (ties uniformly at random), or with ``use_max`` the same law by
+    :func:`~dpledger.policies.beta_max.beta_max_select` (``posterior_draw="max"``) — the step
+    form's round; the kernel writes the same loop out (see :func:`lazy_select`)."""
+    if use_max:
+        K = theta.size
+        al, be = np.empty(K), np.empty(K)
+        dp_ts_shapes(eps, t, mu_tilde, O, al, be, np.empty(K), np.empty(K))
+        return beta_max_select(rng, al, be, theta)
+    for j in range(theta.size):
+        theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
+    return argmax_random_tie(theta, rng)
+
+
+@njit(cache=True, _nrt=False)
 def dp_ts_push(a, x, O, lfs, lis, bfs, bis):
     """Arm a's next reward: (kind, value, start, stop) of the release it makes due — kind 0 a
     logarithmic-mechanism block (release id 0), kind 1 a p-sum of the epoch buffer's binary
-    mechanism (release id r_a) — over observations [start, stop)."""
+    mechanism (release id r_a) — over observations [start, stop).  No reference counting
+    (``_nrt=False``, not inlined), for the reason given at
+    :func:`dpledger.policies.baselines.klucb_select`."""
     O[a] += 1.0
     code, value, start, stop = log_push(lfs[a], lis[a], x)
     if code >= 0:
@@ -305,11 +332,12 @@ def dp_ts_push(a, x, O, lfs, lis, bfs, bis):
     return 1, value, start, stop
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde):
     """The release just made due, drawn: a log block closes the epoch (the next buffer: L =
     2^{r+1} − 1 items, levels r + 1, from observation O; the arm's first block opens epoch 0);
-    a p-sum updates the buffer's running sum.  μ̃_a = (log output + buffer output)/O_a."""
+    a p-sum updates the buffer's running sum.  μ̃_a = (log output + buffer output)/O_a.
+    Compiled as :func:`dp_ts_push`."""
     if kind == 0:
         log_commit(lfs[a], lis[a], 0, value + noise)
         if O[a] > 1.0:
@@ -327,12 +355,14 @@ class DPTS(KernelPolicy):
     title = "DP-TS (Hu & Hegde 2022, Algorithm 1)"
     provenance = "faithful"
     exact_sampler = True
-    params_spec = (EPSILON,)
+    params_spec = (EPSILON, POSTERIOR_DRAW)
     kernel = _dp_ts
     action_sink = True
 
     def kernel_params(self, T, K):
-        return np.concatenate([[self.params["epsilon"]], self.noise_scales(T, K)])
+        return np.concatenate([[self.params["epsilon"],
+                                1.0 if self.params["posterior_draw"] == "max" else 0.0],
+                               self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):
         return 2 * K * (int(math.log2(T)) + 3)

@@ -460,8 +460,8 @@ class DPUCBStep(StepRule):
 
 
 @njit(cache=True)
-def _dp_ts_select(box, eps, t, mu_tilde, O, theta):
-    return hu_hegde.dp_ts_select(box.rng, eps, t, mu_tilde, O, theta)
+def _dp_ts_select(box, eps, t, mu_tilde, O, theta, use_max):
+    return hu_hegde.dp_ts_select(box.rng, eps, t, mu_tilde, O, theta, use_max)
 
 
 class DPTSStep(StepRule):
@@ -490,7 +490,8 @@ class DPTSStep(StepRule):
 
     def select(self, box, t):
         s = self.state
-        return _dp_ts_select(box, self.eps, t, s["mu"], s["O"], s["theta"])
+        return _dp_ts_select(box, self.eps, t, s["mu"], s["O"], s["theta"],
+                             self.policy.params["posterior_draw"] == "max")
 
     def push(self, a, x):
         s = self.state

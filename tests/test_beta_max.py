@@ -40,8 +40,10 @@ def test_upper_tail_against_scipy():
                 worst = max(worst, abs(got - ref) / ref if ref < 0.5 else abs(got - ref))
     assert worst < 1e-8, worst
     assert beta_upper_tail(2.0, 3.0, 0.0) == 1.0 and beta_upper_tail(2.0, 3.0, 1.0) == 0.0
-    # closed form: Beta(1, b) has tail (1 − x)^b
+    # closed forms: Beta(1, b) has tail (1 − x)^b, Beta(a, 1) tail 1 − x^a (computed so)
     assert beta_upper_tail(1.0, 7.5, 0.3) == pytest.approx(0.7 ** 7.5, rel=1e-13)
+    for a, x in ((3.0, 0.4), (2.5e4, 0.99995), (1e7, 1 - 1e-9)):
+        assert beta_upper_tail(a, 1.0, x) == pytest.approx(float(betaincc(a, 1.0, x)), rel=1e-12)
 
 
 @njit
@@ -53,7 +55,8 @@ def _above_many(rng, a, b, x, n):
 
 
 @pytest.mark.parametrize("a,b,x", [(3.0, 5.0, 0.2), (3.0, 5.0, 0.8), (620.0, 380.0, 0.70),
-                                   (1.0, 30000.0, 0.002), (250.0, 750.0, 0.45)])
+                                   (1.0, 30000.0, 0.002), (250.0, 750.0, 0.45),
+                                   (4000.0, 1.0, 0.9997)])
 def test_conditioned_draw_has_the_conditional_law(a, b, x):
     """beta_above(a, b, x) against P(θ ≤ y | θ > x) = 1 − tail(y)/tail(x) (scipy's betaincc):
     one-sample Kolmogorov–Smirnov, level 1e-3; the tails here go down to ~1e-11."""
@@ -112,7 +115,7 @@ def test_max_draw_has_the_plain_law(name):
     assert stats.ks_2samp(vals_m, vals_p).pvalue > LEVEL
 
 
-@pytest.mark.parametrize("name", ["ts-beta", "lazy-dp-ts"])
+@pytest.mark.parametrize("name", ["ts-beta", "lazy-dp-ts", "dp-ts"])
 def test_whole_runs_have_the_plain_law(name):
     """The policy's kernel with posterior_draw="max" and with "all" (the default): 3000 runs of
     T = 40 on three Bernoulli arms each; the pull counts of each arm at the end, χ² test of
@@ -146,7 +149,7 @@ def test_whole_runs_have_the_plain_law(name):
 def test_posterior_draw_is_recorded_and_changes_the_draws():
     """posterior_draw is recorded in run.json only when it is "max" (earlier runs keep their
     bytes and are rebuilt at "all", the rule they played); the two draw differently."""
-    for name in ("ts-beta", "lazy-dp-ts"):
+    for name in ("ts-beta", "lazy-dp-ts", "dp-ts"):
         assert "posterior_draw" not in make_policy(name).public_params()
         assert make_policy(name, posterior_draw="max").public_params()["posterior_draw"] == "max"
     env = bernoulli([0.6, 0.5, 0.3]).as_tuple()

@@ -48,6 +48,7 @@ EXTRA = [
     ("dp-ts-mt", (3, 300, {"gap_estimation": False, "random_pulls": 0, "n_mode": "tree"})),
     ("ts-beta", (3, 300, {"posterior_draw": "max"})),
     ("lazy-dp-ts", (3, 300, {"epsilon": 0.5, "posterior_draw": "max"})),
+    ("dp-ts", (3, 300, {"posterior_draw": "max"})),
 ]
 
 
