@@ -267,3 +267,16 @@ def test_cli_bad_counter_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "counter must be one of binary, smooth" in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_cli_run_records_counter_and_verify_resimulates(tmp_path, capsys):
+    from dpledger.cli import main
+    out = tmp_path / "run.json"
+    assert main(["run", "dp-lints-mt", "--set", "counter=smooth", *LINEAR, "--runs", "2",
+                 "--out", str(out), "--quiet"]) == 0
+    rep = json.loads(out.read_text())
+    assert rep["policy"]["params"]["counter"] == "smooth"
+    assert rep["privacy"]["checks"]["realized_le_certificate"]
+    capsys.readouterr()
+    assert main(["verify", str(out), "--resimulate"]) == 0
+    assert "resimulation (run.json and ledger file bytes identical)" in capsys.readouterr().out
