@@ -21,10 +21,10 @@ runs one tree per stream: with public contexts the arm played is post-processing
 **Certificates.**  A record enters at most ``nodes`` = bit_length(max(T − D, 0)) nodes (the
 tree's first record, in every level; ``levels`` ≥ nodes when the tree is padded to the paper's
 m = 1 + ⌈log₂ T⌉), and each node is one release per tree record it writes; the certificate is
-that composition, attained by observation 0 of stream 0.  ``jdp-linucb --set counter=smooth``
-runs the smooth binary mechanism instead (:mod:`dpledger.mechanisms.matrix_smooth`): the
-first record's node count (:mod:`dpledger.accounting.smooth_tree`), one ledger row per
-released node.
+that composition, attained by observation 0 of stream 0.  ``--set counter=smooth``
+(``jdp-linucb``, ``dp-linucb-mt``, ``dp-lints-mt``) runs the smooth binary mechanism instead
+(:mod:`dpledger.mechanisms.matrix_smooth`): the first record's node count
+(:mod:`dpledger.accounting.smooth_tree`), one ledger row per release of every released node.
 """
 from __future__ import annotations
 
@@ -500,7 +500,10 @@ class _MishraThakurtaContextual(PrivateLinearPolicy):
     the smallest added λ·2^j that lets a Cholesky factorisation succeed
     (:func:`~dpledger.policies.contextual.private_loop.factor_psd`).  The exact sampler:
     entries rounded to the lattice (L²·2^-16 for the Gram entries, 2L·2^-16 for Σ r·x), discrete
-    Laplace noise of the same ε per node.  Ties uniformly at random."""
+    Laplace noise of the same ε per node.  ``counter=smooth`` (reconstructed,
+docs/algorithms.md#dp-linucb-mt): the smooth tree over the same entries, shape ``smooth_shape``
+(the Laplace rule), each entry Lap(nodes·Δ₁/ε₀) with nodes the smooth tree's first-record
+count, so the total is unchanged.  Ties uniformly at random."""
 
     provenance = "reconstructed"
     statistic_variant = ""
