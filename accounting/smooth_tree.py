@@ -17,6 +17,7 @@ once:
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import comb
 
 import numpy as np
@@ -66,12 +67,20 @@ def smooth_item_nodes(n_items: int, h: int, w: int) -> np.ndarray:
     return out
 
 
-def smooth_tree_candidate(n_items: int, h: int, w: int, release: Release, witness: Witness,
+def smooth_tree_candidate(n_items: int, h: int, w: int,
+                          release: Release | Sequence[tuple[Release, int]], witness: Witness,
                           basis: str) -> Candidate:
     """The worst reward of a smooth tree of ``n_items`` items: :func:`smooth_worst_nodes`
-    copies of the per-node ``release`` (a sensitivity-1 statistic per node)."""
+    copies of the per-node ``release`` (a sensitivity-1 statistic per node), or of every
+    (release, count) of a node that makes several releases (``dp-linucb-mt``: one Laplace
+    release per distinct entry of its statistics)."""
     nodes = smooth_worst_nodes(n_items, h, w)
-    return Candidate(Composition.of([(release, nodes)]) if nodes else Composition.of([]),
+    per_node = [(release, 1)] if isinstance(release, Release) else list(release)
+    return Candidate(Composition.of([(r, c * nodes) for r, c in per_node]) if nodes
+                     else Composition.of([]),
                      witness, f"{basis}; the first item of a smooth tree (h = {h}, w = {w}) "
                               f"holding {n_items} items lies in {nodes} released nodes "
-                              f"(#{{p ∈ [w, h): C(p, w) ≤ n}}), each one release")
+                              f"(#{{p ∈ [w, h): C(p, w) ≤ n}}), each "
+                              + ("one release" if len(per_node) == 1 and per_node[0][1] == 1
+                                 else "the releases " + ", ".join(
+                                     f"{c}× {r.kind}" for r, c in per_node)))

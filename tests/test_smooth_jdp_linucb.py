@@ -15,51 +15,29 @@ docs/algorithms.md#smooth-binary-counter): the smooth binary mechanism over the 
 """
 from __future__ import annotations
 
-import collections
-import json
 import math
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from contextual_data import serve_table, unit_rows
 from dpledger.accounting.composition import Composition
-from dpledger.accounting.releases import release_to_json
-from dpledger.accounting.store import verify_store
 from dpledger.accounting.smooth_tree import smooth_item_nodes, smooth_worst_nodes
 from dpledger.errors import DpledgerError
 from dpledger.mechanisms import matrix as mx
-from dpledger.mechanisms.matrix_smooth import smooth_tree_new, smooth_tree_push
-from dpledger.mechanisms.noise import LATTICE_BITS
 from dpledger.mechanisms.smooth import smooth_shape_gaussian
-from dpledger.policies import online
-from dpledger.policies.contextual import environments as CE
 from dpledger.policies.contextual.base import problem_of
 from dpledger.policies.contextual.simulator import simulate_contextual
 from dpledger.policies.registry import make_policy
 from dpledger.policies.simulator import run_generator
 from dpledger.report_contextual import build_contextual_report
+from smooth_contextual_checks import (check_cli_refused, check_cli_run_and_resimulate,
+                                      check_step_form_equals_whole_run, prefix_noise_binary,
+                                      prefix_noise_smooth, rows_per_record, table,
+                                      trailing_ones)
 
 ALPHA = 1e-4                    # false-alarm rate of each seeded statistical check
 SMOOTH = {"counter": "smooth", "calibration": "accounted"}
-
-
-def _table(seed, T=300, K=3, d=3):
-    rng = np.random.default_rng(seed)
-    x = rng.random((T, d))
-    x = CE.fit_to_bound(x / np.linalg.norm(x, axis=-1, keepdims=True), 1.0)[0]
-    r = (rng.random((T, K)) < 0.5).astype(float)
-    return CE.contextual_table(x, r)
-
-
-def _rows_per_record(rows, n):
-    """How many ledger rows cover each of observations 0 … n − 1 of stream 0."""
-    cover = np.zeros(n + 1, np.int64)
-    np.add.at(cover, rows[1], rows[4])
-    np.add.at(cover, rows[2], -rows[4])
-    assert np.all(rows[0] == 0)
-    return np.cumsum(cover)[:n]
 
 
 def test_shape_and_worst_nodes_against_enumeration():
@@ -75,7 +53,7 @@ def test_shape_and_worst_nodes_against_enumeration():
 
 @pytest.mark.parametrize("T", [300, 131])
 def test_ledger_rows_are_the_enumerated_nodes_and_the_certificate_the_worst(T):
-    env = _table(5, T=T)
+    env = table(5, T=T)
     pol = make_policy("jdp-linucb", **SMOOTH)
     pol._capture_rows = T
     prob = problem_of(env, T, 0, 0)
@@ -87,7 +65,7 @@ def test_ledger_rows_are_the_enumerated_nodes_and_the_certificate_the_worst(T):
     assert n == T
     # one row per push (exactly one released node holding records), one draw per row
     assert out.rows.shape[1] == n == out.noise_draws
-    per = _rows_per_record(out.rows, n)
+    per = rows_per_record(out.rows, n)
     assert np.array_equal(per, smooth_item_nodes(n, h, w))
     cert = pol.certificate(prob)
     (cand,) = cert.candidates
@@ -104,7 +82,7 @@ def test_ledger_rows_are_the_enumerated_nodes_and_the_certificate_the_worst(T):
 
 
 def test_realized_within_certificate_within_theorem_and_attained():
-    env = _table(7, T=400)
+    env = table(7, T=400)
     for params in (SMOOTH, {"counter": "smooth"}):
         res = simulate_contextual(make_policy("jdp-linucb", **params), env, 400, seed=1,
                                   runs=2, delay=3)
@@ -129,32 +107,8 @@ def test_bad_input_refused(params, match):
         make_policy("jdp-linucb", **params)
 
 
-def _prefix_noise_smooth(h, w, n, D, sigma, seed):
-    st = smooth_tree_new(h, w, n, 1, D)
-    spec = mx.noise_spec(mx.GAUSS_VEC, entries=D, sigma=sigma)
-    rows = np.zeros((5, n), np.int64)
-    rng = np.random.default_rng(seed)
-    item, A = np.zeros(D), np.zeros((1, 1))
-    out = np.empty((n, D))
-    nr = 0
-    for t in range(n):
-        nr = smooth_tree_push(st, item, rng, spec, A, np.zeros((0, D + 1)), rows, nr,
-                              np.zeros(1, np.int64))
-        out[t] = st[1][0, 0]
-    return out
-
-
-def _prefix_noise_binary(levels, n, D, sigma, seed):
-    tr = mx.tree_new(1, levels, 1, D, (0,))
-    spec = mx.noise_spec(mx.GAUSS_VEC, entries=D, sigma=sigma)
-    rng = np.random.default_rng(seed)
-    item, A = np.zeros(D), np.zeros((1, 1))
-    mx.tree_pad_init(tr, 0, rng, spec, A)
-    out = np.empty((n, D))
-    for t in range(n):
-        mx.tree_push(tr, 0, item, rng, spec, True, A, np.zeros((0, D + 1)))
-        out[t] = mx.tree_prefix(tr, 0)
-    return out
+def _gauss_spec(D, sigma):
+    return mx.noise_spec(mx.GAUSS_VEC, entries=D, sigma=sigma)
 
 
 def test_prefix_noise_variance_and_ratio_against_binary_at_the_same_certificate():
@@ -164,7 +118,7 @@ def test_prefix_noise_variance_and_ratio_against_binary_at_the_same_certificate(
     variances is levels·nodes_b / ((w − z_t)·nodes_s); both laws are checked on seeded
     zero-item trees (every prefix is pure noise), 64 entries × T prefixes."""
     T, D = 200, 64
-    env = _table(5, T=T)
+    env = table(5, T=T)
     prob = problem_of(env, T, 0, 0)
     smooth = make_policy("jdp-linucb", **SMOOTH).plan(prob)
     binary = make_policy("jdp-linucb", calibration="accounted").plan(prob)
@@ -173,10 +127,10 @@ def test_prefix_noise_variance_and_ratio_against_binary_at_the_same_certificate(
     nodes_b = T.bit_length()
     s_s, s_b = smooth.drawn["sigma"], binary.drawn["sigma"]
     assert s_s ** 2 / s_b ** 2 == pytest.approx(nodes_s / nodes_b, rel=1e-8)
-    var_s = (w - _trailing_ones(T, w)) * s_s ** 2          # (w − z_t)·σ_s²
+    var_s = (w - trailing_ones(T, h, w)) * s_s ** 2          # (w − z_t)·σ_s²
     var_b = binary.levels * s_b ** 2
-    z_s = _prefix_noise_smooth(h, w, T, D, s_s, 11) / np.sqrt(var_s)[:, None]
-    z_b = _prefix_noise_binary(binary.levels, T, D, s_b, 12) / math.sqrt(var_b)
+    z_s = prefix_noise_smooth(h, w, T, D, _gauss_spec(D, s_s), 11) / np.sqrt(var_s)[:, None]
+    z_b = prefix_noise_binary(binary.levels, T, D, _gauss_spec(D, s_b), 12, True) / math.sqrt(var_b)
     # prefixes share node draws across t; the entries are independent: test per entry
     # column over t would be correlated, so test each t's D entries, pooled by a χ² sum
     for z in (z_s, z_b):
@@ -186,19 +140,8 @@ def test_prefix_noise_variance_and_ratio_against_binary_at_the_same_certificate(
         assert stats.kstest(z[-1], "norm").pvalue > ALPHA
     ratio = var_b / var_s              # closed form: levels·nodes_b / ((w − z_t)·nodes_s)
     assert ratio == pytest.approx(binary.levels * nodes_b
-                                  / ((w - _trailing_ones(T, w)) * nodes_s), rel=1e-8)
+                                  / ((w - trailing_ones(T, h, w)) * nodes_s), rel=1e-8)
     assert ratio.min() >= binary.levels * nodes_b / (w * nodes_s) * (1 - 1e-12)
-
-
-def _trailing_ones(T, w):
-    """z_t, the trailing 1-bits of the leaves l_1 … l_T (weight-w integers in increasing
-    order), enumerated here independently of mechanisms/smooth.py."""
-    out, leaf = [], (1 << w) - 1
-    while len(out) < T:
-        leaf += 1
-        if bin(leaf).count("1") == w:
-            out.append(len(bin(leaf)) - len(bin(leaf).rstrip("1")))
-    return np.array(out)
 
 
 # -- step form = whole run (the pattern of tests/test_step_contextual.py) ------------------------
@@ -206,41 +149,13 @@ def _trailing_ones(T, w):
 @pytest.mark.parametrize("sampler,shared", [("float", False), ("float", True),
                                             ("exact", False)])
 def test_step_form_equals_whole_run(sampler, shared, tmp_path):
-    """Serving a table — select(context of row t), observe its reward — takes the kernel's
-    actions, leaves its generator in the same state and records the same rows (one per released
-    node, its exact range, the recorded release) as the whole run with no delay."""
-    T, K, d = 120, 3, 3
-    rng = np.random.default_rng(3)
-    x = unit_rows(rng, (T, K, d) if shared else (T, d))
-    rw = rng.integers(0, 17, (T, K)) / 16.0
-    env = CE.contextual_table(x, rw)
-    pol = make_policy("jdp-linucb", **SMOOTH)
-    problem = problem_of(env, T, 0, LATTICE_BITS if sampler == "exact" else 0)
-    g = run_generator(5, 0)
-    out = pol.run_one(g, env, problem)
-    p = online("jdp-linucb", K, T, store=tmp_path / "s.db", seed=5, sampler=sampler, dim=d,
-               shared=shared, **SMOOTH)
-    assert serve_table(p, x, rw) == out.actions.tolist()
-    assert p.rng.bit_generator.state == g.bit_generator.state
-    rels = p.store.releases
-    mine = collections.Counter((int(a), int(s), int(e), _key(rels[int(r)]), int(c))
-                               for _, a, s, e, r, c in p.store.rows_array())
-    releases = pol.releases(problem)
-    sim = collections.Counter((int(a), int(s), int(e), _key(releases[int(r)]), int(c))
-                              for a, s, e, r, c in out.rows.T)
-    assert mine == sim and sum(sim.values()) == T
-    p.close()
-    assert verify_store(tmp_path / "s.db") == []
-
-
-def _key(rel) -> str:
-    return json.dumps(release_to_json(rel), sort_keys=True)
+    check_step_form_equals_whole_run("jdp-linucb", SMOOTH, sampler, shared, tmp_path)
 
 
 # -- white-box audit (audits/contextual.py) ----------------------------------------------------
 
 def test_first_record_nodes_are_the_ledger_rows_holding_it():
-    env = _table(5, T=300)
+    env = table(5, T=300)
     pol = make_policy("jdp-linucb", **SMOOTH)
     prob = problem_of(env, 300, 0, 0)
     out = pol.run_one(run_generator(3, 0), env, prob)
@@ -265,29 +180,12 @@ def test_whitebox_audit_reaches_the_certificate():
 
 # -- the command line ----------------------------------------------------------------------------
 
-LINEAR = ["--env", "linear", "--dim", "2", "--arms", "3", "--horizon", "150"]
-
-
 def test_cli_run_records_counter_and_verify_resimulates(tmp_path, capsys):
-    from dpledger.cli import main
-    out = tmp_path / "run.json"
-    assert main(["run", "jdp-linucb", "--set", "counter=smooth", *LINEAR, "--runs", "2",
-                 "--out", str(out), "--quiet"]) == 0
-    rep = json.loads(out.read_text())
-    assert rep["policy"]["params"]["counter"] == "smooth"
-    assert rep["privacy"]["checks"]["realized_le_certificate"]
-    capsys.readouterr()
-    assert main(["verify", str(out), "--resimulate"]) == 0
-    assert "resimulation (run.json and ledger file bytes identical)" in capsys.readouterr().out
+    check_cli_run_and_resimulate("jdp-linucb", tmp_path, capsys)
 
 
 @pytest.mark.parametrize("args,message", [
     (["--set", "counter=ternary"], "counter must be one of binary, smooth"),
     (["--set", "counter=smooth", "--set", "mode=wishart"], "needs mode=gaussian")])
 def test_cli_bad_counter_one_line_exit_2(args, message, tmp_path, capsys):
-    from dpledger.cli import main
-    out = tmp_path / "run.json"
-    code = main(["run", "jdp-linucb", *args, *LINEAR, "--out", str(out), "--quiet"])
-    err = capsys.readouterr().err
-    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
-    assert not out.exists()
+    check_cli_refused("jdp-linucb", args, message, tmp_path, capsys)

@@ -21,13 +21,14 @@ runs one tree per stream: with public contexts the arm played is post-processing
 **Certificates.**  A record enters at most ``nodes`` = bit_length(max(T − D, 0)) nodes (the
 tree's first record, in every level; ``levels`` ≥ nodes when the tree is padded to the paper's
 m = 1 + ⌈log₂ T⌉), and each node is one release per tree record it writes; the certificate is
-that composition, attained by observation 0 of stream 0.  ``jdp-linucb --set counter=smooth``
-runs the smooth binary mechanism instead (:mod:`dpledger.mechanisms.matrix_smooth`): the
-first record's node count (:mod:`dpledger.accounting.smooth_tree`), one ledger row per
-released node.
+that composition, attained by observation 0 of stream 0.  ``--set counter=smooth``
+(``jdp-linucb``, ``dp-linucb-mt``, ``dp-lints-mt``) runs the smooth binary mechanism instead
+(:mod:`dpledger.mechanisms.matrix_smooth`): the first record's node count
+(:mod:`dpledger.accounting.smooth_tree`), one ledger row per release of every released node.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -49,7 +50,8 @@ from dpledger.interrupt import stop_slot
 from dpledger.mechanisms import matrix as mx
 from dpledger.mechanisms.matrix_smooth import smooth_tree_bytes, smooth_tree_new
 from dpledger.mechanisms.noise import lattice_release
-from dpledger.mechanisms.smooth import smooth_first_item_nodes, smooth_shape_gaussian
+from dpledger.mechanisms.smooth import (smooth_first_item_nodes, smooth_shape,
+                                        smooth_shape_gaussian)
 from dpledger.policies.base import Param, RunOutput
 from dpledger.policies.contextual.base import ContextualPolicy, ContextualProblem, run_arrays
 from dpledger.policies.contextual.linear import LAMBDA
@@ -114,6 +116,15 @@ def _consts(**kw) -> np.ndarray:
     return c
 
 
+def counter_param(binary: str, note: str = "") -> Param:
+    """The ``counter`` parameter of a policy that can run its tree as the smooth binary
+    mechanism (issue 32 §3); recorded in run.json only when set."""
+    return Param("counter", "binary", "choice", f"the tree over the records: binary ({binary}) "
+                 "or smooth (Andersson & Pagh 2023's smooth binary mechanism, reconstructed"
+                 f"{note}: docs/algorithms.md#smooth-binary-counter)",
+                 choices=("binary", "smooth"), omit_at_default=True)
+
+
 class PrivateLinearPolicy(ContextualPolicy):
     """Common machinery: the plan (cached per problem), releases, certificate, one run."""
 
@@ -155,8 +166,28 @@ class PrivateLinearPolicy(ContextualPolicy):
     def releases(self, problem: ContextualProblem) -> list[Release]:
         return list(self.plan(problem).releases)
 
+    # counter=smooth: the shape rule of the node noise (the Laplace rule; Gaussian policies
+    # override it), mechanisms/smooth.py
+    smooth_shape_rule = staticmethod(smooth_shape)
+    # what a smooth node's releases are, for the certificate's basis
+    smooth_node_meaning = ""
+
+    def smooth_shape(self, problem: ContextualProblem) -> tuple[int, int, int]:
+        """counter=smooth: (h, w, L) — L the most records the tree holds, (h, w)
+        ``smooth_shape_rule(L)``; () for the binary tree."""
+        if self.params.get("counter") != "smooth":
+            return ()
+        L = max(problem.max_observations, 1)
+        h, w = self.smooth_shape_rule(L)
+        return h, w, L
+
     def nodes(self, problem: ContextualProblem) -> int:
-        """The most nodes a record enters: bit_length of the most records a tree holds."""
+        """The most nodes a record enters: bit_length of the most records a tree holds, or
+        with counter=smooth the smooth tree's first record's count
+        (:func:`~dpledger.accounting.smooth_tree.smooth_worst_nodes`)."""
+        shape = self.smooth_shape(problem)
+        if shape:
+            return smooth_worst_nodes(problem.max_observations, shape[0], shape[1])
         return problem.max_observations.bit_length()
 
     def first_record_nodes(self, problem: ContextualProblem) -> list[tuple[int, int]]:
@@ -198,17 +229,14 @@ class PrivateLinearPolicy(ContextualPolicy):
     def _smooth_certificate(self, problem: ContextualProblem, plan: TreePlan) -> Certificate:
         """``counter=smooth``: the first record of the smooth tree lies in the most released
         nodes (:func:`~dpledger.accounting.smooth_tree.smooth_tree_candidate`), each node one
-        release per tree record."""
+        release per tree record (``per_node``)."""
         h, w, L = plan.smooth
-        (rid, count), = plan.per_node
-        if count != 1:
-            raise DpledgerError("counter=smooth certifies one release per node")
         online = problem.env != "replay"
         cand = smooth_tree_candidate(
-            problem.max_observations, h, w, plan.releases[rid],
+            problem.max_observations, h, w, [(plan.releases[i], c) for i, c in plan.per_node],
             Witness(0, 0, 1 if online else None),
             "one smooth tree over every delivered record (record privacy); every released node "
-            f"is one {plan.releases[rid].kind} of the whole (Gram, Σ r·x) statistic")
+            f"makes {self.smooth_node_meaning}")
         return Certificate(candidates=(cand,), adaptive=False,
                            note=f"counter = smooth (h = {h}, w = {w}, L = {L})")
 
@@ -360,11 +388,10 @@ class JdpLinUCB(PrivateLinearPolicy):
         Param("calibration", "paper", "choice", "paper: Shariff & Sheffet's σ and k; "
               "accounted: solved with dpledger's accountant", choices=("paper", "accounted")),
         Param("theta_bound", 1.0, "positive", "S, the bound on ‖θ‖ in the confidence width"),
-        Param("counter", "binary", "choice", "the tree over the records: binary (Shariff & "
-              "Sheffet's padded binary mechanism) or smooth (Andersson & Pagh 2023's smooth "
-              "binary mechanism, reconstructed, mode=gaussian: docs/algorithms.md#smooth-"
-              "binary-counter)", choices=("binary", "smooth"), omit_at_default=True),
+        counter_param("Shariff & Sheffet's padded binary mechanism", ", mode=gaussian"),
     )
+    smooth_shape_rule = staticmethod(smooth_shape_gaussian)
+    smooth_node_meaning = "one symmetric Gaussian of the whole (Gram, Σ r·x) statistic"
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -376,21 +403,6 @@ class JdpLinUCB(PrivateLinearPolicy):
                                     "Wishart regulariser assumes exactly m noise matrices in "
                                     "every prefix, a smooth prefix holds w − z_t of them")
             self.provenance = "reconstructed"
-
-    def smooth_shape(self, problem: ContextualProblem) -> tuple[int, int, int]:
-        """counter=smooth: (h, w, L) — L the most records the tree holds, (h, w)
-        ``smooth_shape_gaussian(L)``."""
-        L = max(problem.max_observations, 1)
-        h, w = smooth_shape_gaussian(L)
-        return h, w, L
-
-    def nodes(self, problem: ContextualProblem) -> int:
-        """The most nodes a record enters: the binary tree's bit length, or the smooth tree's
-        first record's count (:func:`~dpledger.accounting.smooth_tree.smooth_worst_nodes`)."""
-        if self.params["counter"] == "smooth":
-            h, w, _ = self.smooth_shape(problem)
-            return smooth_worst_nodes(problem.max_observations, h, w)
-        return super().nodes(problem)
 
     def theorem(self, problem: ContextualProblem):
         p = self.params
@@ -408,7 +420,7 @@ class JdpLinUCB(PrivateLinearPolicy):
         nodes = max(self.nodes(problem), 1)
         m_paper = 1 + (n - 1).bit_length()
         levels = m_paper if paper else nodes
-        smooth = self.smooth_shape(problem) if prm["counter"] == "smooth" else ()
+        smooth = self.smooth_shape(problem)
         if smooth:
             # the paper's σ at m = the nodes a record enters; the regulariser at m = w, the
             # most noise matrices a smooth prefix holds (mechanisms/matrix_smooth.py)
@@ -488,16 +500,32 @@ class _MishraThakurtaContextual(PrivateLinearPolicy):
     the smallest added λ·2^j that lets a Cholesky factorisation succeed
     (:func:`~dpledger.policies.contextual.private_loop.factor_psd`).  The exact sampler:
     entries rounded to the lattice (L²·2^-16 for the Gram entries, 2L·2^-16 for Σ r·x), discrete
-    Laplace noise of the same ε per node.  Ties uniformly at random."""
+    Laplace noise of the same ε per node.  ``counter=smooth`` (reconstructed,
+docs/algorithms.md#dp-linucb-mt): the smooth tree over the same entries, shape ``smooth_shape``
+(the Laplace rule), each entry Lap(nodes·Δ₁/ε₀) with nodes the smooth tree's first-record
+count, so the total is unchanged.  Ties uniformly at random."""
 
     provenance = "reconstructed"
     statistic_variant = ""
+    smooth_node_meaning = ("one Laplace release per distinct entry of (Gram, Σ r·x), each at "
+                           "scale nodes·Δ₁/ε₀")
 
     def theorem(self, problem: ContextualProblem):
         d = problem.dim
-        return theorems.mishra_thakurta_2015_contextual(self.params["epsilon0"],
-                                                        d * (d + 1) // 2 + d,
-                                                        self.statistic_variant)
+        thm = theorems.mishra_thakurta_2015_contextual(self.params["epsilon0"],
+                                                       d * (d + 1) // 2 + d,
+                                                       self.statistic_variant)
+        if self.params["counter"] != "smooth":
+            return thm
+        # the paper's statement is basic composition of ε₀-DP trees, one per statistic; its
+        # trees are binary.  A smooth tree whose record lies in ``nodes`` released nodes of
+        # Lap(nodes·Δ₁/ε₀) is ε₀-DP as well (the same composition), so the total is the
+        # same number — but that step is ours, not the paper's: said in the notes.
+        return dataclasses.replace(thm, notes=thm.notes + (
+            "counter=smooth: the paper's trees are binary; each statistic's smooth tree "
+            "(Andersson & Pagh 2023, reconstructed) is ε₀-DP by our own count of the nodes a "
+            "record enters (docs/algorithms.md#smooth-binary-counter), and the total is the "
+            "same basic composition",))
 
     def _make_plan(self, problem: ContextualProblem) -> TreePlan:
         eps0 = self.params["epsilon0"]
@@ -527,15 +555,20 @@ class _MishraThakurtaContextual(PrivateLinearPolicy):
         counts = np.bincount(kind_of, minlength=3)
         per_node = tuple((i, int(c)) for i, c in enumerate(counts) if c)
         lam = self.params["lambda"]
+        drawn = {"levels": levels, "statistics": E, "scales": [r.scale for r in rels]}
+        smooth = self.smooth_shape(problem)
+        if smooth:
+            drawn.update(counter="smooth", h=smooth[0], w=smooth[1], nodes=levels)
         return TreePlan(STAT_ENTRIES, self.rule, 1, M, E, levels, False, spec, rels,
                         tuple(int(x) for x in kind_of), per_node, units,
                         _consts(shift=lam, psd_scale=lam, width=self.params[self.width_param]),
-                        lam, {"levels": levels, "statistics": E,
-                              "scales": [r.scale for r in rels]})
+                        lam, drawn, smooth)
 
 
 EPSILON0 = Param("epsilon0", 0.1, "positive", "ε₀ per released statistic (each Gram entry and "
                  "each entry of Σ r·x)")
+MT_COUNTER = counter_param("Chan, Shi & Song's binary mechanism, one Lap(levels·Δ₁/ε₀) per "
+                           "entry and node", ", one Lap(nodes·Δ₁/ε₀) per entry and node")
 
 
 class DpLinUcbMT(_MishraThakurtaContextual):
@@ -547,7 +580,7 @@ class DpLinUcbMT(_MishraThakurtaContextual):
     width_param = "alpha"
     statistic_variant = "private contextual UCB"
     params_spec = (EPSILON0, Param("alpha", 1.0, "positive", "confidence width α: "
-                                   "θ̂ᵀx + α·√(xᵀV⁻¹x)"), LAMBDA)
+                                   "θ̂ᵀx + α·√(xᵀV⁻¹x)"), LAMBDA, MT_COUNTER)
 
 
 class DpLinTsMT(_MishraThakurtaContextual):
@@ -559,7 +592,7 @@ class DpLinTsMT(_MishraThakurtaContextual):
     width_param = "v"
     statistic_variant = "private contextual Thompson sampling"
     params_spec = (EPSILON0, Param("v", 1.0, "positive", "posterior scale v: θ̃ ~ N(θ̂, "
-                                   "v²·V⁻¹)"), LAMBDA)
+                                   "v²·V⁻¹)"), LAMBDA, MT_COUNTER)
 
 
 # -- reward-private LinUCB ------------------------------------------------------------------------
