@@ -183,6 +183,10 @@ def _patch_python(monkeypatch, policy):
     run in Python and take the recorder), the recorded helpers wrapped, and the policy's
     kernels wrapped to run their py_func with a full capture array (round × arm samples, for
     the posterior-read policies' σ)."""
+    # The simulator is not patched: its compiled segment pass (sink.digest) must be compiled
+    # with the real helpers before they are swapped for their py_funcs (a fresh source stamp,
+    # e.g. a clean checkout, would otherwise compile it against a Python _store and fail).
+    simulator._segments(np.zeros(2, dtype=np.int64), 1, 1)
     mods = [m for n, m in list(sys.modules.items())
             if m is not None and (n.startswith("dpledger.policies.") or n.startswith("dpledger.mechanisms."))
             and n != "dpledger.policies.simulator"]
