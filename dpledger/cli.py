@@ -79,8 +79,19 @@ def _present(name: str) -> bool:
 
 
 def _version() -> str:
-    from dpledger import __version__
-    return __version__
+    """The package's version: ``dpledger.__version__``, or the installed distribution's when
+    ``dpledger`` imported as a namespace package — an editable install shadowed by a leftover
+    ``site-packages/dpledger`` folder (numba cache files an earlier non-editable install wrote
+    there, which pip does not remove), where every subpackage still imports."""
+    import dpledger
+    version = getattr(dpledger, "__version__", None)
+    if version is None:
+        from importlib.metadata import PackageNotFoundError, version as dist_version
+        try:
+            version = dist_version("dpledger")
+        except PackageNotFoundError:
+            version = "unknown"
+    return version
 
 
 def _reuse_freed_memory() -> None:

@@ -64,3 +64,22 @@ def test_console_script():
         pytest.fail("console script 'dpledger' is not installed next to the interpreter")
     out = subprocess.run([str(exe), "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == dpledger.__version__
+
+
+def test_version_when_dpledger_imports_as_a_namespace_package():
+    """A leftover ``site-packages/dpledger`` folder (numba cache files of an earlier
+    non-editable install) makes an editable install import ``dpledger`` as a namespace package
+    whose ``__init__`` never runs: ``--version`` (built into every parser) then read the
+    distribution's version instead of failing with an ImportError traceback."""
+    import subprocess
+    import sys
+    from importlib.metadata import version
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import sys, types; m = types.ModuleType('dpledger'); "
+            f"m.__path__ = [{os.path.join(here, 'dpledger')!r}, {here!r}]; "
+            "sys.modules['dpledger'] = m; from dpledger.cli import main; "
+            "sys.exit(main(['--version']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert out.stdout.split()[-1] == version("dpledger")
