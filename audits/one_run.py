@@ -557,16 +557,11 @@ def audit_one_run(policy, *, canaries: int, mode: str = "whitebox", T: int | Non
     Seeds: the coins from ``SeedSequence(seed, spawn_key=(0,))``, the tie-break permutation
     from ``(1,)``, the policy's run from ``(2,)`` — the same seed gives the same audit."""
     from dpledger.audits.result import certificate_summary, currency_of
-    from dpledger.policies.base import Policy
+    from dpledger.audits.stats import check_kernel_policy
     from dpledger.policies.environments import table as make_table
     from dpledger.policies.simulator import run_certificate
-    if not isinstance(policy, Policy):
-        raise DpledgerError(f"not a policy: {policy!r}")
-    if getattr(policy, "contextual", False):
-        raise DpledgerError(f"{policy.name} is contextual: its canaries are records "
-                            "(dpledger.audits.one_run_contextual)")
-    if mode not in ("whitebox", "blackbox"):
-        raise DpledgerError(f"mode must be 'whitebox' or 'blackbox', got {mode!r}")
+    check_kernel_policy(policy, mode, "its canaries are records "
+                                      "(dpledger.audits.one_run_contextual)")
     if not 0.0 < confidence < 1.0:
         raise DpledgerError(f"confidence must lie in (0, 1), got {confidence!r}")
     seed = check_count("seed", seed, minimum=0)

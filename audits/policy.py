@@ -646,14 +646,10 @@ def audit_policy(policy, *, trials: int, mode: str = "blackbox", T: int | None =
     :data:`LR_CAPTURE` score the LLR of every release containing the witness
     (``whitebox_score="auto"``); ``"released"`` scores the single captured witness release.  Every result carries ``ceiling``,
     the largest bound its trial count can certify (:func:`~dpledger.audits.stats.ceiling`)."""
-    from dpledger.policies.base import Policy, validate_horizon
-    if not isinstance(policy, Policy):
-        raise DpledgerError(f"not a policy: {policy!r}")
-    if getattr(policy, "contextual", False):
-        raise DpledgerError(f"{policy.name} is contextual: its neighbours are contextual "
-                            "records, audited by dpledger.audits.contextual.audit_contextual")
-    if mode not in ("whitebox", "blackbox"):
-        raise DpledgerError(f"mode must be 'whitebox' or 'blackbox', got {mode!r}")
+    from dpledger.audits.stats import check_kernel_policy
+    from dpledger.policies.base import validate_horizon
+    check_kernel_policy(policy, mode, "its neighbours are contextual records, audited by "
+                                      "dpledger.audits.contextual.audit_contextual")
     trials = check_count("trials", trials, minimum=2)
     _, selection_fraction = check_options(confidence, selection_fraction)
     seed = check_count("seed", seed, minimum=0)

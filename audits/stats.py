@@ -299,6 +299,18 @@ class ScoreAudit:
                 "selection_criterion": self.selection.criterion}
 
 
+def check_kernel_policy(policy, mode: str, contextual_hint: str) -> None:
+    """The K-armed audits' entry check: a policy, not a contextual one (``contextual_hint``
+    names where its records are audited), and a mode of 'whitebox' or 'blackbox'."""
+    from dpledger.policies.base import Policy
+    if not isinstance(policy, Policy):
+        raise DpledgerError(f"not a policy: {policy!r}")
+    if getattr(policy, "contextual", False):
+        raise DpledgerError(f"{policy.name} is contextual: {contextual_hint}")
+    if mode not in ("whitebox", "blackbox"):
+        raise DpledgerError(f"mode must be 'whitebox' or 'blackbox', got {mode!r}")
+
+
 def check_options(confidence, selection_fraction) -> tuple[float, float]:
     """(α, selection fraction) after validation: confidence and fraction in (0, 1)."""
     alpha = _alpha(confidence)
