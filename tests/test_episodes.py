@@ -354,6 +354,32 @@ def test_private_contextual_experiment_writes_its_files(tmp_path):
     assert (tmp_path / "regret-linear.png").stat().st_size > 0
 
 
+def test_private_contextual_digits6_instance_and_undefined_numbers_as_null(tmp_path):
+    """The §5.1-shaped instance runs with d = 6 and 20 arms; with one run the bands are
+    undefined and are written as null (JSON has no NaN: NaN failed the whole write), and every
+    lift ratio is a number or null — never NaN — in experiment.json."""
+    pytest.importorskip("sklearn")
+    from dpledger.experiments import experiment_module
+    from dpledger.experiments.common import run_experiment
+    from dpledger.experiments.overrides import Overrides
+    mod = experiment_module("private-contextual")
+    assert mod.instance_specs()["digits6"]["dim"] == 6
+    ov = Overrides(horizon=120, runs=1, levels=(2.7,), level_option="epsilons",
+                   instances=("digits6",), policies=("linucb", "dp-linucb-mt"))
+    res = run_experiment(mod, str(tmp_path), quick=True, workers=1, quiet=True, overrides=ov)
+    rows = res["summary"].table
+    assert {r["instance"] for r in rows} == {"digits6"} and len(rows) == 2
+    mt = next(r for r in rows if r["variant"] == "dp-linucb-mt")
+    # ε₀ = 2.7 / (6·7/2 + 6) = 0.1, the paper's
+    assert mt["certificate_pure_eps"] == pytest.approx(2.7, rel=1e-9)
+    assert all(r["normalised_band95"] is None for r in rows)
+    text = (tmp_path / "experiment.json").read_text()
+    assert "NaN" not in text
+    json.loads(text)
+    lr = mt["lift_ratio_vs_nonprivate"]
+    assert lr is None or math.isfinite(lr)
+
+
 @pytest.mark.parametrize("args", [
     ["episode-linucb", "--sampler", "exact", "--env", "linear", "--dim", "3", "--arms", "4",
      "--horizon", "300", "--delay", "4"],
