@@ -19,7 +19,7 @@ uniform play is 1), its band by the delta method from the two ± 1.96·sd/√R b
 supervised-to-bandit) and ``linear`` (the synthetic linear bandit, d = 10, K = 10).  Further
 instances go in :data:`EXTRA_INSTANCES` (a spec of :func:`dpledger.sweep.make_env` with its
 context dimension under ``"dim"``): it holds the Mishra–Thakurta §5.1-shaped 6-dimensional
-instance ``digits6`` (issue 32 §1; its online form, seed 51 as in
+instance ``digits6`` (issue 32 §1; its online form, the same seed as
 ``mishra-thakurta-2015-contextual``), which runs with every policy and level here.
 
 **Claims** (fixed before any run; the policies at their defaults):
@@ -36,6 +36,7 @@ import os
 
 from dpledger.experiments.common import (Claim, Summary, final_regret, plot_tradeoff,
                                          privacy_row, ratio_band)
+from dpledger.experiments.mishra_thakurta_2015_contextual import DIGITS6_SEED
 from dpledger.experiments.overrides import NO_OVERRIDES, Overrides, outside_levels
 from dpledger.errors import DpledgerError
 from dpledger.sweep import RunConfig
@@ -75,7 +76,7 @@ BUILTIN_INSTANCES = {"digits": {"kind": "supervised", "dataset": "digits", "dim"
 # rounds have the law of a uniformly logged replay's accepted events; at ε = 2.7 the
 # Mishra–Thakurta pair runs the paper's ε₀ = 2.7 / 27 = 0.1
 EXTRA_INSTANCES: dict[str, dict] = {
-    "digits6": {"kind": "digits6-online", "seed": 51, "dim": 6}}
+    "digits6": {"kind": "digits6-online", "seed": DIGITS6_SEED, "dim": 6}}
 
 
 def instance_specs() -> dict[str, dict]:
