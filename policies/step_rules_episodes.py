@@ -21,7 +21,7 @@ from dpledger._jit import njit
 
 from dpledger.policies.contextual.episode_loop import (EP_JOINT, I_SEEN, I_START, ep_init,
                                                        ep_push, ep_release, ep_select,
-                                                       E_GROWTH, E_MEMORY)
+                                                       E_BOUND, E_GROWTH, E_MEMORY)
 from dpledger.policies.contextual.ridge import pick
 from dpledger.policies.step_rules_contextual import ContextualStep
 
@@ -33,11 +33,11 @@ def _select(box, chol, theta, widths, ctx, shared, values, work):
 
 
 @njit(cache=True)
-def _release(box, kind, g, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, theta, widths,
-             jstate, consts, units, A, scratch, capture, rows, nrow, b, W, work):
-    return ep_release(kind, g, box.rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, theta,
-                      widths, jstate, consts, units, A, scratch, capture, rows, nrow, b, W,
-                      work)
+def _release(box, kind, g, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, wmap, theta,
+             widths, jstate, consts, units, A, scratch, capture, rows, nrow, b, W, work):
+    return ep_release(kind, g, box.rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, wmap,
+                      theta, widths, jstate, consts, units, A, scratch, capture, rows, nrow, b,
+                      W, work)
 
 
 class EpisodeStep(ContextualStep):
@@ -78,7 +78,8 @@ class EpisodeStep(ContextualStep):
         s, plan = self.state, self.plan
         g = int(ep_push(plan.kind, self.model_of(a), np.ascontiguousarray(x, np.float64),
                         float(r), s["acc"], s["ist"], s["ld"], s["chol_cur"], s["chol_ep"],
-                        plan.units, float(s["consts"][E_GROWTH]),
+                        s["wmap"], float(s["consts"][E_BOUND]), plan.units,
+                        float(s["consts"][E_GROWTH]),
                         bool(s["consts"][E_MEMORY] > 0), self._vx, self._work))
         if g < 0:
             return []
@@ -89,7 +90,7 @@ class EpisodeStep(ContextualStep):
         for g, _, _, _ in due:
             s["info"][0] += _release(engine.box, plan.kind, g, plan.spec, s["acc"], s["pre"],
                                      s["ist"], s["ld"], s["chol"], s["chol_cur"],
-                                     s["chol_ep"], s["theta"],
+                                     s["chol_ep"], s["wmap"], s["theta"],
                                      s["widths"], s["jstate"], s["consts"], plan.units,
                                      self._A, self._scratch, self._capture, self._rows,
                                      s["nrow"], self._b, self._W, self._work)

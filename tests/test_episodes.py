@@ -423,7 +423,8 @@ def test_likelihood_model_is_the_posterior_of_the_released_sum(s):
 
 
 def test_adac_oful_doubling_rule_for_growth():
-    """growth = 0: ln(1 + C) = d·ln(1 + nL²/(dλ))/⌈log₂(n + 1)⌉, n = ⌈(T − D)/M⌉ (written out
+    """growth = 0: ln(1 + C) = d·ln(1 + nL²/(dλ))/⌈log₂(n + 1)⌉, n = ⌈(T − D)/M⌉, halved under
+    estimate=episodes (written out
     here for d = 4, K = 3 disjoint models, T = 5000, D = 0: n = 1667, ⌈log₂ 1668⌉ = 11)."""
     env = CE.linear(4, 3, seed=0)
     prob = problem_of(env, 5000, 0)
@@ -431,5 +432,157 @@ def test_adac_oful_doubling_rule_for_growth():
     M = prob.n_streams
     n = -(-prob.max_observations // M)
     want = 4 * math.log(1 + n * prob.norm_bound ** 2 / 4) / math.ceil(math.log2(n + 1))
-    assert pol.log_growth(prob) == pytest.approx(want, rel=1e-12)
+    # the default estimate=episodes spreads the growth over twice as many episodes
+    assert pol.log_growth(prob) == pytest.approx(want / 2, rel=1e-12)
+    assert make_policy("adac-oful", estimate="likelihood").log_growth(prob) == pytest.approx(
+        want, rel=1e-12)
     assert make_policy("adac-oful", growth=3.0).log_growth(prob) == math.log1p(3.0)
+
+
+# -- adac-oful's per-episode posterior and its whitened releases -----------------------------------
+
+def _posterior_direct(blocks, lam):
+    """The Gaussian posterior of θ ~ N(0, I/λ) (units of R²) from independent observations
+    b_e ~ N(G_eθ, C_e), written in information form with numpy's inverse: precision λI +
+    Σ G_e C_e⁻¹ G_e, mean its inverse times Σ G_e C_e⁻¹ b_e."""
+    d = blocks[0][0].shape[0]
+    prec, lin = lam * np.eye(d), np.zeros(d)
+    for G, C, b in blocks:
+        Ci = np.linalg.inv(C)
+        prec += G @ Ci @ G
+        lin += G @ Ci @ b
+    return prec, np.linalg.solve(prec, lin)
+
+
+def _episode_grams(rng, d, sizes):
+    out = []
+    for n in sizes:
+        X = rng.normal(size=(n, d)) * np.linspace(1.0, 0.05, d)
+        out.append(X.T @ X)
+    return out
+
+
+@pytest.mark.parametrize("s", [0.0, 0.5, 30.0])
+def test_episode_likelihood_model_is_the_posterior_of_every_release(s):
+    """Folding released episodes one by one (:func:`_episode_likelihood_model`) gives the
+    posterior of all of them at once: each b_e ~ N(G_eθ, G_e + sI) independently (disjoint
+    records), prior precision λI — against the information form written directly.  With s = 0
+    it is ridge's (λI + Σ G_e)⁻¹ Σ b_e."""
+    from dpledger.policies.contextual.episode_loop import _episode_likelihood_model
+    rng = np.random.default_rng(5)
+    d, lam = 5, 0.8
+    grams = _episode_grams(rng, d, [3, 7, 20])
+    chol, theta, W = np.sqrt(lam) * np.eye(d), np.zeros(d), np.zeros((d, d))
+    blocks = []
+    for G in grams:
+        b = G @ rng.normal(size=d) + (s > 0) * rng.normal(size=d)   # a clean sum lies in G's range
+        _episode_likelihood_model(np.linalg.cholesky(G + lam * np.eye(d)), b, lam, s, chol,
+                                  theta, W)
+        blocks.append((G, G + s * np.eye(d) if s else G + 1e-300 * np.eye(d), b))
+    if s:
+        prec, mean = _posterior_direct(blocks, lam)
+    else:
+        prec = lam * np.eye(d) + sum(grams)
+        mean = np.linalg.solve(prec, sum(b for _, _, b in blocks))
+    assert np.allclose(chol @ chol.T, prec, atol=1e-8)
+    assert np.allclose(theta, mean, atol=1e-8)
+
+
+def test_whitened_episode_model_is_the_posterior_of_the_whitened_releases():
+    """:func:`_whitened_episode_model`: the release y = W·Σcrx + N(0, σ²I) read as b̃ = W⁻¹y ~
+    N(G̃θ, G̃ + sW⁻²) (units of R²), folded over episodes each with its own W, equals the
+    information-form posterior written directly; with W = I it equals the isotropic fold."""
+    from dpledger.policies.contextual.episode_loop import (_episode_likelihood_model,
+                                                           _whitened_episode_model)
+    rng = np.random.default_rng(6)
+    d, lam, s = 4, 1.3, 7.0
+    grams = _episode_grams(rng, d, [5, 9, 30])
+    chol, theta, W = np.sqrt(lam) * np.eye(d), np.zeros(d), np.zeros((d, d))
+    chol2, theta2 = chol.copy(), theta.copy()
+    blocks = []
+    for k, G in enumerate(grams):
+        A = rng.normal(size=(d, d))
+        Wm = A @ A.T + 0.5 * np.eye(d)               # symmetric positive definite map
+        y = rng.normal(size=d)
+        Le = np.linalg.cholesky(G + lam * np.eye(d))
+        _whitened_episode_model(Le, Wm, y, lam, s, chol, theta, W)
+        Wi = np.linalg.inv(Wm)
+        blocks.append((G, G + s * Wi @ Wi.T, Wi @ y))
+        _whitened_episode_model(Le, np.eye(d), y, lam, s, chol2, theta2, W)
+        if k == 0:
+            c3, t3 = np.sqrt(lam) * np.eye(d), np.zeros(d)
+        _episode_likelihood_model(Le, y, lam, s, c3, t3, W)
+    prec, mean = _posterior_direct(blocks, lam)
+    assert np.allclose(chol @ chol.T, prec, atol=1e-8)
+    assert np.allclose(theta, mean, atol=1e-8)
+    assert np.allclose(chol2 @ chol2.T, c3 @ c3.T, atol=1e-8)
+    assert np.allclose(theta2, t3, atol=1e-8)
+
+
+def test_whitening_map_puts_the_records_mean_square_norm_at_the_bound():
+    """whitening_map: W is symmetric, shares the moments' eigenvectors, and the records'
+    mean ‖Wx‖² is L² exactly (W²'s trace against Ḡ = Σxxᵀ/n is ν²·d_eff = L²); before any
+    record W = I."""
+    from dpledger.policies.contextual.episode_loop import whitening_map
+    rng = np.random.default_rng(7)
+    d, lam, kappa, L = 6, 1.0, 0.01, 2.0
+    X = rng.normal(size=(50, d)) * np.linspace(1.0, 0.02, d)
+    X *= L / np.linalg.norm(X, axis=1).max()
+    Lc = np.linalg.cholesky(lam * np.eye(d) + X.T @ X)
+    Wm = np.zeros((d, d))
+    whitening_map(Lc, 50, lam, kappa, L, Wm)
+    assert np.allclose(Wm, Wm.T)
+    assert np.mean(np.sum((X @ Wm) ** 2, axis=1)) == pytest.approx(L * L, rel=1e-9)
+    Gb = X.T @ X / 50
+    assert np.allclose(Wm @ Gb, Gb @ Wm, atol=1e-9)
+    whitening_map(Lc, 0, lam, kappa, L, Wm)
+    assert np.array_equal(Wm, np.eye(d))
+
+
+@pytest.mark.parametrize("lattice", [False, True])
+def test_whitened_push_keeps_every_record_within_the_bound(lattice):
+    """ep_push under noise_shape=data: a record's contribution to its episode's sum, r·c·Wx,
+    has L2 norm ≤ L whatever W (c = min(1, L/‖Wx‖)) — the release's sensitivity, so the
+    certificate (one Gaussian release of sensitivity L) is unchanged — and the episode's Gram
+    factor holds λI + Σ c x xᵀ."""
+    from dpledger.policies.contextual.episode_loop import EP_REWARD, ep_push
+    rng = np.random.default_rng(8)
+    d, M, lam, L = 5, 2, 1.0, 1.0
+    bits = 16
+    u = L * 2.0 ** -bits
+    units = np.array([u, u, 1 / u, 1 / u]) if lattice else np.array([1.0, 1.0, 0.0, 0.0])
+    A = rng.normal(size=(d, d))
+    wmap = np.stack([3.0 * (A @ A.T + np.eye(d)), np.eye(d)])     # model 0 amplifies
+    acc, ist, ld = np.zeros((M, d)), np.zeros((M, 4), np.int64), np.zeros((M, 2))
+    chol_cur = np.tile(np.sqrt(lam) * np.eye(d), (M, 1, 1))
+    chol_ep = chol_cur.copy()
+    vx, work = np.zeros(d + 1), np.zeros(d)
+    gram = lam * np.eye(d)
+    for _ in range(40):
+        x = rng.normal(size=d)
+        x *= rng.uniform(0.1, 1.0) * L / np.linalg.norm(x)
+        r = rng.uniform()
+        before = acc[0].copy()
+        ep_push(EP_REWARD, 0, x, r, acc, ist, ld, chol_cur, chol_ep, wmap, L, units, 1e9,
+                False, vx, work)
+        step = (acc[0] - before) * units[1]
+        z = wmap[0] @ x
+        c = min(1.0, L / np.linalg.norm(z))
+        assert np.linalg.norm(step) <= L * (1 + 1e-12) + (np.sqrt(d) * u if lattice else 0)
+        assert np.allclose(step, r * c * z, atol=u if lattice else 1e-12)
+        gram += c * np.outer(x, x)
+    assert np.allclose(chol_ep[0] @ chol_ep[0].T, gram, atol=1e-9)
+
+
+def test_adac_oful_noise_shape_refusals_and_what_run_json_records():
+    """noise_shape=data needs estimate=episodes (one line, exit 2 on the command line); the
+    default resolves to data under estimate=episodes and to isotropic otherwise, and the
+    plan records it."""
+    env = CE.linear(3, 3, seed=0)
+    prob = problem_of(env, 500, 0)
+    with pytest.raises(DpledgerError, match="noise_shape=data needs estimate=episodes"):
+        make_policy("adac-oful", noise_shape="data", estimate="likelihood").plan(prob)
+    assert make_policy("adac-oful").plan(prob).drawn["noise_shape"] == "data"
+    assert make_policy("adac-oful").plan(prob).whiten
+    assert not make_policy("adac-oful", estimate="likelihood").plan(prob).whiten
+    assert not make_policy("adac-oful", noise_shape="isotropic").plan(prob).whiten

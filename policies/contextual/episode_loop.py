@@ -47,13 +47,18 @@ from dpledger.policies.contextual.ridge import (cholesky_rank1_update, linucb_sc
 
 EP_JOINT, EP_REWARD = 0, 1
 # ep consts, by position: width α, ridge λ, shift coefficient σ·c (EP_JOINT), ln(1 + C)
-# (EP_REWARD), memory=last, the noise variance per release over the reward variance σ²/R²
+# (EP_REWARD), the episode memory (EP_REWARD: 0 all, MEM_LAST memory=last, MEM_EPISODES
+# estimate=episodes — both keep the open episode's own Gram factor), the noise variance per release over the reward variance σ²/R²
 # (EP_REWARD, estimate=likelihood; 0: ridge), the width's noise coefficient γ_n/√n (EP_JOINT),
 # then private_loop's refresh constants
+# (EP_REWARD, noise_shape=data) the whitening floor κ·L² and the norm bound L,
 E_ALPHA, E_LAMBDA, E_SHIFT_COEF, E_GROWTH, E_MEMORY, E_NOISE_VAR, E_WIDTH_COEF = range(7)
-E_REFRESH = 7
+E_KAPPA, E_BOUND = 7, 8
+E_REFRESH = 9
 # ist columns
 I_RELEASED, I_START, I_SEEN, I_LENGTH = 0, 1, 2, 3
+# values of consts[E_MEMORY]
+MEM_ALL, MEM_LAST, MEM_EPISODES = 0.0, 1.0, 2.0
 
 
 @njit(cache=True)
@@ -86,11 +91,16 @@ def ep_select(chol, theta, widths, ctx, shared, values, work):
 
 
 @njit(cache=True)
-def ep_push(kind, s, x, r, acc, ist, ld, chol_cur, chol_ep, units, growth, last, vx, work):
+def ep_push(kind, s, x, r, acc, ist, ld, chol_cur, chol_ep, wmap, bound, units, growth, last,
+            vx, work):
     """Record (x, r) of model s joins its open episode (clean).  Returns the statistic stream
     whose episode it closes (0 under record privacy; s under reward privacy, when ln det A_s
     has grown by ``growth`` = ln(1 + C) since its episode began), or −1.  ``last``: the
-    open episode's own Gram factor is kept too (``memory=last``)."""
+    open episode's own Gram factor is kept too (``memory=last``, ``estimate=episodes``).
+    ``wmap`` (M, d, d), or (0, d, d) when off (``noise_shape=data``): the record enters as
+    r·c·Wx, W = ``wmap[s]`` the episode's public whitening map and c = min(1, L/‖Wx‖) (L =
+    ``bound``), so its L2 contribution stays ≤ L; the episode's Gram then holds c·x xᵀ (the
+    mean of what was summed is W·Σ c x xᵀ θ)."""
     d = x.size
     if kind == EP_JOINT:
         p = d + 1
@@ -108,12 +118,31 @@ def ep_push(kind, s, x, r, acc, ist, ld, chol_cur, chol_ep, units, growth, last,
         return -1
     inv = units[3]
     a = acc[s]
-    for i in range(d):
-        a[i] += np.floor(r * x[i] * inv + 0.5) if inv > 0.0 else r * x[i]
+    if wmap.shape[0] > 0:
+        Wm = wmap[s]
+        nz = 0.0
+        for i in range(d):
+            v = 0.0
+            for j in range(d):
+                v += Wm[i, j] * x[j]
+            vx[i] = v
+            nz += v * v
+        nz = np.sqrt(nz)
+        c = 1.0 if nz <= bound else bound / nz
+        rc = r * c
+        for i in range(d):
+            a[i] += np.floor(rc * vx[i] * inv + 0.5) if inv > 0.0 else rc * vx[i]
+        rt = np.sqrt(c)
+        for i in range(d):
+            vx[i] = rt * x[i]
+        cholesky_rank1_update(chol_ep[s], vx[:d], work)
+    else:
+        for i in range(d):
+            a[i] += np.floor(r * x[i] * inv + 0.5) if inv > 0.0 else r * x[i]
+        if last:
+            cholesky_rank1_update(chol_ep[s], x, work)
     L = chol_cur[s]
     cholesky_rank1_update(L, x, work)
-    if last:
-        cholesky_rank1_update(chol_ep[s], x, work)
     lg = 0.0
     for i in range(d):
         lg += np.log(L[i, i])
@@ -165,8 +194,138 @@ def _likelihood_model(Lc, b, lam, s, chol, theta, W):
 
 
 @njit(cache=True)
-def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, theta, widths,
-               jstate, consts, units, A, scratch, capture, rows, nrow, b, W, work):
+def _episode_likelihood_model(Le, b, lam, s, chol, theta, W):
+    """Fold one released episode into its model (``estimate=episodes``,
+    docs/algorithms.md#adac-oful).  The episodes' records are disjoint, so their released sums
+    b_e = G_eθ + ξ_e + Z_e are independent given θ, each with its own law N(G_eθ, R²(G_e + sI)),
+    s = σ²/R² (one release's noise): the posterior precision (over R²) is Q = λI + Σ_e
+    G_e(G_e + sI)⁻¹G_e and its mean Q⁻¹·Σ_e G_e(G_e + sI)⁻¹b_e.  Against the total's law
+    (:func:`_likelihood_model`, noise ns beside G) a short early episode, whose G_e is small
+    against s, no longer adds its full noise to every later estimate.  The running sums are
+    read back from the model itself — Q = chol·cholᵀ, Q⁻¹-weighted total = Q·θ̂ — so the state
+    is unchanged; ``Le`` is the factor of G_e + λI (the closed episode's own Gram)."""
+    d = b.size
+    W[:, :] = Le @ Le.T
+    for i in range(d):
+        W[i, i] -= lam
+    for i in range(d):
+        for j in range(i):
+            v = 0.5 * (W[i, j] + W[j, i])
+            W[i, j] = v
+            W[j, i] = v
+    w, U = np.linalg.eigh(W)
+    q = np.empty(d)
+    c = np.empty(d)
+    for i in range(d):
+        g = max(w[i], 0.0)           # G_e is PSD: a negative eigenvalue is rounding
+        f = g / (g + s) if g > 0.0 else 0.0      # a direction no record reached: no weight
+        q[i] = g * f
+        c[i] = f
+    ub = U.T @ b
+    for i in range(d):
+        ub[i] *= c[i]
+    Lq = chol.copy()
+    Q = Lq @ Lq.T
+    h = Q @ theta + U @ ub
+    Q += (U * q) @ U.T
+    for i in range(d):
+        for j in range(i):
+            v = 0.5 * (Q[i, j] + Q[j, i])
+            Q[i, j] = v
+            Q[j, i] = v
+    Lq = np.linalg.cholesky(Q)
+    chol[:, :] = Lq
+    th = np.linalg.solve(Q, h)
+    for i in range(d):
+        theta[i] = th[i]
+
+
+@njit(cache=True)
+def _whitened_episode_model(Le, Wm, y, lam, s, chol, theta, W):
+    """``noise_shape=data``: fold one released episode whose sum was whitened.  The release is
+    y = W·Σ c r x + Z, Z ~ N(0, σ²I), so b̃ = W⁻¹y has mean G̃θ (G̃ = Σ c x xᵀ, ``Le`` the
+    factor of G̃ + λI) and covariance R²(G̃ + sW⁻²) (the clipped rewards' c² ≤ c taken as c: the
+    reward noise is overstated, never understated), s = σ²/R².  Precision and mean grow by
+    G̃P⁻¹G̃ and G̃P⁻¹b̃, P = G̃ + sW⁻² (the same posterior as :func:`_episode_likelihood_model`
+    with the released noise's own covariance)."""
+    d = y.size
+    G = Le @ Le.T
+    for i in range(d):
+        G[i, i] -= lam
+    for i in range(d):
+        for j in range(i):
+            v = 0.5 * (G[i, j] + G[j, i])
+            G[i, j] = v
+            G[j, i] = v
+    Wi = np.linalg.inv(Wm)
+    bt = Wi @ y
+    P = G + s * (Wi @ Wi.T)
+    for i in range(d):
+        for j in range(i):
+            v = 0.5 * (P[i, j] + P[j, i])
+            P[i, j] = v
+            P[j, i] = v
+    X = np.linalg.solve(P, G)          # P⁻¹G̃
+    Lq = chol.copy()
+    Q = Lq @ Lq.T
+    h = Q @ theta + X.T @ bt
+    Q += G @ X
+    for i in range(d):
+        for j in range(i):
+            v = 0.5 * (Q[i, j] + Q[j, i])
+            Q[i, j] = v
+            Q[j, i] = v
+    chol[:, :] = np.linalg.cholesky(Q)
+    th = np.linalg.solve(Q, h)
+    for i in range(d):
+        theta[i] = th[i]
+
+
+@njit(cache=True)
+def whitening_map(Lc, n, lam, kappa, bound, Wm):
+    """The next episode's whitening map from the model's public Gram (``Lc`` the factor of
+    λI + Σ x xᵀ over its n records): Ḡ = Σ x xᵀ/n = UΛUᵀ, W = ν·U(Λ + κL²)^(-1/2)Uᵀ with ν =
+    L/√d_eff, d_eff = Σ λ_j/(λ_j + κL²), so that E‖Wx‖² = L² over the records so far — the
+    released noise is shaped like the contexts (small where they carry little mass: a record's
+    reach there is small too) and the typical record is not clipped (docs/algorithms.md#adac-
+    oful).  Before any record W = I."""
+    d = Wm.shape[0]
+    if n <= 0:
+        for i in range(d):
+            for j in range(d):
+                Wm[i, j] = 0.0
+            Wm[i, i] = 1.0
+        return
+    G = Lc @ Lc.T
+    for i in range(d):
+        G[i, i] -= lam
+    for i in range(d):
+        for j in range(i):
+            v = 0.5 * (G[i, j] + G[j, i]) / n
+            G[i, j] = v
+            G[j, i] = v
+        G[i, i] /= n
+    w, U = np.linalg.eigh(G)
+    ka = kappa * bound * bound
+    deff = 0.0
+    f = np.empty(d)
+    for i in range(d):
+        g = max(w[i], 0.0)
+        deff += g / (g + ka)
+        f[i] = 1.0 / np.sqrt(g + ka)
+    nu = bound / np.sqrt(max(deff, 1e-12))
+    M = (U * (nu * f)) @ U.T
+    for i in range(d):
+        for j in range(i):
+            v = 0.5 * (M[i, j] + M[j, i])
+            M[i, j] = v
+            M[j, i] = v
+    Wm[:, :] = M
+
+
+@njit(cache=True)
+def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, wmap, theta,
+               widths, jstate, consts, units, A, scratch, capture, rows, nrow, b, W, work):
     """Close stream g's episode: its ledger row (stream, start, stop) is written, then its
     noise is drawn (every block under record privacy), the noisy episode sum is added to the
     released total, and the models reading it are refreshed.  ``capture`` ((n, D + 1) or
@@ -187,9 +346,10 @@ def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, t
     else:
         block_draw(rng, spec, scratch, 0, A)
     capture_node(capture, k, scratch, acc[g], g)
-    last = consts[E_MEMORY] > 0.0
+    last = consts[E_MEMORY] == MEM_LAST
+    perep = consts[E_MEMORY] == MEM_EPISODES
     for e in range(D):
-        if last and kind == EP_REWARD:
+        if (last or perep) and kind == EP_REWARD:
             b[e] = (acc[g, e] + scratch[e]) * units[1]     # this episode's noisy sum only
         pre[g, e] += acc[g, e] + scratch[e]
         acc[g, e] = 0.0
@@ -221,6 +381,21 @@ def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, t
             chol_ep[g, i, i] = root
         _solve_theta(chol[g], b, theta[g], work)
         ld[g, 0] = ld[g, 1]
+    elif perep:
+        if wmap.shape[0] > 0:
+            _whitened_episode_model(chol_ep[g], wmap[g], b, consts[E_LAMBDA],
+                                    consts[E_NOISE_VAR], chol[g], theta[g], W)
+            whitening_map(chol_cur[g], ist[g, I_SEEN], consts[E_LAMBDA], consts[E_KAPPA],
+                          consts[E_BOUND], wmap[g])
+        else:
+            _episode_likelihood_model(chol_ep[g], b, consts[E_LAMBDA], consts[E_NOISE_VAR],
+                                      chol[g], theta[g], W)
+        root = np.sqrt(consts[E_LAMBDA])
+        for i in range(d):
+            for j in range(d):
+                chol_ep[g, i, j] = 0.0
+            chol_ep[g, i, i] = root
+        ld[g, 0] = ld[g, 1]
     elif consts[E_NOISE_VAR] > 0.0:
         for i in range(d):
             b[i] = pre[g, i] * units[1]
@@ -250,8 +425,8 @@ def ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur, chol_ep, t
 
 @njit(cache=True, nogil=True)
 def run_episodes(rng, env, T, shared, delay, kind, spec, acc, pre, ist, ld, chol, chol_cur,
-                 chol_ep, theta, widths, consts, units, capture, rows, nrow, actions, regret,
-                 obs_stream, obs_round, info):
+                 chol_ep, wmap, theta, widths, consts, units, capture, rows, nrow, actions,
+                 regret, obs_stream, obs_round, info):
     """One run (module docstring) over T rounds (replay: log rows) with delay ``delay``: the
     environment, delay queue and outcomes are the non-private loop's; ``info`` ← (PSD repairs,
     releases).  Returns (policy rounds, observations, Σ reward, Σ uniform)."""
@@ -282,14 +457,14 @@ def run_episodes(rng, env, T, shared, delay, kind, spec, acc, pre, ist, ld, chol
                               k, actions, regret, sums)
         if due:
             s, rnd, rs, xs = queue_pop(q)
-            g = ep_push(kind, s, xs, rs, acc, ist, ld, chol_cur, chol_ep, units,
-                        consts[E_GROWTH], last, vx, work)
+            g = ep_push(kind, s, xs, rs, acc, ist, ld, chol_cur, chol_ep, wmap,
+                        consts[E_BOUND], units, consts[E_GROWTH], last, vx, work)
             obs_stream[n_obs] = 0 if kind == EP_JOINT else s
             obs_round[n_obs] = rnd
             n_obs += 1
             if g >= 0:
                 info[0] += ep_release(kind, g, rng, spec, acc, pre, ist, ld, chol, chol_cur,
-                                      chol_ep, theta, widths, jstate, consts, units, A,
+                                      chol_ep, wmap, theta, widths, jstate, consts, units, A,
                                       scratch, capture, rows, nrow, b, W, work)
                 info[1] += 1
     return k, n_obs, sums[0], sums[1]

@@ -33,9 +33,11 @@ from dpledger.policies.base import Param, RunOutput
 from dpledger.policies.contextual.base import ContextualProblem, run_arrays
 from dpledger.policies.contextual.episode_loop import (E_ALPHA, E_GROWTH, E_LAMBDA,
                                                        E_MEMORY, E_NOISE_VAR, E_REFRESH, E_WIDTH_COEF,
+                                                       E_BOUND, E_KAPPA,
                                                        E_SHIFT_COEF,
                                                        EP_JOINT,
-                                                       EP_REWARD, I_LENGTH, run_episodes)
+                                                       EP_REWARD, I_LENGTH, MEM_ALL,
+                                                       MEM_EPISODES, MEM_LAST, run_episodes)
 from dpledger.policies.contextual.linear import LAMBDA
 from dpledger.policies.contextual.private import PrivateLinearPolicy, _moves
 from dpledger.policies.contextual.private_loop import C_PSD_SCALE, C_XI, N_CONSTS
@@ -64,6 +66,7 @@ class EpisodePlan:
     consts: np.ndarray
     first: int
     drawn: dict = field(default_factory=dict)
+    whiten: bool = False    # noise_shape=data: each model's episode sums enter whitened
 
     # the tree plan's fields the shared audit helpers read
     @property
@@ -77,9 +80,11 @@ class EpisodePlan:
 
 def _consts(alpha: float, lam: float, shift_coef: float = 0.0, growth: float = 0.0,
             psd_scale: float = 1.0, last: bool = False, noise_var: float = 0.0,
-            width_coef: float = 0.0) -> np.ndarray:
+            width_coef: float = 0.0, per_episode: bool = False, kappa: float = 0.0,
+            bound: float = 0.0) -> np.ndarray:
     c = np.zeros(E_REFRESH + N_CONSTS)
-    c[E_MEMORY] = 1.0 if last else 0.0
+    c[E_KAPPA], c[E_BOUND] = kappa, bound
+    c[E_MEMORY] = MEM_LAST if last else MEM_EPISODES if per_episode else MEM_ALL
     c[E_NOISE_VAR] = noise_var
     c[E_WIDTH_COEF] = width_coef
     c[E_ALPHA], c[E_LAMBDA], c[E_SHIFT_COEF], c[E_GROWTH] = alpha, lam, shift_coef, growth
@@ -148,6 +153,7 @@ class _EpisodePolicy(PrivateLinearPolicy):
                     pre=np.zeros((plan.n_stat, plan.width)), ist=ist, ld=np.zeros((M, 2)),
                     chol=np.zeros((M, d, d)), chol_cur=np.zeros((M, d, d)),
                     chol_ep=np.zeros((M, d, d)),
+                    wmap=np.tile(np.eye(d), (M, 1, 1)) if plan.whiten else np.zeros((0, d, d)),
                     theta=np.zeros((M, d)), widths=np.zeros(M), consts=plan.consts.copy())
 
     def run_one(self, rng, env, problem: ContextualProblem) -> RunOutput:
@@ -163,7 +169,7 @@ class _EpisodePolicy(PrivateLinearPolicy):
         rounds, n_obs, reward_sum, uniform_sum = run_episodes(
             rng, env.as_kernel(), T, problem.shared, problem.delay, plan.kind, plan.spec,
             s["acc"], s["pre"], s["ist"], s["ld"], s["chol"], s["chol_cur"], s["chol_ep"],
-            s["theta"], s["widths"], s["consts"], plan.units, capture, rows, nrow, actions,
+            s["wmap"], s["theta"], s["widths"], s["consts"], plan.units, capture, rows, nrow, actions,
             regret, obs_stream, obs_round, info)
         n = int(nrow[0])
         if n > cap:           # a bound of ours failed: say so rather than drop ledger rows
@@ -325,9 +331,18 @@ class AdacOFUL(_EpisodePolicy):
         Param("memory", "all", "choice", "all: the model is every released episode of its "
               "arm (Gram of all records, Σ of the noisy sums); last: the last closed episode "
               "alone (its Gram, its one noisy sum)", choices=("all", "last")),
-        Param("estimate", "likelihood", "choice", "ridge: θ̂ = A⁻¹·Σ released; likelihood: the "
+        Param("estimate", "episodes", "choice", "ridge: θ̂ = A⁻¹·Σ released; likelihood: the "
               "posterior of the released sums' own law (their noise nσ² beside the rewards' "
-              "R² = 1/4), memory=all", choices=("ridge", "likelihood")),
+              "R² = 1/4), memory=all; episodes: the same posterior read episode by episode "
+              "(each released sum weighted by its own episode's Gram against one release's "
+              "noise σ²)", choices=("ridge", "likelihood", "episodes")),
+        Param("noise_shape", "auto", "choice", "isotropic: Σ r·x released as it is; data: "
+              "each episode's sum whitened by the model's public context moments before its "
+              "noise (the noise then shaped like the contexts), estimate=episodes; auto: data "
+              "under estimate=episodes, else isotropic (docs/algorithms.md#adac-oful)",
+              choices=("auto", "isotropic", "data")),
+        Param("kappa", 0.01, "positive", "noise_shape=data: the whitening's floor κ, in units "
+              "of L² (the moments' eigenvalues below κL² are treated as κL²)"),
     )
 
     def __init__(self, **params):
@@ -342,6 +357,12 @@ class AdacOFUL(_EpisodePolicy):
         p = self.params
         return theorems.azize_basu_2023_adac_oful(p["epsilon"], p["delta"], self.rho)
 
+    @property
+    def whitened(self) -> bool:
+        """Whether each episode's sum enters whitened (``noise_shape``, ``auto`` resolved)."""
+        shape = self.params["noise_shape"]
+        return shape == "data" or (shape == "auto" and self.params["estimate"] == "episodes")
+
     def log_growth(self, problem: ContextualProblem) -> float:
         """ln(1 + C) of the episode rule.  ``growth`` = 0 (default): the doubling rule — ln(1 +
         C) = d·ln(1 + nL²/(dλ)) / ⌈log₂(n + 1)⌉ with n = ⌈(T − D)/M⌉ the records of one model
@@ -355,7 +376,11 @@ class AdacOFUL(_EpisodePolicy):
         d, M, lam = problem.dim, problem.n_streams, self.params["lambda"]
         n = max(-(-problem.max_observations // M), 1)
         total = d * math.log1p(n * problem.norm_bound ** 2 / (d * lam))
-        return total / n.bit_length()
+        # estimate=episodes weighs each released episode by its own Gram, so a short noisy
+        # episode no longer adds its noise to every later estimate: twice as many episodes
+        # (fresher models) — chosen on digits, docs/algorithms.md#adac-oful
+        per = 2 if self.params["estimate"] == "episodes" else 1
+        return total / (per * n.bit_length())
 
     def episode_bound(self, problem: ContextualProblem) -> int:
         """Episodes a run can close: a model's ln det A grows by ≥ ln(1 + C) per episode and by
@@ -395,17 +420,25 @@ class AdacOFUL(_EpisodePolicy):
             drawn.update(log_growth=lg, episode_rule="det A grows by 1 + C, ln(1 + C) from "
                          "the doubling rule")
         noise_var = 0.0
-        if prm["estimate"] == "likelihood":
+        whiten = self.whitened
+        if prm["noise_shape"] == "data" and prm["estimate"] != "episodes":
+            raise DpledgerError("adac-oful: noise_shape=data needs estimate=episodes (each "
+                                "episode's release is read with its own whitening map)")
+        if prm["estimate"] in ("likelihood", "episodes"):
             if prm["memory"] != "all" or prm["noise_ridge"]:
-                raise DpledgerError("adac-oful: estimate=likelihood (the default) reads every "
+                raise DpledgerError(f"adac-oful: estimate={prm['estimate']} reads every "
                                     "released episode and no noise_ridge; with memory=last "
                                     "or noise_ridge set estimate=ridge")
             sd = float(s_int) * L * 2.0 ** -bits if lattice else sigma
             noise_var = (sd / REWARD_SD) ** 2
-            drawn.update(estimate="likelihood", reward_sd=REWARD_SD)
+            drawn.update(estimate=prm["estimate"], reward_sd=REWARD_SD)
+        if whiten:
+            drawn.update(noise_shape="data", kappa=prm["kappa"])
         return EpisodePlan(EP_REWARD, M, d, spec, (rel,), units,
                            _consts(prm["alpha"], prm["lambda"],
                                    shift_coef=prm["noise_ridge"] * sigma,
                                    growth=lg,
-                                   last=prm["memory"] == "last", noise_var=noise_var), 0,
-                           drawn)
+                                   last=prm["memory"] == "last", noise_var=noise_var,
+                                   per_episode=prm["estimate"] == "episodes",
+                                   kappa=prm["kappa"] if whiten else 0.0, bound=L), 0,
+                           drawn, whiten)
