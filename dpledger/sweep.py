@@ -49,9 +49,15 @@ class RunConfig:
     tags: dict = field(default_factory=dict, compare=False)
 
     def key(self) -> str:
-        body = json.dumps({"policy": self.policy, "params": self.params, "env": self.env,
+        """The cell's identity: the policy's *resolved* parameters (its defaults filled in), so
+        a changed default names a new cell instead of reusing the old one's runs."""
+        try:
+            params = self.make_policy().params
+        except DpledgerError:
+            params = self.params           # refused later, where the sweep builds the policy
+        body = json.dumps({"policy": self.policy, "params": params, "env": self.env,
                            "horizon": self.horizon, "runs": self.runs, "seed": self.seed,
-                           "cell_schema": CELL_SCHEMA}, sort_keys=True)
+                           "cell_schema": CELL_SCHEMA}, sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]
 
     def to_json(self) -> dict:

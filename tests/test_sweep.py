@@ -106,3 +106,22 @@ def test_private_configs_sweep_to_the_bytes_of_one_simulation(tmp_path, which):
     assert res.ledger.n_rows() > res.ledger.compact().n_rows()     # compaction merges rows here
     got = {k: v for k, v in rep.items() if k not in ("label", "tags")}
     assert json.dumps(got, sort_keys=True) == json.dumps(direct, sort_keys=True)
+
+
+def test_a_cell_is_named_by_the_resolved_parameters(monkeypatch):
+    """A cell's key reads the policy's parameters with its defaults filled in: writing a
+    default out names the same cell, and changing a default (what the policy draws) names a
+    new one, so a sweep never reuses the runs of the old default."""
+    from dpledger.policies.contextual.episodes import AdacOFUL
+    env = {"kind": "linear", "dim": 3, "arms": 3, "seed": 0}
+    bare = RunConfig("a", "adac-oful", {"epsilon": 1.0}, env, 100, 2)
+    spelt = RunConfig("a", "adac-oful", {"epsilon": 1.0, "estimate": "episodes"}, env, 100, 2)
+    assert bare.key() == spelt.key()
+    before = bare.key()
+    import dataclasses
+    spec = tuple(p if p.name != "estimate" else dataclasses.replace(p, default="likelihood")
+                 for p in AdacOFUL.params_spec)
+    monkeypatch.setattr(AdacOFUL, "params_spec", spec)
+    assert bare.key() != before
+    assert bare.key() == RunConfig("a", "adac-oful", {"epsilon": 1.0, "estimate": "likelihood"},
+                                   env, 100, 2).key()
