@@ -186,7 +186,9 @@ def test_first_record_nodes_are_the_ledger_rows_holding_it():
 
 def test_whitebox_audit_reaches_the_certificate():
     """T = 8 (shape (5, 2): the first reward in 3 nodes, pushes 1, 3, 6), 20 000 trials per
-    side: the likelihood-ratio score of the captured nodes reaches ≥ 0.9 of the certified μ."""
+    side: the likelihood-ratio score of the captured nodes reaches ≥ 0.9 of the certified μ
+    (measured 0.952; at T = 64, 4 nodes, 0.968; T = 300, 7 nodes, 0.950; the binary tree at
+    T = 8, 4 nodes, 0.926)."""
     from dpledger.audits import contextual as ca
     r = ca.audit_contextual(make_policy(NAME, **SMOOTH), trials=20_000, mode="whitebox")
     j = r.to_json()
