@@ -211,8 +211,9 @@ def clean_node_sums(env, stat: int, stops) -> np.ndarray:
 
 def first_record_draws(policy, problem, nodes: int) -> list[tuple[int, int]]:
     """(push, stop) of every node holding the first record: the policy's own list when it has
-    one (``jdp-linucb``, binary or smooth tree), else the binary tree's level-j node at push
-    2^j over [0, 2^j)."""
+    one (the private linear policies, binary or smooth trees: ``jdp-linucb``,
+    ``dp-linucb-mt``, ``dp-lints-mt``, ``reward-dp-linucb``), else the binary tree's level-j
+    node at push 2^j over [0, 2^j)."""
     if hasattr(policy, "first_record_nodes"):
         return policy.first_record_nodes(problem)
     return [(1 << j, 1 << j) for j in range(nodes)]

@@ -1,13 +1,18 @@
 """The private contextual policies with the smooth binary mechanism against their binary trees
 at the same certificate (issue 32 §3; mechanisms/matrix_smooth.py,
 docs/algorithms.md#smooth-binary-counter).  Run from the worktree:
-``PYTHONPATH=. python benchmarks/bench_smooth_contextual.py [--policy jdp-linucb] [--dim 5]
+``PYTHONPATH=. python benchmarks/bench_smooth_contextual.py [--policy jdp-linucb |
+dp-linucb-mt | dp-lints-mt | reward-dp-linucb] [--dim 5]
 [--arms 5] [--horizon 2000] [--runs 20] [--epsilon 1] [--delta 0.1] [--epsilon0 0.1]``.
 
 ``jdp-linucb``: both counters use ``calibration=accounted`` at the same (ε, δ), so both
 certificates meet the same target (σ solved by GDP at the nodes a record enters:
 bit_length(T) for the binary tree, the smooth tree's first-record count); a prefix entry (off
 the diagonal) has variance levels·σ² (binary, padded) or (w − z_t)·σ² (smooth).
+``reward-dp-linucb``: σ is always solved by GDP at the nodes a reward enters, so both counters
+at the same (ε, δ) meet the same target; a stream's prefix entry has variance popcount(t)·σ²
+(binary, unpadded) or (w − z_t)·σ² (smooth), t the stream's records (the linear environment
+has one context per arm: one stream).
 ``dp-linucb-mt`` / ``dp-lints-mt``: both counters at the same ε₀ per statistic, so both
 certificates are the same pure (d(d+1)/2 + d)·ε₀ (each entry's Laplace scale b is
 nodes·Δ₁/ε₀); a Σ r·x prefix entry has variance 2·popcount(t)·b² (binary, unpadded) or
@@ -32,6 +37,7 @@ from dpledger.policies.registry import make_policy
 from dpledger.report_contextual import build_contextual_report
 
 MT = ("dp-linucb-mt", "dp-lints-mt")
+GAUSS = ("jdp-linucb", "reward-dp-linucb")
 
 
 def _eps_at(cert: dict, delta: float) -> float:
@@ -42,7 +48,7 @@ def _eps_at(cert: dict, delta: float) -> float:
 def _prefix_draws(pol, plan, n: int) -> np.ndarray:
     """The node draws in the prefix after record t = 1 … n: smooth w − z_t
     (smooth_variances at ε = (h − w)·√2 is w − z_t); binary padded ``levels`` (jdp-linucb),
-    unpadded popcount(t) (Mishra & Thakurta)."""
+    unpadded popcount(t) (Mishra & Thakurta, reward-dp-linucb)."""
     if plan.smooth:
         h, w, _ = plan.smooth
         return smooth_variances(n, h, w, (h - w) * np.sqrt(2.0))
@@ -53,13 +59,15 @@ def _prefix_draws(pol, plan, n: int) -> np.ndarray:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--policy", default="jdp-linucb", choices=("jdp-linucb", *MT))
+    ap.add_argument("--policy", default="jdp-linucb", choices=(*GAUSS, *MT))
     ap.add_argument("--dim", type=int, default=5)
     ap.add_argument("--arms", type=int, default=5)
     ap.add_argument("--horizon", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--epsilon", type=float, default=1.0, help="jdp-linucb's target ε")
-    ap.add_argument("--delta", type=float, default=0.1, help="jdp-linucb's target δ")
+    ap.add_argument("--epsilon", type=float, default=1.0,
+                    help="the target ε of jdp-linucb / reward-dp-linucb")
+    ap.add_argument("--delta", type=float, default=0.1,
+                    help="the target δ of jdp-linucb / reward-dp-linucb")
     ap.add_argument("--epsilon0", type=float, default=0.1, help="the MT policies' ε₀")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
@@ -67,11 +75,13 @@ def main() -> None:
     T = a.horizon
     mt = a.policy in MT
     target = (f"ε₀ = {a.epsilon0}" if mt else
-              f"target (ε, δ) = ({a.epsilon}, {a.delta}), calibration = accounted")
+              f"target (ε, δ) = ({a.epsilon}, {a.delta}), σ by the accountant (GDP)")
+    # reward-dp-linucb has no calibration parameter: its σ is always the accountant's
+    calib = {"calibration": "accounted"} if a.policy == "jdp-linucb" else {}
     print(f"{a.policy} on linear (d = {a.dim}, K = {a.arms}), T = {T}, {a.runs} runs, {target}")
     for counter in ("binary", "smooth"):
         params = ({"epsilon0": a.epsilon0} if mt else
-                  {"epsilon": a.epsilon, "delta": a.delta, "calibration": "accounted"})
+                  {"epsilon": a.epsilon, "delta": a.delta, **calib})
         pol = make_policy(a.policy, counter=counter, **params)
         t0 = sum(os.times()[:2])
         res = simulate_contextual(pol, env, T, seed=a.seed, runs=a.runs)

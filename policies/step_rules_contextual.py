@@ -199,15 +199,16 @@ def _pad_all(box, tr, spec, A):
 
 @njit(cache=True)
 def _stage_and_close_smooth(stat, tr, st, s, x, r, item, units, chol, vx, work):
-    stage_record(stat, tr, s, x, r, item, units, chol, vx, work)
-    lo, hi = smooth_tree_close(st, item)
-    clear_record(stat, s, tr[1].shape[2] // chol.shape[0], item)
-    return lo, hi
+    g = stage_record(stat, tr, s, x, r, item, units, chol, vx, work)
+    lo, hi = smooth_tree_close(st, g, item)
+    D = tr[1].shape[2]
+    clear_record(stat, s, D if stat == STAT_REWARD else D // chol.shape[0], item)
+    return g, lo, hi
 
 
 @njit(cache=True)
-def _smooth_release(box, st, spec, A, capture):
-    smooth_tree_release(st, box.rng, spec, A, capture)
+def _smooth_release(box, st, g, spec, A, capture):
+    smooth_tree_release(st, g, box.rng, spec, A, capture)
 
 
 _TREE_PARTS = ("clean", "h", "padn", "ist", "rec", "scratch")
@@ -243,7 +244,7 @@ class PrivateRidgeStep(ContextualStep):
                           info=np.zeros(2, np.int64), level=np.zeros(plan.n_trees, np.int64))
         if plan.smooth:
             h, w, L = plan.smooth
-            st = smooth_tree_new(h, w, max(L, 1), plan.blocks, plan.entries)
+            st = smooth_tree_new(h, w, max(L, 1), plan.blocks, plan.entries, plan.n_trees)
             self.state.update({f"stree_{k}": v for k, v in zip(_SMOOTH_PARTS, st, strict=True)})
         self._A = np.zeros((p, p))
         self._capture = np.zeros((0, D + 1))
@@ -287,10 +288,10 @@ class PrivateRidgeStep(ContextualStep):
     def push_record(self, a, x, r):
         s, plan = self.state, self.plan
         if plan.smooth:     # one released node holding records: its exact range
-            lo, hi = _stage_and_close_smooth(plan.stat, self.tree, self.smooth_tree,
-                                             self.model_of(a), x, r, self._item, plan.units,
-                                             s["chol"], self._vx, self._work)
-            return [(0, int(rid), int(lo), int(hi)) for rid in plan.record_rids]
+            g, lo, hi = _stage_and_close_smooth(plan.stat, self.tree, self.smooth_tree,
+                                                self.model_of(a), x, r, self._item, plan.units,
+                                                s["chol"], self._vx, self._work)
+            return [(int(g), int(rid), int(lo), int(hi)) for rid in plan.record_rids]
         g, level = _stage_and_close(plan.stat, self.tree, self.model_of(a), x, r, self._item,
                                     plan.units, s["chol"], self._vx, self._work)
         s["level"][g] = level
@@ -301,11 +302,11 @@ class PrivateRidgeStep(ContextualStep):
     def draw_due(self, engine, due):
         if not due:
             return
+        g = due[0][0]
         if self.plan.smooth:
-            _smooth_release(engine.box, self.smooth_tree, self.plan.spec, self._A,
+            _smooth_release(engine.box, self.smooth_tree, g, self.plan.spec, self._A,
                             self._capture)
             return
-        g = due[0][0]
         _tree_release(engine.box, self.tree, g, int(self.state["level"][g]), self.plan.spec,
                       self.plan.pad, self._A, self._capture)
 

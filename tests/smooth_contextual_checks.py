@@ -1,5 +1,5 @@
 """Checks shared by the contextual ``counter=smooth`` tests (tests/test_smooth_jdp_linucb.py,
-tests/test_smooth_mt.py; not a test module)."""
+tests/test_smooth_mt.py, tests/test_smooth_reward_dp_linucb.py; not a test module)."""
 from __future__ import annotations
 
 import collections
@@ -30,14 +30,18 @@ def table(seed, T=300, K=3, d=3):
     return CE.contextual_table(x, r)
 
 
-def rows_per_record(rows, n, rid=None):
+def rows_per_record(rows, n, rid=None, stream=None):
     """How many ledger rows (of release ``rid``, or all) cover each of observations
-    0 … n − 1 of stream 0."""
+    0 … n − 1 of stream 0 — every row must name stream 0 (one tree over every record) — or,
+    given ``stream``, of that stream's rows only (a tree per stream)."""
     sel = np.ones(rows.shape[1], bool) if rid is None else rows[3] == rid
+    if stream is None:
+        assert np.all(rows[0] == 0)
+    else:
+        sel &= rows[0] == stream
     cover = np.zeros(n + 1, np.int64)
     np.add.at(cover, rows[1][sel], rows[4][sel])
     np.add.at(cover, rows[2][sel], -rows[4][sel])
-    assert np.all(rows[0] == 0)
     return np.cumsum(cover)[:n]
 
 
@@ -50,7 +54,7 @@ def prefix_noise_smooth(h, w, n, D, spec, seed):
     out = np.empty((n, D))
     nr = 0
     for t in range(n):
-        nr = smooth_tree_push(st, item, rng, spec, A, np.zeros((0, D + 1)), rows, nr,
+        nr = smooth_tree_push(st, 0, item, rng, spec, A, np.zeros((0, D + 1)), rows, nr,
                               np.zeros(1, np.int64))
         out[t] = st[1][0, 0]
     return out

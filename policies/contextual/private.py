@@ -22,9 +22,10 @@ runs one tree per stream: with public contexts the arm played is post-processing
 tree's first record, in every level; ``levels`` ≥ nodes when the tree is padded to the paper's
 m = 1 + ⌈log₂ T⌉), and each node is one release per tree record it writes; the certificate is
 that composition, attained by observation 0 of stream 0.  ``--set counter=smooth``
-(``jdp-linucb``, ``dp-linucb-mt``, ``dp-lints-mt``) runs the smooth binary mechanism instead
-(:mod:`dpledger.mechanisms.matrix_smooth`): the first record's node count
-(:mod:`dpledger.accounting.smooth_tree`), one ledger row per release of every released node.
+(``jdp-linucb``, ``dp-linucb-mt``, ``dp-lints-mt``, ``reward-dp-linucb``) runs the smooth binary
+mechanism instead (:mod:`dpledger.mechanisms.matrix_smooth`; one tree, or one per stream under
+reward privacy): the first record's node count (:mod:`dpledger.accounting.smooth_tree`), one
+ledger row per release of every released node.
 """
 from __future__ import annotations
 
@@ -232,25 +233,30 @@ class PrivateLinearPolicy(ContextualPolicy):
         release per tree record (``per_node``)."""
         h, w, L = plan.smooth
         online = problem.env != "replay"
+        trees = ("one smooth tree over every delivered record (record privacy)"
+                 if self.record_private else
+                 f"one smooth tree per stream ({plan.n_trees} streams; reward privacy: a "
+                 "stream's records are its model's; a tree holds at most "
+                 f"{problem.max_observations} records)")
         cand = smooth_tree_candidate(
             problem.max_observations, h, w, [(plan.releases[i], c) for i, c in plan.per_node],
             Witness(0, 0, 1 if online else None),
-            "one smooth tree over every delivered record (record privacy); every released node "
-            f"makes {self.smooth_node_meaning}")
+            f"{trees}; every released node makes {self.smooth_node_meaning}")
         return Certificate(candidates=(cand,), adaptive=False,
                            note=f"counter = smooth (h = {h}, w = {w}, L = {L})")
 
     def model_bytes(self, problem: ContextualProblem) -> int:
         plan = self.plan(problem)
         d = problem.dim
-        tree = (smooth_tree_bytes(plan.smooth[0], plan.blocks, plan.entries) if plan.smooth
-                else 0)
+        tree = (smooth_tree_bytes(plan.smooth[0], plan.blocks, plan.entries, plan.n_trees)
+                if plan.smooth else 0)
         return (tree + mx.tree_bytes(plan.n_trees, plan.levels, plan.blocks, plan.entries)
                 + 8 * problem.n_streams * (d * d + 3 * d) + 8 * (4 * d * d + plan.blocks
                                                                  * plan.entries))
 
     def row_capacity(self, problem: ContextualProblem) -> int:
         # counter=smooth: one row per release of the one node holding records each push makes
+        # (every tree's pushes together: at most max_observations records in all)
         return (len(self.plan(problem).record_rids) * max(problem.max_observations, 1)
                 if self.plan(problem).smooth else 1)
 
@@ -263,7 +269,7 @@ class PrivateLinearPolicy(ContextualPolicy):
                          plan.entries, plan.record_rids)
         if plan.smooth:
             h, w, L = plan.smooth
-            st = smooth_tree_new(h, w, max(L, 1), plan.blocks, plan.entries)
+            st = smooth_tree_new(h, w, max(L, 1), plan.blocks, plan.entries, plan.n_trees)
             rows = np.zeros((5, self.row_capacity(problem)), np.int64)
         else:
             st = smooth_tree_new(2, 1, 1, 1, 1)
@@ -608,7 +614,14 @@ class RewardDpLinUCB(PrivateLinearPolicy):
     that a reward's ``nodes`` node releases — L2 sensitivity L: |r − r′|·‖x‖ ≤ L — meet
     (ε, δ).  θ̂ = A⁻¹·(noisy Σ r·x); index θ̂ᵀx + α‖x‖_{A⁻¹}.  The exact sampler: entries of
     r·x rounded to L·2^-16, independent discrete Gaussians (:mod:`dpledger.accounting.lattice`).
-    Ties uniformly at random."""
+    Ties uniformly at random.
+
+    ``counter=smooth`` (reconstructed, float or exact sampler; docs/algorithms.md#reward-dp-linucb):
+    each stream's tree is the smooth binary mechanism (Andersson & Pagh 2023,
+    :mod:`dpledger.mechanisms.matrix_smooth`, one tree per stream), shape
+    ``smooth_shape_gaussian`` (as ``jdp-linucb``'s: the node law is Gaussian), σ solved at the
+    first reward's smooth node count; one ledger row per released node over its exact record
+    range, so each reward's total is exact."""
 
     name = "reward-dp-linucb"
     title = "Reward-private LinUCB (Neel & Roth 2018's setting)"
@@ -621,7 +634,11 @@ class RewardDpLinUCB(PrivateLinearPolicy):
         Param("delta", 0.1, "positive", "privacy δ of the (ε, δ) target, in (0, 1)"),
         Param("alpha", 1.0, "positive", "confidence width α: θ̂ᵀx + α·√(xᵀA⁻¹x)"),
         LAMBDA,
+        counter_param("one Gaussian binary-mechanism tree per stream",
+                      ", one Gaussian tree per stream"),
     )
+    smooth_shape_rule = staticmethod(smooth_shape_gaussian)
+    smooth_node_meaning = "one Gaussian vector release of Σ r·x (d entries, L2 sensitivity L)"
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -629,7 +646,13 @@ class RewardDpLinUCB(PrivateLinearPolicy):
             raise DpledgerError(f"delta must lie in (0, 1), got {self.params['delta']!r}")
 
     def theorem(self, problem: ContextualProblem):
-        return theorems.reward_private_linucb(self.params["epsilon"], self.params["delta"])
+        thm = theorems.reward_private_linucb(self.params["epsilon"], self.params["delta"])
+        if self.params["counter"] != "smooth":
+            return thm
+        return dataclasses.replace(thm, notes=thm.notes + (
+            "counter=smooth: each stream's tree is the smooth binary mechanism (Andersson & "
+            "Pagh 2023, reconstructed); σ is solved at the first reward's count of released "
+            "nodes (docs/algorithms.md#smooth-binary-counter)",))
 
     def _make_plan(self, problem: ContextualProblem) -> TreePlan:
         eps, delta = self.params["epsilon"], self.params["delta"]
@@ -654,5 +677,9 @@ class RewardDpLinUCB(PrivateLinearPolicy):
             drawn = {"sigma": sigma}
         lam = self.params["lambda"]
         drawn["levels"] = nodes
+        smooth = self.smooth_shape(problem)
+        if smooth:
+            drawn.update(counter="smooth", h=smooth[0], w=smooth[1], nodes=nodes)
         return TreePlan(STAT_REWARD, self.rule, M, 1, d, nodes, False, spec, (rel,), (0,),
-                        ((0, 1),), units, _consts(width=self.params["alpha"]), lam, drawn)
+                        ((0, 1),), units, _consts(width=self.params["alpha"]), lam, drawn,
+                        smooth)

@@ -189,9 +189,10 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
     ``chol``, ``theta``, ``widths``: the M models.  Writes actions, regret terms and delivered
     observations as :func:`~dpledger.policies.contextual.loop.run_ridge`; ``info`` ← (PSD
     repairs, model refreshes); ``stop`` the stop slot, read every round.  ``smooth``: the
-    records go to the smooth tree ``st`` (:mod:`~dpledger.mechanisms.matrix_smooth`, record
-    privacy: one tree) instead of ``tr``, each released node writing its ledger rows into
-    ``rows`` (one per release id in ``rids``).  Returns (policy rounds, observations,
+    records go to the smooth trees ``st`` (:mod:`~dpledger.mechanisms.matrix_smooth`: one
+    under record privacy, one per stream under reward privacy, as ``tr``) instead of ``tr``,
+    each released node writing its ledger rows into ``rows`` (one per release id in ``rids``,
+    naming the tree's stream).  Returns (policy rounds, observations,
     Σ reward, Σ uniform, ledger rows written)."""
     K = env.n_arms
     M = chol.shape[0]
@@ -230,7 +231,8 @@ def run_private(rng, env, T, shared, delay, rule, stat, tr, spec, pad, A, captur
             s, rnd, rs, xs = queue_pop(q)
             g = stage_record(stat, tr, s, xs, rs, item, units, chol, vx, work)
             if smooth:
-                n_rows = smooth_tree_push(st, item, rng, spec, A, capture, rows, n_rows, rids)
+                n_rows = smooth_tree_push(st, g, item, rng, spec, A, capture, rows, n_rows,
+                                          rids)
             else:
                 tree_push(tr, g, item, rng, spec, pad, A, capture)
             clear_record(stat, s, E, item)
