@@ -287,8 +287,8 @@ def whitening_map(Lc, n, lam, kappa, bound, Wm):
     λI + Σ x xᵀ over its n records): Ḡ = Σ x xᵀ/n = UΛUᵀ, W = ν·U(Λ + κL²)^(-1/2)Uᵀ with ν =
     L/√d_eff, d_eff = Σ λ_j/(λ_j + κL²), so that E‖Wx‖² = L² over the records so far — the
     released noise is shaped like the contexts (small where they carry little mass: a record's
-    reach there is small too) and the typical record is not clipped (docs/algorithms.md#adac-
-    oful).  Before any record W = I."""
+    reach there is small too) and the typical record is not clipped
+    (docs/algorithms.md#adac-oful).  Before any record W = I."""
     d = Wm.shape[0]
     if n <= 0:
         for i in range(d):
