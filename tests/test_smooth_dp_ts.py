@@ -202,3 +202,21 @@ def test_smooth_dp_ts_whitebox_audit_nine_tenths():
     r = audit_policy(pol, trials=100_000, mode="whitebox", T=20, K=2, seed=0)
     assert r.certified == pytest.approx(1.0)
     assert 0.9 <= r.ratio <= 1.0 and r.violation is False
+
+
+def test_smooth_dp_ts_realized_within_certificate_at_every_short_horizon():
+    """Every horizon T = K … 140 (K = 2, 3), truncated last epochs included: the ledger's worst
+    reward never exceeds the certificate, and the certificate never exceeds the binary one's
+    (both ε once an epoch-0 buffer item and its block fit)."""
+    means = [0.9, 0.4, 0.2]
+    for K in (2, 3):
+        for T in range(K, 141, 7):
+            pol = make_policy("dp-ts", counter="smooth", epsilon=50.0)
+            cert = max(c.composition.pure_epsilon() for c in pol.certificate(T, K).candidates)
+            binary = max(c.composition.pure_epsilon()
+                         for c in make_policy("dp-ts", epsilon=50.0).certificate(T, K).candidates)
+            res = simulate(pol, E.bernoulli(means[:K]), T, seed=T, runs=1)
+            worst = res.ledger.worst_reward()
+            worst = worst.composition.pure_epsilon() if worst is not None else 0.0
+            assert worst <= cert * (1 + 1e-12), (K, T)
+            assert cert <= binary * (1 + 1e-12), (K, T)
