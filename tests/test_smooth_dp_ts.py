@@ -220,3 +220,23 @@ def test_smooth_dp_ts_realized_within_certificate_at_every_short_horizon():
             worst = worst.composition.pure_epsilon() if worst is not None else 0.0
             assert worst <= cert * (1 + 1e-12), (K, T)
             assert cert <= binary * (1 + 1e-12), (K, T)
+
+
+def test_smooth_dp_ts_step_state_survives_a_restart(tmp_path):
+    """Closing and reopening the store restores the step rule's whole state (the smooth trees'
+    arrays among it) and the run goes on, its epochs' shapes recomputed as reached."""
+    table = reward_table(600, 3)
+    p = online("dp-ts", 3, store=tmp_path / "s.db", seed=4, epsilon=20.0, counter="smooth")
+    for _ in range(250):
+        t = p.select()
+        p.observe(t, table[t.round - 1, t.arm])
+    state = {k: v.copy() for k, v in p.rule.state.items()}
+    p.close()
+    q = online("dp-ts", 3, store=tmp_path / "s.db", seed=4, epsilon=20.0, counter="smooth")
+    assert type(q.rule).__name__ == "SmoothDPTSStep" and set(q.rule.state) == set(state)
+    assert all(np.array_equal(state[k], q.rule.state[k]) for k in state)
+    for _ in range(350):
+        t = q.select()
+        q.observe(t, table[t.round - 1, t.arm])
+    assert q.n_recorded + p.n_recorded == 600        # one release per reward, across the restart
+    q.close()
