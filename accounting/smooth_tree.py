@@ -69,15 +69,18 @@ def smooth_item_nodes(n_items: int, h: int, w: int) -> np.ndarray:
 
 def smooth_tree_candidate(n_items: int, h: int, w: int,
                           release: Release | Sequence[tuple[Release, int]], witness: Witness,
-                          basis: str) -> Candidate:
+                          basis: str,
+                          also: Sequence[tuple[Release, int]] = ()) -> Candidate:
     """The worst reward of a smooth tree of ``n_items`` items: :func:`smooth_worst_nodes`
     copies of the per-node ``release`` (a sensitivity-1 statistic per node), or of every
     (release, count) of a node that makes several releases (``dp-linucb-mt``: one Laplace
-    release per distinct entry of its statistics)."""
+    release per distinct entry of its statistics); ``also``: the (release, count) the same
+    reward pays outside the tree (``dp-ts``: its logarithmic-mechanism block)."""
     nodes = smooth_worst_nodes(n_items, h, w)
     per_node = [(release, 1)] if isinstance(release, Release) else list(release)
-    return Candidate(Composition.of([(r, c * nodes) for r, c in per_node]) if nodes
-                     else Composition.of([]),
+    outside = list(also)
+    return Candidate(Composition.of(outside + [(r, c * nodes) for r, c in per_node])
+                     if nodes or outside else Composition.of([]),
                      witness, f"{basis}; the first item of a smooth tree (h = {h}, w = {w}) "
                               f"holding {n_items} items lies in {nodes} released nodes "
                               f"(#{{p ∈ [w, h): C(p, w) ≤ n}}), each "

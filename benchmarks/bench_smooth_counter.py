@@ -14,6 +14,12 @@ regret    DP-UCB on Azize & Basu's Fig. 2 instance (Bernoulli 0.75, 0.625, 0.5, 
 ts        dp-ts-mt (no gap estimation, ``--pulls`` random pulls per arm) on the same instance,
           binary vs smooth trees at the same certificate: regret over R runs, and the closed-form
           running-sum variance of an arm's tree at the policy's shapes.
+hh        dp-ts (Hu & Hegde, Algorithm 1) with counter=smooth on its epoch buffers against the
+          binary mechanism, at the same certificate (ε): the noise variance of an arm's private
+          sum after O observations (the logarithmic blocks, the same in both, plus the buffer's
+          counter), closed forms averaged over O ≤ N and an empirical check over ``reps`` runs of
+          the policies' own compiled push/commit (all-zero stream); then regret over R runs on
+          the same instance at ``--epsilon``.
 Not a test.  CPU time (user + sys of this process) is reported: the machine is shared.
 """
 from __future__ import annotations
@@ -147,10 +153,106 @@ def private_ts(T: int, R: int, eps: float, pulls: int, seed: int = 0) -> dict:
     return out
 
 
+def _hh_buffer_variances(n_obs: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """dp-ts: closed-form noise variance of an arm's private sum after O = 1 … n_obs
+    observations — the closed logarithmic blocks' 2·(2/ε)² each plus the current epoch buffer's
+    counter after j items: binary popcount(j)·2·(2(r + 1)/ε)², smooth 2·(w_r − z_j)·(2(h_r −
+    w_r)/ε)² (``smooth_variances`` at the per-node ε/2 budget's scale)."""
+    from dpledger.policies.smooth_hu_hegde import epoch_items, epoch_shapes
+    vb = np.zeros(n_obs)
+    vs = np.zeros(n_obs)
+    r, lo = -1, 0
+    for O in range(1, n_obs + 1):
+        if O & (O + 1) == 0:               # O = 2^{k+1} − 1: a block closes, a new epoch opens
+            r = r + 1 if O > 1 else 0
+            lo = O
+            continue
+        j = O - lo
+        vb[O - 1] = 2.0 * bin(j).count("1") * (2.0 * (r + 1) / eps) ** 2
+    # smooth, per epoch
+    r = 0
+    while epoch_items(r) < n_obs:
+        lo = epoch_items(r)
+        n = min(lo, n_obs - lo)
+        h, w = (int(v) for v in epoch_shapes(r + 1)[r])
+        vs[lo:lo + n] = S.smooth_variances(n, h, w, eps / 2.0)
+        r += 1
+    closed = np.floor(np.log2(np.arange(2, n_obs + 2, dtype=np.float64)))
+    log = closed * 2.0 * (2.0 / eps) ** 2        # floor(log2(O + 1)) closed blocks
+    return log + vb, log + vs
+
+
+def hh_variance(N: int, eps: float = 1.0) -> dict:
+    vb, vs = _hh_buffer_variances(N, eps)
+    return dict(N=N, binary_avg=float(vb.mean()), smooth_avg=float(vs.mean()),
+                ratio_avg=float(vb.mean() / vs.mean()), binary_max=float(vb.max()),
+                smooth_max=float(vs.max()), ratio_max=float(vb.max() / vs.max()))
+
+
+def hh_empirical(N: int, reps: int, eps: float = 1.0, seed: int = 0) -> dict:
+    """Sample variance of O·μ̃ (the private sum's noise on an all-zero stream) after each O ≤ N,
+    over ``reps`` runs of dp-ts's own compiled push/commit (binary: hu_hegde.dp_ts_push/commit;
+    smooth: smooth_hu_hegde.dp_ts_smooth_push/commit), averaged over O ≤ N."""
+    from dpledger._jit import njit
+    from dpledger.policies import hu_hegde as H
+    from dpledger.policies import smooth_hu_hegde as SH
+
+    shapes = SH.epoch_shapes(max(1, N.bit_length()))
+
+    @njit(cache=False)
+    def one(N, eps, shapes, seed, smooth, out):
+        np.random.seed(seed)
+        O = np.zeros(1)
+        r = np.zeros(1, np.int64)
+        mu = np.zeros(1)
+        lfs = np.zeros((1, 2))
+        lis = np.zeros((1, 4), np.int64)
+        fs, ist = C.log_new(1, 0)
+        lfs[0] = fs
+        lis[0] = ist
+        hmax = 2
+        for k in range(shapes.shape[0]):
+            hmax = max(hmax, shapes[k, 0])
+        sfs = np.zeros((1, 1 + 2 * hmax))
+        sis = np.zeros((1, 9 + 4 * hmax), np.int64)
+        bfs = np.zeros((1, 3 * 64 + 1))
+        bis = np.zeros((1, 4), np.int64)
+        for i in range(N):
+            if smooth:
+                kind, value, s0, s1 = SH.dp_ts_smooth_push(0, 0.0, O, lfs, lis, sfs, sis)
+                b = 2.0 / eps if kind == 0 else 2.0 * (shapes[r[0], 0] - shapes[r[0], 1]) / eps
+                SH.dp_ts_smooth_commit(0, kind, value, np.random.laplace(0.0, b), O, r, lfs,
+                                       lis, sfs, sis, mu, shapes)
+            else:
+                kind, value, s0, s1 = H.dp_ts_push(0, 0.0, O, lfs, lis, bfs, bis)
+                b = 2.0 / eps if kind == 0 else 2.0 * (r[0] + 1) / eps
+                H.dp_ts_commit(0, kind, value, np.random.laplace(0.0, b), O, r, lfs, lis, bfs,
+                               bis, mu)
+            out[i] = mu[0] * O[0]
+
+    acc_b, acc_s, out = np.zeros(N), np.zeros(N), np.zeros(N)
+    for i in range(reps):
+        one(N, eps, shapes, seed + 2 * i, False, out)
+        acc_b += out ** 2
+        one(N, eps, shapes, seed + 2 * i + 1, True, out)
+        acc_s += out ** 2
+    vb, vs = _hh_buffer_variances(N, eps)
+    return dict(N=N, reps=reps, binary_avg=float((acc_b / reps).mean()),
+                smooth_avg=float((acc_s / reps).mean()), binary_closed=float(vb.mean()),
+                smooth_closed=float(vs.mean()),
+                ratio_avg=float((acc_b / reps).mean() / (acc_s / reps).mean()))
+
+
+def hu_hegde_ts(T: int, R: int, eps: float, seed: int = 0) -> dict:
+    """dp-ts binary vs counter=smooth on MEANS over R runs (same seeds), certificate of each."""
+    return {c: _runs("dp-ts", dict(epsilon=eps, counter=c), T, R, seed)
+            for c in ("binary", "smooth")}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--part", choices=("variance", "regret", "ts", "all"), default="all")
+    ap.add_argument("--part", choices=("variance", "regret", "ts", "hh", "all"), default="all")
     ap.add_argument("--pulls", type=int, default=10, help="dp-ts-mt random pulls per arm")
     ap.add_argument("--runs", type=int, default=None)
     ap.add_argument("--horizon", type=int, default=None)
@@ -197,6 +299,27 @@ def main() -> None:
                   f"(95 %), median {r['median']:.0f}, runs with regret ≥ T/20 {r['stuck']:.2f}, "
                   f"certificate ε = {r['certificate_eps']:.4g}, {r['rounds_per_cpu_s']:.3g} "
                   f"rounds/CPU-s")
+    if a.part in ("hh", "all"):
+        eps = a.epsilon
+        print(f"dp-ts private-sum noise variance (closed forms, ε = {eps:g}; log blocks + the "
+              "epoch buffer's counter), averaged over O ≤ N and at the worst O:")
+        for N in (10 ** 4, 10 ** 5, 10 ** 6):
+            v = hh_variance(N, eps)
+            print(f"  N = {N:.0e}: binary {v['binary_avg']:.4g}, smooth {v['smooth_avg']:.4g}, "
+                  f"ratio {v['ratio_avg']:.2f}; worst O: {v['binary_max']:.4g} vs "
+                  f"{v['smooth_max']:.4g}, ratio {v['ratio_max']:.2f}")
+        e = hh_empirical(4095, 100 if a.quick else 1000, eps)
+        print(f"  empirical N = {e['N']}, {e['reps']} runs: binary {e['binary_avg']:.4g} (closed "
+              f"{e['binary_closed']:.4g}), smooth {e['smooth_avg']:.4g} (closed "
+              f"{e['smooth_closed']:.4g}), ratio {e['ratio_avg']:.2f}")
+        if a.runs != 0:
+            T = a.horizon or (10 ** 4 if a.quick else 10 ** 5)
+            R = a.runs or (4 if a.quick else 20)
+            for counter, r in hu_hegde_ts(T, R, eps).items():
+                print(f"dp-ts ε={eps:g} counter={counter} T={T} R={R}: regret {r['mean']:.0f} ± "
+                      f"{r['band']:.0f} (95 %), median {r['median']:.0f}, runs with regret ≥ "
+                      f"T/20 {r['stuck']:.2f}, certificate ε = {r['certificate_eps']:.4g}, "
+                      f"{r['rounds_per_cpu_s']:.3g} rounds/CPU-s")
     t = time.strftime("%Y-%m-%d %H:%M")
     print(f"({t}; CPU seconds of this process; machine shared with other jobs)")
 

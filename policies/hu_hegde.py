@@ -33,6 +33,7 @@ from dpledger.policies.sink import put_action
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
                                           binary_reset, log_commit, log_new, log_output, log_push)
 from dpledger.policies.base import RunOutput
+from dpledger.policies.mishra_thakurta import COUNTER, counter_class
 from dpledger.mechanisms.noise import laplace_noise, tree_noise
 from dpledger.policies.rules import (argmax_first, argmax_random_tie, capture_release, clip01,
                                      tie_break)
@@ -355,9 +356,14 @@ class DPTS(KernelPolicy):
     title = "DP-TS (Hu & Hegde 2022, Algorithm 1)"
     provenance = "faithful"
     exact_sampler = True
-    params_spec = (EPSILON, POSTERIOR_DRAW)
+    params_spec = (EPSILON, POSTERIOR_DRAW, COUNTER)
     kernel = _dp_ts
     action_sink = True
+
+    def __new__(cls, **params):
+        # counter=smooth runs another kernel on the epoch buffers: the policy is its subclass
+        # (one name, dp-ts; policies/smooth_hu_hegde.py)
+        return object.__new__(counter_class(cls, params))
 
     def kernel_params(self, T, K):
         return np.concatenate([[self.params["epsilon"],

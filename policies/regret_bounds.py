@@ -536,31 +536,45 @@ def _upper(key, scope, status, value, paper, theorem, formula, assumes, *, order
                        notes=tuple(notes), epsilon=epsilon)
 
 
-def hu_hegde_2022_dp_ts(instance, T: int, epsilon: float) -> RegretBound:
+def _hu_hegde_counter(counter: str) -> list[str]:
+    """Theorem 2's proof bounds the binary mechanism's noise (its optimism shift υ): outside
+    it with ``counter=smooth`` (policies/smooth_hu_hegde.py)."""
+    if counter == "binary":
+        return []
+    return ["the binary mechanism on the epoch buffers (this policy runs counter=smooth: the "
+            "proof and its shift υ bound the binary mechanism's noise, outside the theorem)"]
+
+
+def hu_hegde_2022_dp_ts(instance, T: int, epsilon: float,
+                        counter: str = "binary") -> RegretBound:
     """Hu & Hegde 2022, Theorem 2 (DP-TS): R(T) ≤ Σ_{Δ_j > 0} O(max{log T/Δ_j,
-    (log T/ε)·log(log T/(ε·Δ_j))}), log base 2 (their notation).  Order only."""
+    (log T/ε)·log(log T/(ε·Δ_j))}), log base 2 (their notation).  Order only; withheld for
+    ``counter="smooth"`` (:func:`_hu_hegde_counter`)."""
     inst, T, epsilon = _instance(instance), _horizon(T), _eps(epsilon)
     L = math.log2(T)
     terms = tuple(max(L / g.gap, L / epsilon * math.log2(L / (epsilon * g.gap)))
                   for g in _suboptimal(inst))
-    return _upper("hu-hegde-2022/thm2", "problem-dependent", "order_only", None, HU_HEGDE_2022,
-                  "Theorem 2", "Σ_j O(max{log T/Δ_j, (log T/ε)·log(log T/(ε·Δ_j))}), log = log₂",
-                  ("rewards in [0, 1]", "DP-TS (Algorithm 1)"), order_term=sum(terms),
-                  terms=terms, epsilon=epsilon)
+    return _with(_upper("hu-hegde-2022/thm2", "problem-dependent", "order_only", None,
+                        HU_HEGDE_2022, "Theorem 2",
+                        "Σ_j O(max{log T/Δ_j, (log T/ε)·log(log T/(ε·Δ_j))}), log = log₂",
+                        ("rewards in [0, 1]", "DP-TS (Algorithm 1)"), order_term=sum(terms),
+                        terms=terms, epsilon=epsilon), _hu_hegde_counter(counter))
 
 
-def hu_hegde_2022_dp_ts_minimax(K: int, T: int, epsilon: float) -> RegretBound:
+def hu_hegde_2022_dp_ts_minimax(K: int, T: int, epsilon: float,
+                                counter: str = "binary") -> RegretBound:
     """Hu & Hegde 2022, Remark (c) after Theorem 2 (DP-TS, problem-independent):
-    O(√(K·T·log T) + (K·log T/ε)·log(√(T·log T)/√(K·ε))), log base 2.  Order only."""
+    O(√(K·T·log T) + (K·log T/ε)·log(√(T·log T)/√(K·ε))), log base 2.  Order only; withheld
+    for ``counter="smooth"``."""
     K, T, epsilon = check_count("K", K, minimum=2), _horizon(T), _eps(epsilon)
     L = math.log2(T)
     term = math.sqrt(K * T * L) + K * L / epsilon * math.log2(math.sqrt(T * L) /
                                                               math.sqrt(K * epsilon))
-    return _upper("hu-hegde-2022/thm2-minimax", "minimax", "order_only", None, HU_HEGDE_2022,
-                  "Theorem 2, remark (c)",
-                  "O(√(K·T·log T) + (K·log T/ε)·log(√(T·log T)/√(K·ε))), log = log₂",
-                  ("rewards in [0, 1]", "DP-TS (Algorithm 1)"), order_term=term,
-                  epsilon=epsilon)
+    return _with(_upper("hu-hegde-2022/thm2-minimax", "minimax", "order_only", None,
+                        HU_HEGDE_2022, "Theorem 2, remark (c)",
+                        "O(√(K·T·log T) + (K·log T/ε)·log(√(T·log T)/√(K·ε))), log = log₂",
+                        ("rewards in [0, 1]", "DP-TS (Algorithm 1)"), order_term=term,
+                        epsilon=epsilon), _hu_hegde_counter(counter))
 
 
 def hu_hegde_2022_lazy_dp_ts(instance, T: int, epsilon: float) -> RegretBound:
@@ -850,8 +864,9 @@ UPPER_BOUNDS: dict[str, UpperBounds] = {
     "dp-ts-mt": lambda p, inst, T: [mishra_thakurta_2015_private_ts(
         inst, T, _eps_of(p), p.params["gap_estimation"] and p.params["random_pulls"] == "printed",
         p.params.get("counter", "binary"))],
-    "dp-ts": lambda p, inst, T: [hu_hegde_2022_dp_ts(inst, T, _eps_of(p)),
-                                 hu_hegde_2022_dp_ts_minimax(inst.n_arms, T, _eps_of(p))],
+    "dp-ts": lambda p, inst, T: [
+        hu_hegde_2022_dp_ts(inst, T, _eps_of(p), p.params.get("counter", "binary")),
+        hu_hegde_2022_dp_ts_minimax(inst.n_arms, T, _eps_of(p), p.params.get("counter", "binary"))],
     "lazy-dp-ts": lambda p, inst, T: [hu_hegde_2022_lazy_dp_ts(inst, T, _eps_of(p)),
                                       hu_hegde_2022_lazy_dp_ts_minimax(inst.n_arms, T, _eps_of(p))],
     "adap-ucb": lambda p, inst, T: [azize_basu_2022_adap_ucb(inst, T, _eps_of(p), p.params["alpha"]),

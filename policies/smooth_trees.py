@@ -40,6 +40,7 @@ from dpledger.policies.mishra_thakurta import (DPUCB, PrivateTS, _round_robin_ba
                                                private_ts_pull, private_ts_start)
 from dpledger.policies.rules import capture_release, tie_break
 from dpledger.policies.sink import put_action
+from dpledger.policies.smooth_hu_hegde import DPTSSmooth
 
 
 def tree_bound(T: int, K: int) -> int:
@@ -304,4 +305,4 @@ class PrivateTSSmooth(PrivateTS):
 
 DPUCBSmooth.smooth_counter = True
 PrivateTSSmooth.smooth_counter = True
-SMOOTH_CLASSES = {"dp-ucb": DPUCBSmooth, "dp-ts-mt": PrivateTSSmooth}
+SMOOTH_CLASSES = {"dp-ucb": DPUCBSmooth, "dp-ts-mt": PrivateTSSmooth, "dp-ts": DPTSSmooth}

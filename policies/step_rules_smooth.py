@@ -16,9 +16,9 @@ from dpledger.mechanisms.smooth import SLOT_NEW as _I_NNEW
 from dpledger.mechanisms.smooth import SLOT_OFFSET as _I_OFF
 from dpledger.mechanisms.smooth import (smooth_commit, smooth_new, smooth_node, smooth_output,
                                         smooth_push)
-from dpledger.policies import mishra_thakurta
+from dpledger.policies import mishra_thakurta, smooth_hu_hegde
 from dpledger.policies.smooth_trees import tree_bound
-from dpledger.policies.step_rules import DPUCBStep, PrivateTSStep
+from dpledger.policies.step_rules import DPTSStep, DPUCBStep, PrivateTSStep
 
 
 
@@ -124,3 +124,39 @@ class SmoothPrivateTSStep(PrivateTSStep):
             _, lo, hi = smooth_node(s["sfs"][a], s["sis"][a], k)
             s["rsum"][a] = smooth_commit_arm(s["sfs"], s["sis"], a, k,
                                              noise if hi > lo else None)
+
+
+class SmoothDPTSStep(DPTSStep):
+    """DP-TS with ``counter=smooth`` (policies/smooth_hu_hegde.py): dp-ts's step rule (its
+    select and logarithmic blocks) with each epoch buffer a smooth tree of shape
+    ``smooth_shape(2^{r+1} − 1)``; anytime, as dp-ts (a shape per epoch, none depends on T).
+    Every reward makes one release due — a log block (release id 0) or the one node holding
+    items its push releases (release id r) — through the kernel's push and commit
+    (:func:`~dpledger.policies.smooth_hu_hegde.dp_ts_smooth_push`, ``dp_ts_smooth_commit``)."""
+
+    def __init__(self, policy, K, horizon):
+        super().__init__(policy, K, horizon)
+        for k in ("bfs", "bis"):
+            del self.state[k]
+        self.state.update(smooth_hu_hegde.step_state(K))
+        self._shapes = smooth_hu_hegde.epoch_shapes(1)
+
+    def release(self, rid):
+        return smooth_hu_hegde.epoch_release(self.eps, rid)
+
+    def push(self, a, x):
+        s = self.state
+        kind, value, start, stop = smooth_hu_hegde.dp_ts_smooth_push(
+            a, x, s["O"], s["lfs"], s["lis"], s["sfs"], s["sis"])
+        s["kind"][a], s["value"][a] = kind, value
+        return [(a, 0 if kind == 0 else int(s["r"][a]), int(start), int(stop))]
+
+    def commit(self, a, rid, noise):
+        s = self.state
+        kind = int(s["kind"][a])
+        if kind == 0 and self._shapes.shape[0] < int(s["r"][a]) + 2:
+            # the next epoch's shape (r + 1 at most), computed once per epoch reached
+            self._shapes = smooth_hu_hegde.epoch_shapes(int(s["r"][a]) + 2)
+        smooth_hu_hegde.dp_ts_smooth_commit(a, kind, s["value"][a], noise, s["O"], s["r"],
+                                            s["lfs"], s["lis"], s["sfs"], s["sis"], s["mu"],
+                                            self._shapes)
