@@ -216,7 +216,8 @@ def _key(rel) -> str:
 
 @pytest.mark.parametrize("name,params", [
     ("episode-linucb", {}), ("adac-oful", {}), ("adac-oful", {"estimate": "ridge", "growth": 1.0}),
-    ("adac-oful", {"memory": "last", "growth": 3.0, "estimate": "ridge"})])
+    ("adac-oful", {"memory": "last", "growth": 3.0, "estimate": "ridge"}),
+    ("adac-oful", {"estimate": "likelihood"}), ("adac-oful", {"noise_shape": "isotropic"})])
 @pytest.mark.parametrize("sampler", ["float", "exact"])
 @pytest.mark.parametrize("shared", [False, True])
 def test_step_form_equals_the_whole_run(name, params, sampler, shared, tmp_path):
