@@ -236,7 +236,10 @@ def beta_may_beat(u, mu, w, m):
         return True
     s = m - mu
     e = w * s * s
-    # Σ_{i≤6} e^i/i! ≤ e^e: u times it ≥ 1 ⇒ u ≥ e^{−e} ≥ the tail
+    # Σ_{i≤k} e^i/i! ≤ e^e: u times it ≥ 1 ⇒ u ≥ e^{−e} ≥ the tail; k = 2 first (two
+    # multiply-adds decide the far arms), then k = 6
+    if u * (1.0 + e * (1.0 + 0.5 * e)) >= 1.0:
+        return False
     poly = 1.0 + e * (1.0 + e * (0.5 + e * (1.0 / 6.0 + e * (1.0 / 24.0 + e * (
         1.0 / 120.0 + e * (1.0 / 720.0))))))
     if u * poly >= 1.0:
