@@ -33,7 +33,9 @@ end to end) and the ratios max / floor.
 of ``--repeats``), and the same command at T = 1000 (the start-up: interpreter, numba, imports,
 cache loading, ledger and run.json; the policy's certificate), alternating the policies, and
 compares each with its end-to-end floor: start-up + 4·T·(floor-any per round; floor-dp-ts for
-dp-ts).
+dp-ts).  The first (warm-up) run of each policy fills `dpledger run`'s PLD cache
+(accounting/pld_cache.py; ``DPLEDGER_PLD_CACHE``), so the timed runs read the certificate's
+PLD numbers from it — set ``DPLEDGER_PLD_CACHE=off`` to time them computed (dp-ts: ≈ 1 s more).
 """
 from __future__ import annotations
 
