@@ -71,6 +71,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpledger.accounting import pld_cache as _pld_cache
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.numerics import up as round_up
 from dpledger.accounting.releases import (ApproxDpRelease, DiscreteGaussianRelease,
@@ -566,8 +567,12 @@ def pld_epsilon(comp: Composition, delta: float) -> float:
     exact = single_laplace_epsilon(comp, delta)
     if exact is not None:
         return exact
-    t, h = build(comp, delta=delta)
-    return _epsilon_hat(t, h, t.lam, delta)
+
+    def compute() -> float:
+        t, h = build(comp, delta=delta)
+        return _epsilon_hat(t, h, t.lam, delta)
+    # `dpledger run` only: the same double from the content-keyed cache (accounting/pld_cache.py)
+    return _pld_cache.remembered("pld_epsilon", comp, delta, compute, PldSkipped)
 
 
 def pld_delta(comp: Composition, epsilon: float) -> float:

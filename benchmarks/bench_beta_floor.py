@@ -14,7 +14,15 @@ run of K = 5 arms on `dpledger run`'s default Bernoulli instance (means 0.75 …
   free;
 * ``floor-any``: one Beta draw a round, the reward and the update — the least any sampler exact
   in law for the played arm's sample can do (it must draw a value with the law of the maximum:
-  one Beta-like draw), the floor the issue measures against.
+  one Beta-like draw), the floor the issue measures against;
+* ``lazy-dp-ts max`` and ``dp-ts max``: those kernels with ``posterior_draw=max``;
+* ``floor-dp-ts``: floor-any plus what DP-TS itself must do a round, whatever its draw (added
+  2026-12-02, issue 31 §3's "floor of any exact-in-law scheme" for *that policy*): the played
+  arm's posterior shape, and its counters — every reward enters a logarithmic-mechanism block
+  or a binary-mechanism p-sum released with fresh Laplace noise (one Laplace draw a round: the
+  private mean's law is that of the sum of those noises, so they must be drawn), the ledger
+  row, the private mean's update (``_floor_dp_ts``).  Lazy-DP-TS's noise is drawn once an epoch,
+  so its floor is floor-any's.
 
 Prints ns a round and run-rounds per CPU-second (kernel only: the CLI adds about 1 s of CPU a
 process for the interpreter, imports and cache loading, `benchmarks/bench_p1_cli.py` measures
@@ -23,8 +31,11 @@ end to end) and the ratios max / floor.
 ``--end-to-end`` also times `dpledger run POLICY --set posterior_draw=max --horizon T --runs 4
 --seed 0 --quiet` for ts-beta, lazy-dp-ts and dp-ts in fresh processes (CPU of the child, best
 of ``--repeats``), and the same command at T = 1000 (the start-up: interpreter, numba, imports,
-cache loading, ledger and run.json), and compares each with the end-to-end floor of any
-exact-in-law draw: start-up + 4·T·(floor-any per round).
+cache loading, ledger and run.json; the policy's certificate), alternating the policies, and
+compares each with its end-to-end floor: start-up + 4·T·(floor-any per round; floor-dp-ts for
+dp-ts).  The first (warm-up) run of each policy fills `dpledger run`'s PLD cache
+(accounting/pld_cache.py; ``DPLEDGER_PLD_CACHE``), so the timed runs read the certificate's
+PLD numbers from it — set ``DPLEDGER_PLD_CACHE=off`` to time them computed (dp-ts: ≈ 1 s more).
 """
 from __future__ import annotations
 
@@ -44,6 +55,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from dpledger.policies import baselines  # noqa: E402
 from dpledger.policies.environments import bernoulli, draw_reward  # noqa: E402
 from dpledger.policies.sink import make_sink, put_action  # noqa: E402
+from dpledger.policies.hu_hegde import (dp_ts_commit, dp_ts_push, dp_ts_shape,  # noqa: E402
+                                        DPTS)
+from dpledger.mechanisms.counters import log_new  # noqa: E402
+from dpledger.mechanisms.noise import laplace_noise, tree_noise  # noqa: E402
+from dpledger.policies.registry import make_policy  # noqa: E402
 
 K = 5
 
@@ -69,6 +85,55 @@ def _floor(rng, env, T, K, stop, params, actions, rows, capture):
     return stop, 0, int(acc) & 0
 
 
+@njit(nogil=True)
+def _floor_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
+    """What any exact-in-law DP-TS must do a round: the played arm's posterior shape and one
+    Beta draw from it (floor-any), and — DP-TS's own — the arm's counters: the reward enters a
+    logarithmic-mechanism block or a binary-mechanism p-sum released with fresh Laplace noise
+    (one draw every round: the private mean's law is that of the sum of those noises), its
+    ledger row, and the private mean's update.  ``_dp_ts``'s bookkeeping with arm 0 played.
+    params as ``_dp_ts``'s."""
+    eps = params[0]
+    scales = params[2:]
+    maxlev = 1
+    while (1 << maxlev) <= T:
+        maxlev += 1
+    lfs = np.zeros((K, 2))
+    lis = np.zeros((K, 4), np.int64)
+    bfs = np.zeros((K, 3 * (maxlev + 1) + 1))
+    bis = np.zeros((K, 4), np.int64)
+    r = np.zeros(K, np.int64)
+    O = np.zeros(K)
+    slot = np.full(K, -1, np.int64)
+    mu_tilde = np.zeros(K)
+    for a in range(K):
+        fs, ist = log_new(1, 0)
+        lfs[a] = fs
+        lis[a] = ist
+    n_rows = 0
+    acc = 0.0
+    for t in range(1, stop + 1):
+        a = 0
+        if t > 1:
+            al, be = dp_ts_shape(eps, t, mu_tilde[a], O[a])
+            acc += rng.beta(al, be)
+        x = draw_reward(rng, env, a, t - 1)
+        kind, value, start, stop_ = dp_ts_push(a, x, O, lfs, lis, bfs, bis)
+        if kind == 0:
+            noise = laplace_noise(rng, env, scales[0], 1.0, rows, n_rows, a, start, stop_, 0)
+            n_rows += 1
+            slot[a] = -1
+        else:
+            if slot[a] < 0:
+                slot[a] = n_rows
+                n_rows += 1
+            noise = tree_noise(rng, env, scales[r[a]], rows, slot[a], a, bis[a, 2],
+                               bis[a, 0], r[a] + 1, r[a])
+        dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde)
+        put_action(actions, t, a)
+    return stop, n_rows, int(acc) & 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--horizon", type=int, default=10_000_000)
@@ -77,30 +142,51 @@ def main() -> None:
                     help="also time the CLI with posterior_draw=max against the end-to-end floor")
     args = ap.parse_args()
     env = bernoulli([0.75, 0.625, 0.5, 0.375, 0.25]).as_tuple()
-    kinds = {"all": (baselines._beta_ts, np.zeros(1)), "max": (baselines._beta_ts, np.ones(1)),
-             "floor-scheme": (_floor, np.array([K - 1.0])), "floor-any": (_floor, np.zeros(1))}
+    pols = {name: make_policy(name, posterior_draw="max") for name in ("lazy-dp-ts", "dp-ts")}
+
+    def fixed(v):
+        return lambda T: np.asarray(v, float)
+
+    def of(name):
+        return lambda T: pols[name].kernel_params(T, K)
+
+    kinds = {"all": (baselines._beta_ts, fixed([0.0])), "max": (baselines._beta_ts, fixed([1.0])),
+             "floor-scheme": (_floor, fixed([K - 1.0])), "floor-any": (_floor, fixed([0.0])),
+             "lazy-dp-ts max": (type(pols["lazy-dp-ts"]).kernel, of("lazy-dp-ts")),
+             "dp-ts max": (type(pols["dp-ts"]).kernel, of("dp-ts")),
+             "floor-dp-ts": (_floor_dp_ts, of("dp-ts"))}
 
     def once(fn, params, T, seed):
         rng = np.random.default_rng(seed)
+        rows = np.zeros((5, DPTS().row_capacity(T, K) + K), np.int64)
+        p = params(T)
         c = time.process_time()
-        fn(rng, env, T, K, T, params, make_sink(K), np.zeros((5, K), np.int64), np.zeros((2, 0)))
+        fn(rng, env, T, K, T, p, make_sink(K), rows, np.zeros((2, 0)))
         return time.process_time() - c
 
     for fn, params in kinds.values():                       # compile
         once(fn, params, 1000, 0)
-    best = {k: float("inf") for k in kinds}
+    times = {k: [] for k in kinds}
     for r in range(args.repeats):
         for k, (fn, params) in kinds.items():
-            best[k] = min(best[k], once(fn, params, args.horizon, r))
+            times[k].append(once(fn, params, args.horizon, r))
+    best = {k: min(v) for k, v in times.items()}
     T = args.horizon
-    print(f"Beta draw, K = {K}, T = {T:.0e}, best of {args.repeats} (CPU, one process)")
+    print(f"Beta draw, K = {K}, T = {T:.0e}, best and median of {args.repeats} (CPU, one process, "
+          "alternating)")
     for k, v in best.items():
-        print(f"  {k:13s} {v / T * 1e9:7.1f} ns a round  {T / v:10.3g} run-rounds per CPU-second")
+        med = float(np.median(times[k]))
+        print(f"  {k:14s} {v / T * 1e9:7.1f} ns a round (median {med / T * 1e9:7.1f})  "
+              f"{T / v:10.3g} run-rounds per CPU-second")
     print(f"  max / floor-scheme {best['max'] / best['floor-scheme']:.2f}, "
           f"max / floor-any {best['max'] / best['floor-any']:.2f}, "
-          f"all / max {best['all'] / best['max']:.2f}")
+          f"all / max {best['all'] / best['max']:.2f}, "
+          f"lazy-dp-ts max / floor-any {best['lazy-dp-ts max'] / best['floor-any']:.2f}, "
+          f"dp-ts max / floor-dp-ts {best['dp-ts max'] / best['floor-dp-ts']:.2f}")
     if args.end_to_end:
-        end_to_end(T, args.repeats, best["floor-any"] / T)
+        floors = {"ts-beta": best["floor-any"] / T, "lazy-dp-ts": best["floor-any"] / T,
+                  "dp-ts": best["floor-dp-ts"] / T}
+        end_to_end(T, args.repeats, floors)
 
 
 def _cli_cpu(pol: str, T: int, out: str) -> float:
@@ -114,18 +200,27 @@ def _cli_cpu(pol: str, T: int, out: str) -> float:
     return r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
 
 
-def end_to_end(T: int, repeats: int, floor_round: float) -> None:
+def end_to_end(T: int, repeats: int, floor_round: dict[str, float]) -> None:
     out = os.path.join(tempfile.mkdtemp(prefix="beta-floor-"), "run.json")
-    print(f"End to end, posterior_draw=max, 4 runs of T = {T:.0e} (CPU of the process, best of "
-          f"{repeats}); floor = start-up (T = 1000) + 4·T·{floor_round * 1e9:.1f} ns")
-    for pol in ("ts-beta", "lazy-dp-ts", "dp-ts"):
+    print(f"End to end, posterior_draw=max, 4 runs of T = {T:.0e} (CPU of the process, best and "
+          f"median of {repeats}, alternating policies); floor = start-up (T = 1000) + 4·T·(the "
+          "policy's floor a round: floor-any, for dp-ts floor-dp-ts)")
+    pols = ("ts-beta", "lazy-dp-ts", "dp-ts")
+    for pol in pols:
         _cli_cpu(pol, 1000, out)                            # compile / load the cache
-        start = min(_cli_cpu(pol, 1000, out) for _ in range(repeats))
-        full = min(_cli_cpu(pol, T, out) for _ in range(repeats))
-        floor = start + 4 * T * floor_round
-        print(f"  {pol:11s} start-up {start:5.2f} s  run {full:6.2f} s  "
-              f"{4 * T / full:10.3g} run-rounds per CPU-second  floor {floor:5.2f} s  "
-              f"run / floor {full / floor:.2f}", flush=True)
+    start = {p: [] for p in pols}
+    full = {p: [] for p in pols}
+    for _ in range(repeats):
+        for pol in pols:
+            start[pol].append(_cli_cpu(pol, 1000, out))
+            full[pol].append(_cli_cpu(pol, T, out))
+    for pol in pols:
+        s0, f0 = min(start[pol]), min(full[pol])
+        floor = s0 + 4 * T * floor_round[pol]
+        print(f"  {pol:11s} start-up {s0:5.2f} s  run {f0:6.2f} s (median "
+              f"{float(np.median(full[pol])):6.2f})  {4 * T / f0:10.3g} run-rounds per CPU-second  "
+              f"floor {floor:5.2f} s ({floor_round[pol] * 1e9:.1f} ns a round)  "
+              f"run / floor {f0 / floor:.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -204,6 +204,14 @@ def dp_ts_shift(eps, o, t):
     return 6.0 * np.sqrt(8.0) * np.log2(o + 1.0) * np.log2(t) / (eps * o)
 
 
+@njit(cache=True, inline="always")
+def dp_ts_shift_parts(eps, o):
+    """The factors of :func:`dp_ts_shift` that depend on O only, 6·√8·log2(O+1) and ε·O:
+    υ = (first · log2 t) / second is the same operations in the same order, so the same double
+    (the ``max`` kernel keeps them per arm and recomputes the played arm's only)."""
+    return 6.0 * np.sqrt(8.0) * np.log2(o + 1.0), eps * o
+
+
 @njit(cache=True, nogil=True)
 def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε (the index shift), 1 for ``posterior_draw="max"`` (0: every arm's sample), then
@@ -233,6 +241,8 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     be = np.ones(K)                         # means and bound weights
     mu = np.zeros(K)
     w = np.zeros(K)
+    c_o = np.zeros(K)                       # dp_ts_shift_parts of each arm's O
+    d_o = np.ones(K)
     n_rows = 0
     draws = 0
     for a in range(K):
@@ -243,7 +253,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         if t <= K:
             a = t - 1
         elif use_max:                       # dp_ts_select's round, beta_max_select's loop
-            dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w)
+            dp_ts_shapes_kept(np.log2(t), mu_tilde, O, c_o, d_o, al, be, mu, w)
             a = beta_max_round(rng, al, be, mu, w, theta)
         else:                               # dp_ts_select's round
             for j in range(K):
@@ -271,6 +281,8 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             draws += 1
             capture_release(capture, value + noise, value, scales[r[a]], a, start, stop_)
         dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde)
+        if use_max:                         # O_a moved: its factors of υ
+            c_o[a], d_o[a] = dp_ts_shift_parts(eps, O[a])
         put_action(actions, t, a)
     return stop, n_rows, draws
 
@@ -299,6 +311,17 @@ def dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w):
     (compiled as :func:`dp_ts_push`)."""
     for j in range(al.size):
         al[j], be[j] = dp_ts_shape(eps, t, mu_tilde[j], O[j])
+        beta_arm_stats(j, al, be, mu, w)
+
+
+@njit(cache=True, _nrt=False)
+def dp_ts_shapes_kept(lt, mu_tilde, O, c_o, d_o, al, be, mu, w):
+    """:func:`dp_ts_shapes` from log2 t (``lt``) and each arm's :func:`dp_ts_shift_parts`
+    (``c_o``, ``d_o``): the same doubles, without 2K − 1 logarithms a round."""
+    for j in range(al.size):
+        m = clip01(mu_tilde[j] + c_o[j] * lt / d_o[j])
+        al[j] = m * O[j] + 1.0
+        be[j] = (1.0 - m) * O[j] + 1.0
         beta_arm_stats(j, al, be, mu, w)
 
 

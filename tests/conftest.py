@@ -24,6 +24,10 @@ audit_guard.install()
 if "DPLEDGER_ANCHOR_DIR" not in os.environ:
     os.environ["DPLEDGER_ANCHOR_DIR"] = tempfile.mkdtemp(prefix="dpledger-anchors-")
 
+# `dpledger run`'s PLD cache (accounting/pld_cache.py): the suite computes every number and does
+# not write the user's ~/.cache (subprocesses inherit it; tests/test_pld_cache.py sets its own)
+os.environ.setdefault("DPLEDGER_PLD_CACHE", "off")
+
 
 @pytest.fixture(autouse=True)
 def _no_audit_exceeds_its_certificate(request):

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from numba import njit
 from scipy import stats
-from scipy.special import betaincc
+from scipy.special import betaincc, betainccinv
 
 from dpledger.policies import baselines
-from dpledger.policies.beta_max import beta_above, beta_max_select, beta_upper_tail
+from dpledger.policies.beta_max import (_invert_tail, beta_above, beta_max_select,
+                                       beta_tail_may_exceed, beta_upper_tail)
 from dpledger.policies.environments import bernoulli
 from dpledger.policies.registry import make_policy
 
@@ -44,6 +45,56 @@ def test_upper_tail_against_scipy():
     assert beta_upper_tail(1.0, 7.5, 0.3) == pytest.approx(0.7 ** 7.5, rel=1e-13)
     for a, x in ((3.0, 0.4), (2.5e4, 0.99995), (1e7, 1 - 1e-9)):
         assert beta_upper_tail(a, 1.0, x) == pytest.approx(float(betaincc(a, 1.0, x)), rel=1e-12)
+
+
+def _random_points(rng, n):
+    """(a, b, x) with a, b log-uniform in [1, 1e7] (b below 60 in a third of the cases) and x
+    from 2 standard deviations below the mean to 10 above."""
+    for i in range(n):
+        a = float(np.exp(rng.uniform(0.0, np.log(1e7))))
+        b = float(np.exp(rng.uniform(0.0, np.log(60.0 if i % 3 == 0 else 1e7))))
+        mu = a / (a + b)
+        sd = np.sqrt(mu * (1 - mu) / (a + b + 1))
+        yield a, b, float(np.clip(mu + rng.uniform(-2, 10) * sd, 1e-12, 1 - 1e-12))
+
+
+def test_log_concave_bound_is_an_upper_bound():
+    """beta_tail_may_exceed(u, a, b, x) is False only when u ≥ P(Beta(a, b) > x) (scipy's
+    betaincc), for u just above the tail and at random, and it does decide somewhere (u well
+    above a tail far out): the bound only skips work, never a beat."""
+    rng = np.random.default_rng(12)
+    decided = 0
+    for a, b, x in _random_points(rng, 3000):
+        p = float(betaincc(a, b, x))
+        for u in (p * (1 - 1e-6), rng.random(), min(1.0, 3 * p)):
+            if not beta_tail_may_exceed(u, a, b, x):
+                decided += 1
+                assert u >= p, (a, b, x, u, p)
+    assert decided > 1000
+    assert beta_tail_may_exceed(0.0, 0.5, 3.0, 0.5)      # not log-concave: never decides
+
+
+def test_tail_inversion_against_scipy():
+    """_invert_tail(a, b, x, q) (the conditioned draw's inversion) is the y with tail(y) = q:
+    q within 1e-8 relative of scipy's betaincc at y ± 4 ulps (the accuracy asked of the tail in
+    test_upper_tail_against_scipy; the ulps for y near 1, where a double resolves 1 − y
+    coarsely), and y within 1e-6 relative of betainccinv where that is
+    well conditioned (q above 1e-100)."""
+    rng = np.random.default_rng(13)
+    for a, b, x in _random_points(rng, 1500):
+        if b == 1.0:
+            continue
+        p = float(betaincc(a, b, x))
+        if not 1e-250 < p < 0.25:
+            continue
+        q = p * rng.random()
+        y = _invert_tail(a, b, x, q)
+        assert x < y < 1.0
+        near = (y + 4 * np.spacing(y), y - 4 * np.spacing(y))   # y is a double: its 4 ulps
+        assert (float(betaincc(a, b, near[0])) * (1 - 1e-8) <= q
+                <= float(betaincc(a, b, near[1])) * (1 + 1e-8)), (a, b, x, q, y)
+        if q > 1e-100:
+            assert y == pytest.approx(float(betainccinv(a, b, q)), rel=1e-6)
 
 
 @njit

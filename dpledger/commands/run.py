@@ -291,6 +291,7 @@ def _ledger_path(args) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dpledger.accounting import pld_cache
     from dpledger.report import build_run_report
 
     check_outputs(args)
@@ -332,7 +333,8 @@ def run(args: argparse.Namespace) -> int:
     with SimulationProgress(T, R, quiet=args.quiet) as progress:
         res = simulate(policy, env, T, seed=seed, runs=R, workers=workers, progress=progress,
                        sampler=args.sampler, rng=args.rng)
-    report = build_run_report(res, deltas, sampler=args.sampler)
+    with pld_cache.enabled():           # the certificate's PLD numbers, content-keyed
+        report = build_run_report(res, deltas, sampler=args.sampler)
     return write_run(args, report, res.ledger)
 
 
