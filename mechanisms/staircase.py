@@ -83,18 +83,23 @@ def exp_neg_bounds(num: int, den: int, digits: int) -> tuple[Fraction, Fraction]
     """Rationals lo ≤ e^{−num/den} ≤ hi (num ≥ 0, den > 0) from ``digits``-digit decimal
     arithmetic: num/den rounded down and up, ``Decimal.exp`` (documented correctly rounded),
     then one more unit in the last place outward."""
+    return exp_neg_bound(num, den, digits, False), exp_neg_bound(num, den, digits, True)
+
+
+def exp_neg_bound(num: int, den: int, digits: int, upper: bool) -> Fraction:
+    """One side of :func:`exp_neg_bounds` (``upper``: hi, else lo), computed alone: the tables
+    read one side per entry, and the decimal exponentials are most of the import of this
+    module (every `dpledger run` imports it; issue 31)."""
     if num == 0:
-        return Fraction(1), Fraction(1)
+        return Fraction(1)
     with localcontext() as ctx:
         ctx.prec = digits
-        ctx.rounding = "ROUND_FLOOR"
-        x_lo = Decimal(num) / Decimal(den)
-        ctx.rounding = "ROUND_CEILING"
-        x_hi = Decimal(num) / Decimal(den)
+        ctx.rounding = "ROUND_FLOOR" if upper else "ROUND_CEILING"
+        x = Decimal(num) / Decimal(den)
         ctx.rounding = "ROUND_HALF_EVEN"
-        e_hi = (-x_lo).exp().next_plus()
-        e_lo = (-x_hi).exp().next_minus()
-    return Fraction(e_lo), Fraction(e_hi)
+        e = (-x).exp()
+        e = e.next_plus() if upper else e.next_minus()
+    return Fraction(e)
 
 
 def decide_exactly(m: int, s: int, g: int, h: int, c: int, words: np.ndarray, n_words: int) -> int:
@@ -137,8 +142,9 @@ def staircase_tables(n_bins: int = N_BINS):
               + 64 * math.exp(-x0 / 2048.0))
     c = int((2.0 ** TOTAL_BITS - 2.0 ** 25) / approx)
     while True:
-        h = [c] + [math.ceil(c * exp_neg_bounds(j * j, 2048, digits)[1]) for j in range(1, n_bins)]
-        h_tail = math.ceil(c * exp_neg_bounds(x0, 2048, digits)[1])
+        h = [c] + [math.ceil(c * exp_neg_bound(j * j, 2048, digits, True))
+                   for j in range(1, n_bins)]
+        h_tail = math.ceil(c * exp_neg_bound(x0, 2048, digits, True))
         total = sum(h) + 64 * h_tail
         if total <= 1 << TOTAL_BITS:
             break
@@ -164,7 +170,7 @@ def staircase_tables(n_bins: int = N_BINS):
     fast = []
     for j in range(n_bins):
         x = Fraction(j + 1) * (Fraction(1, BINS_PER_SIGMA) + Fraction(1, S_MIN))
-        lo = exp_neg_bounds(x.numerator ** 2, 2 * x.denominator ** 2, digits)[0]
+        lo = exp_neg_bound(x.numerator ** 2, 2 * x.denominator ** 2, digits, False)
         fast.append(math.floor(lo * c * (1 << U_BITS) / h[j]))
     ratio = [float(Fraction(c << U_BITS, hj)) for hj in h + [h_tail]]   # 2^63·C/h, float
     return (c, np.array(h + [h_tail], np.int64), np.array(cut, np.int64),

@@ -283,12 +283,13 @@ def _imed(rng, env, T, K, stop, params, actions, rows, capture):
     return stop, 0, 0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def imed_select(p, n, val):
     """IMED's candidate (after the initial pulls): (a, tie) for argmin N_a·kl(μ̂_a, μ̂*) + ln N_a
     over ``val`` (its negation), the caller breaking a tie at random (no Generator here, see
     :func:`dpledger.policies.baselines.ucb1_select`).  Compiled as
-    :func:`dpledger.policies.baselines.klucb_select` (``_nrt=False``, not inlined)."""
+    :func:`dpledger.policies.baselines.klucb_select` (``_nrt=False``, not inlined by numba;
+    ``forceinline=True``: LLVM inlines the compiled body into the callers)."""
     K = val.size
     best = p[0]
     for j in range(1, K):
