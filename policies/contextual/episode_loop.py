@@ -151,6 +151,43 @@ def ep_push(kind, s, x, r, acc, ist, ld, chol_cur, chol_ep, wmap, bound, units, 
     return s if ld[s, 1] >= ld[s, 0] + growth else -1
 
 
+@njit(cache=True, inline="always")
+def _symmetrize(M):
+    """M ← (M + Mᵀ)/2: the products below are symmetric only up to rounding, and eigh and
+    cholesky read one triangle."""
+    d = M.shape[0]
+    for i in range(d):
+        for j in range(i):
+            v = 0.5 * (M[i, j] + M[j, i])
+            M[i, j] = v
+            M[j, i] = v
+
+
+@njit(cache=True, inline="always")
+def _gram_of(Lf, lam, G):
+    """G ← Lf·Lfᵀ − λI (symmetric): the Gram Σ x xᵀ whose ridge factor Lf (of λI + Σ x xᵀ)
+    the model keeps."""
+    G[:, :] = Lf @ Lf.T
+    for i in range(G.shape[0]):
+        G[i, i] -= lam
+    _symmetrize(G)
+
+
+@njit(cache=True, inline="always")
+def _fold(chol, theta, dQ, dh):
+    """One more independent observation of θ into a Gaussian model kept as (factor of its
+    precision Q, mean θ̂): Q ← Q + dQ, Qθ̂ ← Qθ̂ + dh.  The running sums are read back from
+    the model itself (Q = chol·cholᵀ, Qθ̂), so no state is added."""
+    Q = chol @ chol.T
+    h = Q @ theta + dh
+    Q += dQ
+    _symmetrize(Q)
+    chol[:, :] = np.linalg.cholesky(Q)
+    th = np.linalg.solve(Q, h)
+    for i in range(theta.size):
+        theta[i] = th[i]
+
+
 @njit(cache=True)
 def _likelihood_model(Lc, b, lam, s, chol, theta, W):
     """The model of the released statistic's own likelihood (``estimate=likelihood``,
@@ -163,14 +200,7 @@ def _likelihood_model(Lc, b, lam, s, chol, theta, W):
     G's eigenvectors: one eigendecomposition per release.  ``chol`` ← Q's factor (the width
     α‖x‖_{Q⁻¹} is read from it), ``theta`` ← the mean; ``Lc`` is the factor of G + λI."""
     d = b.size
-    W[:, :] = Lc @ Lc.T
-    for i in range(d):
-        W[i, i] -= lam
-    for i in range(d):
-        for j in range(i):
-            v = 0.5 * (W[i, j] + W[j, i])
-            W[i, j] = v
-            W[j, i] = v
+    _gram_of(Lc, lam, W)
     w, U = np.linalg.eigh(W)
     q = np.empty(d)
     c = np.empty(d)
@@ -185,11 +215,7 @@ def _likelihood_model(Lc, b, lam, s, chol, theta, W):
     for i in range(d):
         theta[i] = th[i]
     Q = (U * q) @ U.T
-    for i in range(d):
-        for j in range(i):
-            v = 0.5 * (Q[i, j] + Q[j, i])
-            Q[i, j] = v
-            Q[j, i] = v
+    _symmetrize(Q)
     chol[:, :] = np.linalg.cholesky(Q)
 
 
@@ -205,14 +231,7 @@ def _episode_likelihood_model(Le, b, lam, s, chol, theta, W):
     read back from the model itself — Q = chol·cholᵀ, Q⁻¹-weighted total = Q·θ̂ — so the state
     is unchanged; ``Le`` is the factor of G_e + λI (the closed episode's own Gram)."""
     d = b.size
-    W[:, :] = Le @ Le.T
-    for i in range(d):
-        W[i, i] -= lam
-    for i in range(d):
-        for j in range(i):
-            v = 0.5 * (W[i, j] + W[j, i])
-            W[i, j] = v
-            W[j, i] = v
+    _gram_of(Le, lam, W)
     w, U = np.linalg.eigh(W)
     q = np.empty(d)
     c = np.empty(d)
@@ -224,20 +243,7 @@ def _episode_likelihood_model(Le, b, lam, s, chol, theta, W):
     ub = U.T @ b
     for i in range(d):
         ub[i] *= c[i]
-    Lq = chol.copy()
-    Q = Lq @ Lq.T
-    h = Q @ theta + U @ ub
-    Q += (U * q) @ U.T
-    for i in range(d):
-        for j in range(i):
-            v = 0.5 * (Q[i, j] + Q[j, i])
-            Q[i, j] = v
-            Q[j, i] = v
-    Lq = np.linalg.cholesky(Q)
-    chol[:, :] = Lq
-    th = np.linalg.solve(Q, h)
-    for i in range(d):
-        theta[i] = th[i]
+    _fold(chol, theta, (U * q) @ U.T, U @ ub)
 
 
 @njit(cache=True)
@@ -248,37 +254,14 @@ def _whitened_episode_model(Le, Wm, y, lam, s, chol, theta, W):
     reward noise is overstated, never understated), s = σ²/R².  Precision and mean grow by
     G̃P⁻¹G̃ and G̃P⁻¹b̃, P = G̃ + sW⁻² (the same posterior as :func:`_episode_likelihood_model`
     with the released noise's own covariance)."""
-    d = y.size
-    G = Le @ Le.T
-    for i in range(d):
-        G[i, i] -= lam
-    for i in range(d):
-        for j in range(i):
-            v = 0.5 * (G[i, j] + G[j, i])
-            G[i, j] = v
-            G[j, i] = v
+    G = W
+    _gram_of(Le, lam, G)
     Wi = np.linalg.inv(Wm)
     bt = Wi @ y
     P = G + s * (Wi @ Wi.T)
-    for i in range(d):
-        for j in range(i):
-            v = 0.5 * (P[i, j] + P[j, i])
-            P[i, j] = v
-            P[j, i] = v
+    _symmetrize(P)
     X = np.linalg.solve(P, G)          # P⁻¹G̃
-    Lq = chol.copy()
-    Q = Lq @ Lq.T
-    h = Q @ theta + X.T @ bt
-    Q += G @ X
-    for i in range(d):
-        for j in range(i):
-            v = 0.5 * (Q[i, j] + Q[j, i])
-            Q[i, j] = v
-            Q[j, i] = v
-    chol[:, :] = np.linalg.cholesky(Q)
-    th = np.linalg.solve(Q, h)
-    for i in range(d):
-        theta[i] = th[i]
+    _fold(chol, theta, G @ X, X.T @ bt)
 
 
 @njit(cache=True)
@@ -296,15 +279,9 @@ def whitening_map(Lc, n, lam, kappa, bound, Wm):
                 Wm[i, j] = 0.0
             Wm[i, i] = 1.0
         return
-    G = Lc @ Lc.T
-    for i in range(d):
-        G[i, i] -= lam
-    for i in range(d):
-        for j in range(i):
-            v = 0.5 * (G[i, j] + G[j, i]) / n
-            G[i, j] = v
-            G[j, i] = v
-        G[i, i] /= n
+    G = np.empty((d, d))
+    _gram_of(Lc, lam, G)
+    G /= n
     w, U = np.linalg.eigh(G)
     ka = kappa * bound * bound
     deff = 0.0
@@ -315,11 +292,7 @@ def whitening_map(Lc, n, lam, kappa, bound, Wm):
         f[i] = 1.0 / np.sqrt(g + ka)
     nu = bound / np.sqrt(max(deff, 1e-12))
     M = (U * (nu * f)) @ U.T
-    for i in range(d):
-        for j in range(i):
-            v = 0.5 * (M[i, j] + M[j, i])
-            M[i, j] = v
-            M[j, i] = v
+    _symmetrize(M)
     Wm[:, :] = M
 
 
