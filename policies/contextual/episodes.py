@@ -305,8 +305,13 @@ class AdacOFUL(_EpisodePolicy):
     Szepesvári 2011 §5; C = ``growth``, default 0: C from the doubling rule,
     :meth:`log_growth`), and releases the episode's Σ r·x with Gaussian noise N(0, σ²I): a
     reward enters exactly one release (L2 sensitivity L: |r − r′|·‖x‖ ≤ L).  The selection
-    model is frozen between episode ends.  ``estimate=likelihood`` (default): the posterior
-    of the released total's own law, b ~ N(Gθ, R²(G + nσ²/R²·I)) after n releases, R = 1/2
+    model is frozen between episode ends.  ``estimate=episodes`` (default): the posterior of
+    every released episode read one by one, each N(G_eθ, R²(G_e + σ²/R²·I)) independently
+    (:func:`~dpledger.policies.contextual.episode_loop._episode_likelihood_model`), and with
+    ``noise_shape=data`` (its default) each episode's sum whitened by the model's public
+    context moments and clipped to L before its noise, so the release and its certificate are
+    unchanged (:func:`~dpledger.policies.contextual.episode_loop.whitening_map`);
+    ``estimate=likelihood``: the posterior of the released total's own law, b ~ N(Gθ, R²(G + nσ²/R²·I)) after n releases, R = 1/2
     (rewards in [0, 1]) — mean Q⁻¹G(G + sI)⁻¹b, index θ̂ᵀx + α‖x‖_{Q⁻¹}, Q = G(G + sI)⁻¹G +
     λI, s = nσ²/R² (:func:`~dpledger.policies.contextual.episode_loop._likelihood_model`);
     ``estimate=ridge``: θ̂_m = A_m⁻¹·(Σ of the released sums), index θ̂ᵀx + α‖x‖_{A⁻¹}
