@@ -136,49 +136,31 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     n_obs = np.zeros(K, np.int64)
     theta = np.zeros(K)
     n_rows = 0
-    # three loops, not one with per-round branches (45ae753's shape: ≈ 20–30 ns a round less,
-    # docs/design.md#performance-targets); each calls the same lazy_* helpers
-    for t in range(1, min(K, stop) + 1):
+    for t in range(1, stop + 1):
         # rounds 1 … K: each arm once, its reward released with Lap(1/ε)
-        a = t - 1
-        x = draw_reward(rng, env, a, t - 1)
-        due, start, stop_ = lazy_push(a, x, r, buf_sum, buf_len, n_obs)
-        noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, stop_, 0)
-        n_rows += 1
-        if capture.shape[1] > 0 and t == 1:
-            capture[0, 0] = x + noise
-            capture[1, 0] = x
-        capture_release(capture, buf_sum[a] + noise, buf_sum[a], scale, a, start, stop_)
-        lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs)
-        put_action(actions, t, a)
-    if use_max:
-        for t in range(K + 1, stop + 1):    # lazy_select's round, beta_max_select's loop
+        if t <= K:
+            a = t - 1
+        elif use_max:                       # lazy_select's round, beta_max_select's loop
             lazy_shapes(3.0 * np.log2(t) / eps, mu_tilde, O, al, be, mu, w)
             a = beta_max_round(rng, al, be, mu, w, theta)
-            x = draw_reward(rng, env, a, t - 1)
-            due, start, stop_ = lazy_push(a, x, r, buf_sum, buf_len, n_obs)
-            if due:
-                noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, stop_, 0)
-                n_rows += 1
-                capture_release(capture, buf_sum[a] + noise, buf_sum[a], scale, a, start, stop_)
-                lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs)
-            put_action(actions, t, a)
-    else:
-        for t in range(K + 1, stop + 1):    # lazy_select's round
+        else:                               # lazy_select's round
             shift = 3.0 * np.log2(t) / eps
             for j in range(K):
                 theta[j] = lazy_draw(rng, shift, mu_tilde[j], O[j])
             a, tie = argmax_first(theta)
             if tie:
                 a = tie_break(theta, a, rng)
-            x = draw_reward(rng, env, a, t - 1)
-            due, start, stop_ = lazy_push(a, x, r, buf_sum, buf_len, n_obs)
-            if due:
-                noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, stop_, 0)
-                n_rows += 1
-                capture_release(capture, buf_sum[a] + noise, buf_sum[a], scale, a, start, stop_)
-                lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs)
-            put_action(actions, t, a)
+        x = draw_reward(rng, env, a, t - 1)
+        due, start, stop_ = lazy_push(a, x, r, buf_sum, buf_len, n_obs)
+        if due:
+            noise = laplace_noise(rng, env, scale, 1.0, rows, n_rows, a, start, stop_, 0)
+            n_rows += 1
+            if capture.shape[1] > 0 and t == 1:
+                capture[0, 0] = x + noise
+                capture[1, 0] = x
+            capture_release(capture, buf_sum[a] + noise, buf_sum[a], scale, a, start, stop_)
+            lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs)
+        put_action(actions, t, a)
     return stop, n_rows, n_rows
 
 
