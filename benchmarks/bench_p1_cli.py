@@ -2,7 +2,7 @@
 warm compile cache, and the guard against per-round regressions.
 
     python benchmarks/bench_p1_cli.py [--horizon 10000000] [--runs 4] [--policies ucb1,...]
-    python benchmarks/bench_p1_cli.py --against REV [--policies ...] [--repeats 3]
+    python benchmarks/bench_p1_cli.py --against REV [--policies ...] [--repeats 3] [--set K=V]
 
 Alone: for each policy, one warm-up run (fills numba's on-disk cache), then ``--repeats`` timed
 runs, each in a new process (best and median: the VM's timings vary by ±20 %).  Run-rounds per
@@ -51,9 +51,13 @@ GOALS = {"ucb1": 1e7, "ts-gaussian": 1e7, "dp-ucb": 1e7, "ts-beta": 1e7, "klucb"
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+SETS: list[str] = []                      # --set KEY=VALUE, passed to every run of both sides
+
+
 def _command(pol: str, horizon: int, runs: int, out: str) -> list[str]:
+    sets = [arg for kv in SETS for arg in ("--set", kv)]
     return [sys.executable, "-m", "dpledger", "run", pol, "--horizon", str(horizon),
-            "--runs", str(runs), "--seed", "0", "--quiet", "--out", out]
+            "--runs", str(runs), "--seed", "0", "--quiet", "--out", out, *sets]
 
 
 def _timed(cmd: list[str], cwd: str) -> tuple[float, float, int]:
@@ -112,7 +116,8 @@ def against(args) -> int:
     sides = (("old", old_dir), ("new", HERE))
     pols = args.policies.split(",")
     print(f"P1 guard: this checkout ({HERE}) against {args.against} = {commit[:12]} "
-          f"({old_dir}); T = {args.horizon:.0e}, {args.runs} runs, {args.repeats} repeats "
+          f"({old_dir}); T = {args.horizon:.0e}, {args.runs} runs, "
+          + "".join(f"--set {kv}, " for kv in SETS) + f"{args.repeats} repeats "
           f"alternating, CPU seconds (user + sys) of each fresh process", flush=True)
     for pol in pols:                         # both sides compile their kernels here
         for name, cwd in sides:
@@ -193,7 +198,14 @@ def main() -> None:
                     help="where REV is exported (default $TMPDIR/dpledger-bench-<commit>, kept)")
     ap.add_argument("--limit", type=float, default=1.15,
                     help="ratio (this checkout / REV, best CPU) above which a policy regressed")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a policy parameter for every run of both sides (repeatable), e.g. "
+                         "--set posterior_draw=max")
     args = ap.parse_args()
+    bad = [kv for kv in args.set if "=" not in kv or not kv.split("=", 1)[0]]
+    if bad:
+        ap.error(f"--set takes KEY=VALUE, got {bad[0]!r}")
+    SETS.extend(args.set)
     if args.policies is None:
         args.policies = GUARD_DEFAULT if args.against else DEFAULT
     sys.exit(against(args) if args.against else alone(args))

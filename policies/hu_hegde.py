@@ -27,7 +27,9 @@ from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import EPSILON, POSTERIOR_DRAW, KernelPolicy
-from dpledger.policies.beta_max import beta_arm_stats, beta_max_round, beta_max_select
+from dpledger.policies.beta_max import (beta_above_tail, beta_arm_stats, beta_max_round,
+                                        beta_max_select, beta_may_beat, beta_tail_may_exceed,
+                                        beta_upper_tail)
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
 from dpledger.mechanisms.counters import (binary_commit, binary_output, binary_push,
@@ -63,28 +65,100 @@ def lazy_draw(rng, shift, mu_j, o_j):
     return rng.beta(al, be)
 
 
+# Lazy-DP-TS's ``posterior_draw="max"`` round decides most arms from two numbers it can keep per
+# epoch.  With c_j = (μ̃_j·O_j + 1)/(O_j + 2) and v_j = 1/(O_j + 2), arm j's posterior mean is,
+# in real arithmetic, clamp(c_j + shift·v_j, v_j, (O_j + 1)·v_j) (the mean (m·O + 1)/(O + 2) of
+# :func:`lazy_shape` is increasing in m, so clipping m clamps the mean), and α + β = O_j + 2.  Both
+# sides' rounding (this form's four operations, :func:`lazy_shape`'s and the mean's seven) is below
+# 2e-15·(1 + |μ̃_j| + shift/O_j); the margin kept is 1e-12·(1 + |μ̃_j|) + 3e-12·shift·v_j (shift/O ≤
+# 3·shift·v for O ≥ 1), 500 times that, and the bound weight 2(α + β + 1) is taken 1e-12 low.
+_LB_C, _LB_V, _LB_HI, _LB_ERR, _LB_W, _LB_EST, _LB_RAD = range(7)
+LAZY_BOUND_ROWS = 7
+
+
 @njit(cache=True, inline="always")
-def lazy_shapes(shift, mu_tilde, O, al, be, mu, w):
-    """Every arm's :func:`lazy_shape` into ``al``/``be`` with its mean and bound weight
-    (:func:`~dpledger.policies.beta_max.beta_arm_stats`), for ``posterior_draw="max"``."""
-    for j in range(al.size):
-        al[j], be[j] = lazy_shape(shift, mu_tilde[j], O[j])
-        beta_arm_stats(j, al, be, mu, w)
+def lazy_arm_bounds(j, mu_tilde, O, bnd):
+    """Arm j's per-epoch columns of ``bnd`` (rows c, v, (O + 1)·v, the margin's fixed part and the
+    low bound weight; see the comment above), recomputed when its μ̃_j or O_j changes."""
+    o = O[j]
+    v = 1.0 / (o + 2.0)
+    bnd[_LB_C, j] = (mu_tilde[j] * o + 1.0) * v
+    bnd[_LB_V, j] = v
+    bnd[_LB_HI, j] = (o + 1.0) * v
+    bnd[_LB_ERR, j] = 1e-12 * (1.0 + abs(mu_tilde[j]))
+    bnd[_LB_W, j] = 2.0 * (o + 3.0) * (1.0 - 1e-12)
+
+
+@njit(cache=True, inline="always")
+def _lazy_exact(shift, mu_j, o_j):
+    """Arm j's exact parameters, mean and bound weight: :func:`lazy_shape` and
+    :func:`~dpledger.policies.beta_max.beta_arm_stats`'s operations, so the same doubles."""
+    al, be = lazy_shape(shift, mu_j, o_j)
+    n = al + be
+    return al, be, al / n, 2.0 * (n + 1.0)
+
+
+@njit(cache=True, _nrt=False)
+def lazy_max_round(rng, shift, mu_tilde, O, bnd, theta):
+    """Lazy-DP-TS's ``posterior_draw="max"`` round: the arm and the samples of
+    :func:`~dpledger.policies.beta_max.beta_max_round` on every arm's :func:`lazy_shape` — the
+    same leader, uniforms, decisions and draws, so the same run — with most arms' shapes never
+    computed.  The leader (first arm of largest exact mean) is found among the arms whose
+    interval est ± radius (``bnd`` rows, comment above) reaches the largest lower end; an arm
+    whose upper end and low weight already let the sub-Gaussian bound say "does not beat" is
+    passed with its uniform drawn; the others get their exact shape and the round's full test.
+    The bounds only skip work: the decision stays u < P(Beta > M).  ``bnd`` from
+    :func:`lazy_arm_bounds` (rows 5, 6 are scratch); no allocation (``_nrt=False``, see
+    :func:`~dpledger.policies.beta_max.beta_max_round`)."""
+    K = theta.size
+    floor = -np.inf
+    for j in range(K):
+        s = shift * bnd[_LB_V, j]
+        x = min(max(bnd[_LB_C, j] + s, bnd[_LB_V, j]), bnd[_LB_HI, j])
+        rad = bnd[_LB_ERR, j] + 3e-12 * s
+        bnd[_LB_EST, j] = x
+        bnd[_LB_RAD, j] = rad
+        if x - rad > floor:
+            floor = x - rad
+    a = -1
+    best = -np.inf
+    al_a = be_a = 1.0
+    for j in range(K):
+        if bnd[_LB_EST, j] + bnd[_LB_RAD, j] >= floor:
+            al, be, mu, _ = _lazy_exact(shift, mu_tilde[j], O[j])
+            if mu > best:
+                a, best, al_a, be_a = j, mu, al, be
+    m = rng.beta(al_a, be_a)
+    theta[a] = m
+    lead = a
+    for j in range(K):
+        if j != lead:
+            u = rng.random()
+            if beta_may_beat(u, bnd[_LB_EST, j] + bnd[_LB_RAD, j], bnd[_LB_W, j], m):
+                al, be, mu, w = _lazy_exact(shift, mu_tilde[j], O[j])
+                if beta_may_beat(u, mu, w, m) and beta_tail_may_exceed(u, al, be, m):
+                    p = beta_upper_tail(al, be, m)
+                    if u < p:
+                        m = beta_above_tail(rng, al, be, m, p)
+                        theta[j] = m
+                        a = j
+    return a
 
 
 @njit(cache=True)
 def lazy_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
     """Round t's arm: every arm's :func:`lazy_draw` in arm order, argmax (ties uniformly at
-    random), or with ``use_max`` the same law by :func:`~dpledger.policies.beta_max.beta_max_select`
-    (``posterior_draw="max"``) — the step form's round; the kernel writes the same loop out (the Generator must not
-    enter an inlined helper that loops: numba reference-counts it there, see
+    random), or with ``use_max`` the same law by :func:`lazy_max_round`
+    (``posterior_draw="max"``) — the step form's round; the kernel writes the same loop out (the
+    Generator must not enter an inlined helper that loops: numba reference-counts it there, see
     :func:`dpledger.policies.baselines.ucb1_select`)."""
     shift = 3.0 * np.log2(t) / eps
     if use_max:
         K = theta.size
-        al, be = np.empty(K), np.empty(K)
-        lazy_shapes(shift, mu_tilde, O, al, be, np.empty(K), np.empty(K))
-        return beta_max_select(rng, al, be, theta)
+        bnd = np.empty((LAZY_BOUND_ROWS, K))
+        for j in range(K):
+            lazy_arm_bounds(j, mu_tilde, O, bnd)
+        return lazy_max_round(rng, shift, mu_tilde, O, bnd, theta)
     for j in range(theta.size):
         theta[j] = lazy_draw(rng, shift, mu_tilde[j], O[j])
     return argmax_random_tie(theta, rng)
@@ -124,10 +198,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     eps = params[0]
     scale = params[1]
     use_max = params.size > 2 and params[2] != 0.0
-    al = np.ones(K)                         # posterior_draw="max": the posteriors' parameters,
-    be = np.ones(K)                         # means and bound weights
-    mu = np.zeros(K)
-    w = np.zeros(K)
+    bnd = np.zeros((LAZY_BOUND_ROWS, K))    # posterior_draw="max": lazy_arm_bounds's columns
     mu_tilde = np.zeros(K)
     O = np.zeros(K)             # size of the last released epoch
     r = np.zeros(K, np.int64)
@@ -140,9 +211,8 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         # rounds 1 … K: each arm once, its reward released with Lap(1/ε)
         if t <= K:
             a = t - 1
-        elif use_max:                       # lazy_select's round, beta_max_select's loop
-            lazy_shapes(3.0 * np.log2(t) / eps, mu_tilde, O, al, be, mu, w)
-            a = beta_max_round(rng, al, be, mu, w, theta)
+        elif use_max:                       # lazy_select's round
+            a = lazy_max_round(rng, 3.0 * np.log2(t) / eps, mu_tilde, O, bnd, theta)
         else:                               # lazy_select's round
             shift = 3.0 * np.log2(t) / eps
             for j in range(K):
@@ -160,6 +230,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
                 capture[1, 0] = x
             capture_release(capture, buf_sum[a] + noise, buf_sum[a], scale, a, start, stop_)
             lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs)
+            lazy_arm_bounds(a, mu_tilde, O, bnd)
         put_action(actions, t, a)
     return stop, n_rows, n_rows
 

@@ -211,3 +211,49 @@ def test_posterior_draw_is_recorded_and_changes_the_draws():
                            actions, np.zeros((5, 1), np.int64), np.zeros((2, 0)))
         acts.append(actions)
     assert not np.array_equal(acts[0], acts[1])
+
+
+def _lazy_states(rng, n):
+    """Random Lazy-DP-TS states: private means inside and outside [0, 1] (clipped shapes), epoch
+    sizes from 1 to 1e6, shifts of early and late rounds, and ties (equal arms, copied arms)."""
+    for i in range(n):
+        K = int(rng.integers(2, 9))
+        O = 2.0 ** rng.integers(0, 21, K)
+        mu = rng.uniform(-1.5, 2.5, K)
+        if i % 4 == 1:                               # every arm the same
+            O[:], mu[:] = O[0], mu[0]
+        elif i % 4 == 2:                             # two copies of the best-looking arm
+            j, k = rng.choice(K, 2, replace=False)
+            O[k], mu[k] = O[j], mu[j]
+        elif i % 4 == 3:                             # near-ties: means 1e-9 apart
+            mu = 0.5 + 1e-9 * rng.integers(0, 3, K)
+        t = float(rng.integers(K + 1, 10**7))
+        eps = float(rng.choice([0.1, 1.0, 5.0]))
+        yield 3.0 * np.log2(t) / eps, mu, O
+
+
+def test_lazy_round_is_the_max_round_on_its_shapes():
+    """lazy_max_round (shapes computed only where the kept bounds cannot decide) against
+    beta_max_round on every arm's lazy_shape, from the same Generator state: the same arm, the
+    same samples and the same Generator state after, on 3000 random states; and each arm's exact
+    mean inside the interval the round decides from (est ± radius)."""
+    from dpledger.policies.beta_max import beta_arm_stats, beta_max_round
+    from dpledger.policies.hu_hegde import (LAZY_BOUND_ROWS, lazy_arm_bounds, lazy_max_round,
+                                            lazy_shape)
+    states = np.random.default_rng(7)
+    for n, (shift, mu_t, O) in enumerate(_lazy_states(states, 3000)):
+        K = O.size
+        al, be, mu, w = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
+        bnd = np.empty((LAZY_BOUND_ROWS, K))
+        for j in range(K):
+            al[j], be[j] = lazy_shape(shift, mu_t[j], O[j])
+            beta_arm_stats(j, al, be, mu, w)
+            lazy_arm_bounds(j, mu_t, O, bnd)
+        r1, r2 = np.random.default_rng([n, 1]), np.random.default_rng([n, 1])
+        th1, th2 = np.full(K, -1.0), np.full(K, -1.0)
+        a1 = beta_max_round(r1, al, be, mu, w, th1)
+        a2 = lazy_max_round(r2, shift, mu_t, O, bnd, th2)
+        assert a1 == a2 and np.array_equal(th1, th2), (n, shift, mu_t, O)
+        assert r1.random() == r2.random()
+        est, rad = bnd[5], bnd[6]
+        assert np.all(est - rad <= mu) and np.all(mu <= est + rad), (n, est - mu, rad)
