@@ -98,7 +98,7 @@ def _lazy_exact(shift, mu_j, o_j):
     return al, be, al / n, 2.0 * (n + 1.0)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def lazy_max_round(rng, shift, mu_tilde, O, bnd, theta):
     """Lazy-DP-TS's ``posterior_draw="max"`` round: the arm and the samples of
     :func:`~dpledger.policies.beta_max.beta_max_round` on every arm's :func:`lazy_shape` — the
@@ -108,8 +108,8 @@ def lazy_max_round(rng, shift, mu_tilde, O, bnd, theta):
     whose upper end and low weight already let the sub-Gaussian bound say "does not beat" is
     passed with its uniform drawn; the others get their exact shape and the round's full test.
     The bounds only skip work: the decision stays u < P(Beta > M).  ``bnd`` from
-    :func:`lazy_arm_bounds` (rows 5, 6 are scratch); no allocation (``_nrt=False``, see
-    :func:`~dpledger.policies.beta_max.beta_max_round`)."""
+    :func:`lazy_arm_bounds` (rows 5, 6 are scratch); no allocation (``_nrt=False`` and
+    ``forceinline``, see :func:`~dpledger.policies.beta_max.beta_max_round`)."""
     K = theta.size
     floor = -np.inf
     for j in range(K):
@@ -385,7 +385,7 @@ def dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w):
         beta_arm_stats(j, al, be, mu, w)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def dp_ts_shapes_kept(lt, mu_tilde, O, c_o, d_o, al, be, mu, w):
     """:func:`dp_ts_shapes` from log2 t (``lt``) and each arm's :func:`dp_ts_shift_parts`
     (``c_o``, ``d_o``): the same doubles, without 2K − 1 logarithms a round."""
@@ -412,12 +412,12 @@ def dp_ts_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
     return argmax_random_tie(theta, rng)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def dp_ts_push(a, x, O, lfs, lis, bfs, bis):
     """Arm a's next reward: (kind, value, start, stop) of the release it makes due — kind 0 a
     logarithmic-mechanism block (release id 0), kind 1 a p-sum of the epoch buffer's binary
     mechanism (release id r_a) — over observations [start, stop).  No reference counting
-    (``_nrt=False``, not inlined), for the reason given at
+    (``_nrt=False``, not inlined by numba) and LLVM's ``forceinline``, for the reasons given at
     :func:`dpledger.policies.baselines.klucb_select`."""
     O[a] += 1.0
     code, value, start, stop = log_push(lfs[a], lis[a], x)
@@ -427,7 +427,7 @@ def dp_ts_push(a, x, O, lfs, lis, bfs, bis):
     return 1, value, start, stop
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde):
     """The release just made due, drawn: a log block closes the epoch (the next buffer: L =
     2^{r+1} − 1 items, levels r + 1, from observation O; the arm's first block opens epoch 0);
