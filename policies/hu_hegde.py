@@ -375,7 +375,7 @@ def dp_ts_draw(rng, eps, t, mu_j, o_j):
     return rng.beta(al, be)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, forceinline=True)
 def dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w):
     """Every arm's :func:`dp_ts_shape` into ``al``/``be`` with its mean and bound weight
     (:func:`~dpledger.policies.beta_max.beta_arm_stats`), for ``posterior_draw="max"``
