@@ -57,7 +57,7 @@ from dpledger.mechanisms.smooth import (SMOOTH_MAX_HEIGHT, smooth_commit, smooth
                                         smooth_sensitivity, smooth_shape, smooth_state_size)
 from dpledger.policies.beta_max import beta_max_round
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.hu_hegde import DPTS, dp_ts_draw, dp_ts_shapes
+from dpledger.policies.hu_hegde import DPTS, dp_ts_draw, dp_ts_shapes_kept, dp_ts_shift_parts
 from dpledger.policies.rules import argmax_first, capture_release, tie_break
 from dpledger.policies.sink import put_action
 
@@ -163,6 +163,8 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
     be = np.ones(K)
     mu = np.zeros(K)
     w = np.zeros(K)
+    c_o = np.zeros(K)                       # dp_ts_shift_parts of each arm's O (as _dp_ts)
+    d_o = np.ones(K)
     n_rows = 0
     for a in range(K):
         fs, ist = log_new(1, 0)
@@ -172,7 +174,7 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
         if t <= K:
             a = t - 1
         elif use_max:
-            dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w)
+            dp_ts_shapes_kept(np.log2(t), mu_tilde, O, c_o, d_o, al, be, mu, w)
             a = beta_max_round(rng, al, be, mu, w, theta)
         else:
             for j in range(K):
@@ -191,6 +193,8 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
             capture[1, 0] = value
         capture_release(capture, value + noise, value, scale, a, start, stop_)
         dp_ts_smooth_commit(a, kind, value, noise, O, r, lfs, lis, sfs, sis, mu_tilde, shapes)
+        if use_max:                         # O_a moved: its factors of υ
+            c_o[a], d_o[a] = dp_ts_shift_parts(eps, O[a])
         put_action(actions, t, a)
     return stop, n_rows, n_rows
 
