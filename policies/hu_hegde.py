@@ -65,15 +65,23 @@ def lazy_draw(rng, shift, mu_j, o_j):
     return rng.beta(al, be)
 
 
-# Lazy-DP-TS's ``posterior_draw="max"`` round decides most arms from two numbers it can keep per
-# epoch.  With c_j = (μ̃_j·O_j + 1)/(O_j + 2) and v_j = 1/(O_j + 2), arm j's posterior mean is,
-# in real arithmetic, clamp(c_j + shift·v_j, v_j, (O_j + 1)·v_j) (the mean (m·O + 1)/(O + 2) of
-# :func:`lazy_shape` is increasing in m, so clipping m clamps the mean), and α + β = O_j + 2.  Both
-# sides' rounding (this form's four operations, :func:`lazy_shape`'s and the mean's seven) is below
-# 2e-15·(1 + |μ̃_j| + shift/O_j); the margin kept is 1e-12·(1 + |μ̃_j|) + 3e-12·shift·v_j (shift/O ≤
-# 3·shift·v for O ≥ 1), 500 times that, and the bound weight 2(α + β + 1) is taken 1e-12 low.
-_LB_C, _LB_V, _LB_HI, _LB_ERR, _LB_W, _LB_EST, _LB_RAD = range(7)
+# Lazy-DP-TS's ``posterior_draw="max"`` round decides most arms from numbers it keeps per epoch
+# and per block of rounds.  With c_j = (μ̃_j·O_j + 1)/(O_j + 2) and v_j = 1/(O_j + 2), arm j's
+# posterior mean is, in real arithmetic, clamp(c_j + shift·v_j, v_j, (O_j + 1)·v_j) (the mean
+# (m·O + 1)/(O + 2) of :func:`lazy_shape` is increasing in m, so clipping m clamps the mean), and
+# α + β = O_j + 2.  Both sides' rounding (this form's four operations, :func:`lazy_shape`'s and the
+# mean's seven) is below 2e-15·(1 + |μ̃_j| + shift/O_j); the margin kept is
+# 1e-12·(1 + |μ̃_j|) + 3e-12·shift·v_j (shift/O ≤ 3·shift·v for O ≥ 1), 500 times that, and the
+# bound weight 2(α + β + 1) is taken 1e-12 low.  The mean increases with the shift, and the shift
+# 3·log2(t)/ε with t, so over a block of rounds [t0, t1] every round's exact mean lies in
+# [form at the block's lowest shift − margin, form at its highest shift + margin] (the margin
+# taken at the highest shift): rows ``lo`` and ``up``, recomputed when a block starts or the
+# arm's epoch changes.  A block is t1 = t0 + ⌊t0/64⌋ (the shift moves by less than 3/(44·ε)
+# over it); its two shifts are widened by 1e-13 relative, so a log2 that is only faithfully
+# rounded (within an ulp, not monotone to the last bit) stays inside them.
+_LB_C, _LB_V, _LB_HI, _LB_ERR, _LB_W, _LB_LO, _LB_UP = range(7)
 LAZY_BOUND_ROWS = 7
+_LAZY_BLOCK = 6         # a block of rounds is t0 … t0 + (t0 >> 6)
 
 
 @njit(cache=True, inline="always")
@@ -90,6 +98,40 @@ def lazy_arm_bounds(j, mu_tilde, O, bnd):
 
 
 @njit(cache=True, inline="always")
+def lazy_block_shifts(eps, t0):
+    """The block of rounds that starts at round t0: its last round t1 = t0 + ⌊t0/64⌋ and the
+    lowest and highest shift 3·log2(t)/ε over it, widened by 1e-13 relative (comment above)."""
+    t1 = t0 + (t0 >> _LAZY_BLOCK)
+    return (t1, 3.0 * np.log2(t0) / eps * (1.0 - 1e-13),
+            3.0 * np.log2(t1) / eps * (1.0 + 1e-13))
+
+
+@njit(cache=True, inline="always")
+def lazy_arm_block(j, s_lo, s_up, bnd):
+    """Arm j's rows ``lo`` and ``up`` of ``bnd``: an interval holding its exact posterior mean at
+    every shift in [s_lo, s_up] (comment above); after :func:`lazy_arm_bounds`."""
+    v = bnd[_LB_V, j]
+    rad = bnd[_LB_ERR, j] + 3e-12 * (s_up * v)
+    bnd[_LB_LO, j] = min(max(bnd[_LB_C, j] + s_lo * v, v), bnd[_LB_HI, j]) - rad
+    bnd[_LB_UP, j] = min(max(bnd[_LB_C, j] + s_up * v, v), bnd[_LB_HI, j]) + rad
+
+
+@njit(cache=True, inline="always")
+def lazy_block_leader(bnd):
+    """The arm whose interval lies above every other arm's — then it is the leader (the first arm
+    of largest exact mean) at every round of the block — or −1 when the intervals overlap."""
+    K = bnd.shape[1]
+    a = 0
+    for j in range(1, K):
+        if bnd[_LB_LO, j] > bnd[_LB_LO, a]:
+            a = j
+    for j in range(K):
+        if j != a and bnd[_LB_UP, j] >= bnd[_LB_LO, a]:
+            return -1
+    return a
+
+
+@njit(cache=True, inline="always")
 def _lazy_exact(shift, mu_j, o_j):
     """Arm j's exact parameters, mean and bound weight: :func:`lazy_shape` and
     :func:`~dpledger.policies.beta_max.beta_arm_stats`'s operations, so the same doubles."""
@@ -99,42 +141,42 @@ def _lazy_exact(shift, mu_j, o_j):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def lazy_max_round(rng, shift, mu_tilde, O, bnd, theta):
+def lazy_max_round(rng, shift, mu_tilde, O, bnd, lead, theta):
     """Lazy-DP-TS's ``posterior_draw="max"`` round: the arm and the samples of
     :func:`~dpledger.policies.beta_max.beta_max_round` on every arm's :func:`lazy_shape` — the
     same leader, uniforms, decisions and draws, so the same run — with most arms' shapes never
-    computed.  The leader (first arm of largest exact mean) is found among the arms whose
-    interval est ± radius (``bnd`` rows, comment above) reaches the largest lower end; an arm
-    whose upper end and low weight already let the sub-Gaussian bound say "does not beat" is
-    passed with its uniform drawn; the others get their exact shape and the round's full test.
-    The bounds only skip work: the decision stays u < P(Beta > M).  ``bnd`` from
-    :func:`lazy_arm_bounds` (rows 5, 6 are scratch); no allocation (``_nrt=False`` and
-    ``forceinline``, see :func:`~dpledger.policies.beta_max.beta_max_round`)."""
+    computed.  ``bnd`` holds the intervals of the block of rounds this one belongs to
+    (:func:`lazy_arm_bounds`, :func:`lazy_arm_block`); ``lead`` is :func:`lazy_block_leader`'s
+    answer for them.  When it is −1 the leader (first arm of largest exact mean) is found among
+    the arms whose interval reaches the largest lower end; an arm whose upper end and low weight
+    already let the sub-Gaussian bound say "does not beat" is passed with its uniform drawn; the
+    others get their exact shape and the round's full test.  The bounds only skip work: the
+    decision stays u < P(Beta > M).  No allocation (``_nrt=False`` and ``forceinline``, see
+    :func:`~dpledger.policies.beta_max.beta_max_round`)."""
     K = theta.size
-    floor = -np.inf
-    for j in range(K):
-        s = shift * bnd[_LB_V, j]
-        x = min(max(bnd[_LB_C, j] + s, bnd[_LB_V, j]), bnd[_LB_HI, j])
-        rad = bnd[_LB_ERR, j] + 3e-12 * s
-        bnd[_LB_EST, j] = x
-        bnd[_LB_RAD, j] = rad
-        if x - rad > floor:
-            floor = x - rad
-    a = -1
-    best = -np.inf
-    al_a = be_a = 1.0
-    for j in range(K):
-        if bnd[_LB_EST, j] + bnd[_LB_RAD, j] >= floor:
-            al, be, mu, _ = _lazy_exact(shift, mu_tilde[j], O[j])
-            if mu > best:
-                a, best, al_a, be_a = j, mu, al, be
+    if lead >= 0:
+        a = lead
+        al_a, be_a = lazy_shape(shift, mu_tilde[a], O[a])
+    else:
+        floor = -np.inf
+        for j in range(K):
+            if bnd[_LB_LO, j] > floor:
+                floor = bnd[_LB_LO, j]
+        a = -1
+        best = -np.inf
+        al_a = be_a = 1.0
+        for j in range(K):
+            if bnd[_LB_UP, j] >= floor:
+                al, be, mu, _ = _lazy_exact(shift, mu_tilde[j], O[j])
+                if mu > best:
+                    a, best, al_a, be_a = j, mu, al, be
     m = rng.beta(al_a, be_a)
     theta[a] = m
     lead = a
     for j in range(K):
         if j != lead:
             u = rng.random()
-            if beta_may_beat(u, bnd[_LB_EST, j] + bnd[_LB_RAD, j], bnd[_LB_W, j], m):
+            if beta_may_beat(u, bnd[_LB_UP, j], bnd[_LB_W, j], m):
                 al, be, mu, w = _lazy_exact(shift, mu_tilde[j], O[j])
                 if beta_may_beat(u, mu, w, m) and beta_tail_may_exceed(u, al, be, m):
                     p = beta_upper_tail(al, be, m)
@@ -158,7 +200,8 @@ def lazy_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
         bnd = np.empty((LAZY_BOUND_ROWS, K))
         for j in range(K):
             lazy_arm_bounds(j, mu_tilde, O, bnd)
-        return lazy_max_round(rng, shift, mu_tilde, O, bnd, theta)
+            lazy_arm_block(j, shift, shift, bnd)     # a block of one round: its own shift
+        return lazy_max_round(rng, shift, mu_tilde, O, bnd, lazy_block_leader(bnd), theta)
     for j in range(theta.size):
         theta[j] = lazy_draw(rng, shift, mu_tilde[j], O[j])
     return argmax_random_tie(theta, rng)
@@ -172,7 +215,7 @@ def lazy_push(a, x, r, buf_sum, buf_len, n_obs):
     buf_sum[a] += x
     buf_len[a] += 1
     n_obs[a] += 1
-    size = 1 if n_obs[a] == 1 else 2 ** (r[a] + 1)
+    size = 1 if n_obs[a] == 1 else 1 << (r[a] + 1)
     if buf_len[a] == size:
         return True, n_obs[a] - size, n_obs[a]
     return False, 0, 0
@@ -199,6 +242,9 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     scale = params[1]
     use_max = params.size > 2 and params[2] != 0.0
     bnd = np.zeros((LAZY_BOUND_ROWS, K))    # posterior_draw="max": lazy_arm_bounds's columns
+    t_end = 0                               # the last round of bnd's block (lazy_block_shifts)
+    s_lo = s_up = 0.0
+    lead = -1
     mu_tilde = np.zeros(K)
     O = np.zeros(K)             # size of the last released epoch
     r = np.zeros(K, np.int64)
@@ -212,7 +258,12 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         if t <= K:
             a = t - 1
         elif use_max:                       # lazy_select's round
-            a = lazy_max_round(rng, 3.0 * np.log2(t) / eps, mu_tilde, O, bnd, theta)
+            if t > t_end:
+                t_end, s_lo, s_up = lazy_block_shifts(eps, t)
+                for j in range(K):
+                    lazy_arm_block(j, s_lo, s_up, bnd)
+                lead = lazy_block_leader(bnd)
+            a = lazy_max_round(rng, 3.0 * np.log2(t) / eps, mu_tilde, O, bnd, lead, theta)
         else:                               # lazy_select's round
             shift = 3.0 * np.log2(t) / eps
             for j in range(K):
@@ -231,6 +282,8 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             capture_release(capture, buf_sum[a] + noise, buf_sum[a], scale, a, start, stop_)
             lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs)
             lazy_arm_bounds(a, mu_tilde, O, bnd)
+            lazy_arm_block(a, s_lo, s_up, bnd)
+            lead = lazy_block_leader(bnd)
         put_action(actions, t, a)
     return stop, n_rows, n_rows
 

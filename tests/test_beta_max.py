@@ -215,7 +215,9 @@ def test_posterior_draw_is_recorded_and_changes_the_draws():
 
 def _lazy_states(rng, n):
     """Random Lazy-DP-TS states: private means inside and outside [0, 1] (clipped shapes), epoch
-    sizes from 1 to 1e6, shifts of early and late rounds, and ties (equal arms, copied arms)."""
+    sizes from 1 to 1e6, early and late rounds and ε of 0.1, 1, 5, and ties (equal arms, copied
+    arms); each with the first round t0 of a block holding the round t (t0 = t one time in
+    four: the step form's block of one round)."""
     for i in range(n):
         K = int(rng.integers(2, 9))
         O = 2.0 ** rng.integers(0, 21, K)
@@ -227,33 +229,56 @@ def _lazy_states(rng, n):
             O[k], mu[k] = O[j], mu[j]
         elif i % 4 == 3:                             # near-ties: means 1e-9 apart
             mu = 0.5 + 1e-9 * rng.integers(0, 3, K)
-        t = float(rng.integers(K + 1, 10**7))
+        t0 = int(rng.integers(K + 1, 10**7)) if i % 3 else int(rng.integers(K + 1, 200))
+        t = t0 if i % 4 == 0 else int(rng.integers(t0, t0 + (t0 >> 6) + 1))
         eps = float(rng.choice([0.1, 1.0, 5.0]))
-        yield 3.0 * np.log2(t) / eps, mu, O
+        yield eps, t0, t, mu, O
+
+
+def _lazy_block(eps, t0, t, mu_t, O):
+    """bnd and the block leader for the block of t0 (t0 = t: the step form's, from t's shift)."""
+    from dpledger.policies.hu_hegde import (LAZY_BOUND_ROWS, lazy_arm_block, lazy_arm_bounds,
+                                            lazy_block_leader, lazy_block_shifts)
+    K = O.size
+    if t0 == t:
+        s_lo = s_up = 3.0 * np.log2(t) / eps
+    else:
+        t1, s_lo, s_up = lazy_block_shifts(eps, t0)
+        assert t0 <= t <= t1 == t0 + t0 // 64
+    bnd = np.empty((LAZY_BOUND_ROWS, K))
+    for j in range(K):
+        lazy_arm_bounds(j, mu_t, O, bnd)
+        lazy_arm_block(j, s_lo, s_up, bnd)
+    return bnd, lazy_block_leader(bnd)
 
 
 def test_lazy_round_is_the_max_round_on_its_shapes():
-    """lazy_max_round (shapes computed only where the kept bounds cannot decide) against
-    beta_max_round on every arm's lazy_shape, from the same Generator state: the same arm, the
-    same samples and the same Generator state after, on 3000 random states; and each arm's exact
-    mean inside the interval the round decides from (est ± radius)."""
+    """lazy_max_round (shapes computed only where the block's bounds cannot decide) against
+    beta_max_round on every arm's lazy_shape at round t, from the same Generator state: the same
+    arm, the same samples and the same Generator state after, on 3000 random states and blocks
+    holding t; each arm's exact mean inside its block interval [lo, up]; and the block leader,
+    when there is one, the first arm of largest exact mean."""
     from dpledger.policies.beta_max import beta_arm_stats, beta_max_round
-    from dpledger.policies.hu_hegde import (LAZY_BOUND_ROWS, lazy_arm_bounds, lazy_max_round,
-                                            lazy_shape)
+    from dpledger.policies.hu_hegde import lazy_max_round, lazy_shape
     states = np.random.default_rng(7)
-    for n, (shift, mu_t, O) in enumerate(_lazy_states(states, 3000)):
+    n_lead = 0
+    for n, (eps, t0, t, mu_t, O) in enumerate(_lazy_states(states, 3000)):
         K = O.size
+        shift = 3.0 * np.log2(t) / eps
         al, be, mu, w = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
-        bnd = np.empty((LAZY_BOUND_ROWS, K))
         for j in range(K):
             al[j], be[j] = lazy_shape(shift, mu_t[j], O[j])
             beta_arm_stats(j, al, be, mu, w)
-            lazy_arm_bounds(j, mu_t, O, bnd)
+        bnd, lead = _lazy_block(eps, t0, t, mu_t, O)
         r1, r2 = np.random.default_rng([n, 1]), np.random.default_rng([n, 1])
         th1, th2 = np.full(K, -1.0), np.full(K, -1.0)
         a1 = beta_max_round(r1, al, be, mu, w, th1)
-        a2 = lazy_max_round(r2, shift, mu_t, O, bnd, th2)
+        a2 = lazy_max_round(r2, shift, mu_t, O, bnd, lead, th2)
         assert a1 == a2 and np.array_equal(th1, th2), (n, shift, mu_t, O)
         assert r1.random() == r2.random()
-        est, rad = bnd[5], bnd[6]
-        assert np.all(est - rad <= mu) and np.all(mu <= est + rad), (n, est - mu, rad)
+        lo, up = bnd[5], bnd[6]
+        assert np.all(lo <= mu) and np.all(mu <= up), (n, lo - mu, up - mu)
+        if lead >= 0:
+            n_lead += 1
+            assert lead == int(np.argmax(mu)) and np.sum(mu == mu[lead]) == 1, (n, lead, mu)
+    assert n_lead > 300            # the fixed-leader path is exercised, not only the search
