@@ -27,7 +27,7 @@ from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import EPSILON, POSTERIOR_DRAW, KernelPolicy
-from dpledger.policies.beta_max import (beta_above_tail, beta_arm_stats, beta_max_round,
+from dpledger.policies.beta_max import (beta_above_tail, beta_arm_stats,
                                         beta_max_select, beta_may_beat, beta_tail_may_exceed,
                                         beta_upper_tail)
 from dpledger.policies.environments import draw_reward
@@ -65,29 +65,32 @@ def lazy_draw(rng, shift, mu_j, o_j):
     return rng.beta(al, be)
 
 
-# Lazy-DP-TS's ``posterior_draw="max"`` round decides most arms from numbers it keeps per epoch
-# and per block of rounds.  With c_j = (μ̃_j·O_j + 1)/(O_j + 2) and v_j = 1/(O_j + 2), arm j's
-# posterior mean is, in real arithmetic, clamp(c_j + shift·v_j, v_j, (O_j + 1)·v_j) (the mean
-# (m·O + 1)/(O + 2) of :func:`lazy_shape` is increasing in m, so clipping m clamps the mean), and
-# α + β = O_j + 2.  Both sides' rounding (this form's four operations, :func:`lazy_shape`'s and the
-# mean's seven) is below 2e-15·(1 + |μ̃_j| + shift/O_j); the margin kept is
-# 1e-12·(1 + |μ̃_j|) + 3e-12·shift·v_j (shift/O ≤ 3·shift·v for O ≥ 1), 500 times that, and the
-# bound weight 2(α + β + 1) is taken 1e-12 low.  The mean increases with the shift, and the shift
-# 3·log2(t)/ε with t, so over a block of rounds [t0, t1] every round's exact mean lies in
-# [form at the block's lowest shift − margin, form at its highest shift + margin] (the margin
-# taken at the highest shift): rows ``lo`` and ``up``, recomputed when a block starts or the
-# arm's epoch changes.  A block is t1 = t0 + ⌊t0/64⌋ (the shift moves by less than 3/(44·ε)
-# over it); its two shifts are widened by 1e-13 relative, so a log2 that is only faithfully
-# rounded (within an ulp, not monotone to the last bit) stays inside them.
-_LB_C, _LB_V, _LB_HI, _LB_ERR, _LB_W, _LB_LO, _LB_UP = range(7)
-LAZY_BOUND_ROWS = 7
-_LAZY_BLOCK = 6         # a block of rounds is t0 … t0 + (t0 >> 6)
+# ---- posterior_draw="max" for both policies' shifted posteriors ----------------------------------
+# Both policies' arm j has the posterior Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + n_j/d_j),
+# the optimistic term computed as n_j/d_j with n_j = g_j·f: Lazy-DP-TS's shift/O_j (g_j = 1,
+# f = 3·log2(t)/ε, d_j = O_j), DP-TS's υ = (6√8·log2(O_j + 1)·log2 t)/(ε·O_j) (g_j its first
+# factor, f = log2 t, d_j = ε·O_j; dp_ts_shift_parts).  In real arithmetic m·O_j = μ̃_j·O_j + s_j
+# with s_j = k_j·f, k_j = g_j·O_j/d_j (1, and 6√8·log2(O_j + 1)/ε), so with c_j = (μ̃_j·O_j +
+# 1)/(O_j + 2) and v_j = 1/(O_j + 2) the posterior mean is clamp(c_j + s_j·v_j, v_j, (O_j + 1)·v_j)
+# (the mean (m·O + 1)/(O + 2) is increasing in m, so clipping m clamps the mean), and α + β =
+# O_j + 2.  Both sides' rounding (this form's operations, the shape's and the mean's, with the
+# few ulps of k_j and of n_j/d_j) is below 2e-15·(1 + |μ̃_j| + s_j/O_j); the margin kept is
+# 1e-12·(1 + |μ̃_j|) + 3e-12·s_j·v_j (s/O ≤ 3·s·v for O ≥ 1), 500 times that, and the bound weight
+# 2(α + β + 1) is taken 1e-12 low.  The mean increases with f, and f with t, so over a block of
+# rounds [t0, t1] every round's exact mean lies in [form at the block's lowest f − margin, form at
+# its highest f + margin] (the margin taken at the highest f): rows ``lo`` and ``up``, recomputed
+# when a block starts or the arm's μ̃_j or O_j changes.  A block is t1 = t0 + ⌊t0/64⌋; its two
+# values of f are widened by 1e-13 relative, so a log2 that is only faithfully rounded (within an
+# ulp, not monotone to the last bit) stays inside them.
+_LB_C, _LB_V, _LB_HI, _LB_ERR, _LB_W, _LB_LO, _LB_UP, _LB_K = range(8)
+SHIFTED_BOUND_ROWS = 8
+_BLOCK = 6              # a block of rounds is t0 … t0 + (t0 >> 6)
 
 
 @njit(cache=True, inline="always")
-def lazy_arm_bounds(j, mu_tilde, O, bnd):
-    """Arm j's per-epoch columns of ``bnd`` (rows c, v, (O + 1)·v, the margin's fixed part and the
-    low bound weight; see the comment above), recomputed when its μ̃_j or O_j changes."""
+def shifted_arm_bounds(j, mu_tilde, O, rate, bnd):
+    """Arm j's columns of ``bnd`` that depend on its μ̃_j and O_j only (rows c, v, (O + 1)·v, the
+    margin's fixed part, the low bound weight and k_j = ``rate``; see the comment above)."""
     o = O[j]
     v = 1.0 / (o + 2.0)
     bnd[_LB_C, j] = (mu_tilde[j] * o + 1.0) * v
@@ -95,29 +98,28 @@ def lazy_arm_bounds(j, mu_tilde, O, bnd):
     bnd[_LB_HI, j] = (o + 1.0) * v
     bnd[_LB_ERR, j] = 1e-12 * (1.0 + abs(mu_tilde[j]))
     bnd[_LB_W, j] = 2.0 * (o + 3.0) * (1.0 - 1e-12)
+    bnd[_LB_K, j] = rate
 
 
 @njit(cache=True, inline="always")
-def lazy_block_shifts(eps, t0):
-    """The block of rounds that starts at round t0: its last round t1 = t0 + ⌊t0/64⌋ and the
-    lowest and highest shift 3·log2(t)/ε over it, widened by 1e-13 relative (comment above)."""
-    t1 = t0 + (t0 >> _LAZY_BLOCK)
-    return (t1, 3.0 * np.log2(t0) / eps * (1.0 - 1e-13),
-            3.0 * np.log2(t1) / eps * (1.0 + 1e-13))
+def block_end(t0):
+    """The last round t1 = t0 + ⌊t0/64⌋ of the block of rounds that starts at round t0."""
+    return t0 + (t0 >> _BLOCK)
 
 
 @njit(cache=True, inline="always")
-def lazy_arm_block(j, s_lo, s_up, bnd):
-    """Arm j's rows ``lo`` and ``up`` of ``bnd``: an interval holding its exact posterior mean at
-    every shift in [s_lo, s_up] (comment above); after :func:`lazy_arm_bounds`."""
+def shifted_arm_block(j, f_lo, f_up, bnd):
+    """Arm j's rows ``lo`` and ``up`` of ``bnd``: an interval holding its exact posterior mean for
+    every f in [f_lo, f_up] (comment above); after :func:`shifted_arm_bounds`."""
     v = bnd[_LB_V, j]
-    rad = bnd[_LB_ERR, j] + 3e-12 * (s_up * v)
-    bnd[_LB_LO, j] = min(max(bnd[_LB_C, j] + s_lo * v, v), bnd[_LB_HI, j]) - rad
-    bnd[_LB_UP, j] = min(max(bnd[_LB_C, j] + s_up * v, v), bnd[_LB_HI, j]) + rad
+    k = bnd[_LB_K, j]
+    rad = bnd[_LB_ERR, j] + 3e-12 * (k * f_up * v)
+    bnd[_LB_LO, j] = min(max(bnd[_LB_C, j] + k * f_lo * v, v), bnd[_LB_HI, j]) - rad
+    bnd[_LB_UP, j] = min(max(bnd[_LB_C, j] + k * f_up * v, v), bnd[_LB_HI, j]) + rad
 
 
 @njit(cache=True, inline="always")
-def lazy_block_leader(bnd):
+def shifted_block_leader(bnd):
     """The arm whose interval lies above every other arm's — then it is the leader (the first arm
     of largest exact mean) at every round of the block — or −1 when the intervals overlap."""
     K = bnd.shape[1]
@@ -132,31 +134,35 @@ def lazy_block_leader(bnd):
 
 
 @njit(cache=True, inline="always")
-def _lazy_exact(shift, mu_j, o_j):
-    """Arm j's exact parameters, mean and bound weight: :func:`lazy_shape` and
-    :func:`~dpledger.policies.beta_max.beta_arm_stats`'s operations, so the same doubles."""
-    al, be = lazy_shape(shift, mu_j, o_j)
+def _shifted_exact(f, g_j, mu_j, o_j, d_j):
+    """Arm j's exact parameters, mean and bound weight: m = clip(μ̃_j + g_j·f/d_j) and
+    :func:`~dpledger.policies.beta_max.beta_arm_stats`'s operations — :func:`lazy_shape`'s and
+    :func:`dp_ts_shape`'s doubles (g_j·f is f itself when g_j = 1; DP-TS's υ is
+    (first · log2 t)/second of :func:`dp_ts_shift_parts`)."""
+    m = clip01(mu_j + g_j * f / d_j)
+    al = m * o_j + 1.0
+    be = (1.0 - m) * o_j + 1.0
     n = al + be
     return al, be, al / n, 2.0 * (n + 1.0)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def lazy_max_round(rng, shift, mu_tilde, O, bnd, lead, theta):
-    """Lazy-DP-TS's ``posterior_draw="max"`` round: the arm and the samples of
-    :func:`~dpledger.policies.beta_max.beta_max_round` on every arm's :func:`lazy_shape` — the
-    same leader, uniforms, decisions and draws, so the same run — with most arms' shapes never
-    computed.  ``bnd`` holds the intervals of the block of rounds this one belongs to
-    (:func:`lazy_arm_bounds`, :func:`lazy_arm_block`); ``lead`` is :func:`lazy_block_leader`'s
-    answer for them.  When it is −1 the leader (first arm of largest exact mean) is found among
-    the arms whose interval reaches the largest lower end; an arm whose upper end and low weight
-    already let the sub-Gaussian bound say "does not beat" is passed with its uniform drawn; the
-    others get their exact shape and the round's full test.  The bounds only skip work: the
-    decision stays u < P(Beta > M).  No allocation (``_nrt=False`` and ``forceinline``, see
-    :func:`~dpledger.policies.beta_max.beta_max_round`)."""
+def shifted_max_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta):
+    """``posterior_draw="max"``'s round for both policies: the arm and the samples of
+    :func:`~dpledger.policies.beta_max.beta_max_round` on every arm's shifted posterior (comment
+    above; f this round's, g and d per arm) — the same leader, uniforms, decisions and draws, so
+    the same run — with most arms' shapes never computed.  ``bnd`` holds the intervals of the
+    block of rounds this one belongs to (:func:`shifted_arm_bounds`, :func:`shifted_arm_block`);
+    ``lead`` is :func:`shifted_block_leader`'s answer for them.  When it is −1 the leader (first
+    arm of largest exact mean) is found among the arms whose interval reaches the largest lower
+    end; an arm whose upper end and low weight already let the sub-Gaussian bound say "does not
+    beat" is passed with its uniform drawn; the others get their exact shape and the round's full
+    test.  The bounds only skip work: the decision stays u < P(Beta > M).  No allocation
+    (``_nrt=False`` and ``forceinline``, see :func:`~dpledger.policies.beta_max.beta_max_round`)."""
     K = theta.size
     if lead >= 0:
         a = lead
-        al_a, be_a = lazy_shape(shift, mu_tilde[a], O[a])
+        al_a, be_a, _, _ = _shifted_exact(f, g[a], mu_tilde[a], O[a], d[a])
     else:
         floor = -np.inf
         for j in range(K):
@@ -167,7 +173,7 @@ def lazy_max_round(rng, shift, mu_tilde, O, bnd, lead, theta):
         al_a = be_a = 1.0
         for j in range(K):
             if bnd[_LB_UP, j] >= floor:
-                al, be, mu, _ = _lazy_exact(shift, mu_tilde[j], O[j])
+                al, be, mu, _ = _shifted_exact(f, g[j], mu_tilde[j], O[j], d[j])
                 if mu > best:
                     a, best, al_a, be_a = j, mu, al, be
     m = rng.beta(al_a, be_a)
@@ -177,7 +183,7 @@ def lazy_max_round(rng, shift, mu_tilde, O, bnd, lead, theta):
         if j != lead:
             u = rng.random()
             if beta_may_beat(u, bnd[_LB_UP, j], bnd[_LB_W, j], m):
-                al, be, mu, w = _lazy_exact(shift, mu_tilde[j], O[j])
+                al, be, mu, w = _shifted_exact(f, g[j], mu_tilde[j], O[j], d[j])
                 if beta_may_beat(u, mu, w, m) and beta_tail_may_exceed(u, al, be, m):
                     p = beta_upper_tail(al, be, m)
                     if u < p:
@@ -187,21 +193,39 @@ def lazy_max_round(rng, shift, mu_tilde, O, bnd, lead, theta):
     return a
 
 
+@njit(cache=True, inline="always")
+def lazy_block_shifts(eps, t0):
+    """Lazy-DP-TS's block from round t0: its last round and the lowest and highest shift
+    f = 3·log2(t)/ε over it, widened by 1e-13 relative (comment above)."""
+    t1 = block_end(t0)
+    return (t1, 3.0 * np.log2(t0) / eps * (1.0 - 1e-13),
+            3.0 * np.log2(t1) / eps * (1.0 + 1e-13))
+
+
+@njit(cache=True, inline="always")
+def dp_ts_block_logs(t0):
+    """DP-TS's block from round t0: its last round and the lowest and highest f = log2 t over
+    it, widened by 1e-13 relative (comment above)."""
+    t1 = block_end(t0)
+    return t1, np.log2(t0) * (1.0 - 1e-13), np.log2(t1) * (1.0 + 1e-13)
+
+
 @njit(cache=True)
 def lazy_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
     """Round t's arm: every arm's :func:`lazy_draw` in arm order, argmax (ties uniformly at
-    random), or with ``use_max`` the same law by :func:`lazy_max_round`
+    random), or with ``use_max`` the same law by :func:`shifted_max_round`
     (``posterior_draw="max"``) — the step form's round; the kernel writes the same loop out (the
     Generator must not enter an inlined helper that loops: numba reference-counts it there, see
     :func:`dpledger.policies.baselines.ucb1_select`)."""
     shift = 3.0 * np.log2(t) / eps
     if use_max:
         K = theta.size
-        bnd = np.empty((LAZY_BOUND_ROWS, K))
+        bnd = np.empty((SHIFTED_BOUND_ROWS, K))
         for j in range(K):
-            lazy_arm_bounds(j, mu_tilde, O, bnd)
-            lazy_arm_block(j, shift, shift, bnd)     # a block of one round: its own shift
-        return lazy_max_round(rng, shift, mu_tilde, O, bnd, lazy_block_leader(bnd), theta)
+            shifted_arm_bounds(j, mu_tilde, O, 1.0, bnd)
+            shifted_arm_block(j, shift, shift, bnd)     # a block of one round: its own shift
+        return shifted_max_round(rng, shift, np.ones(K), mu_tilde, O, O, bnd,
+                                 shifted_block_leader(bnd), theta)
     for j in range(theta.size):
         theta[j] = lazy_draw(rng, shift, mu_tilde[j], O[j])
     return argmax_random_tie(theta, rng)
@@ -241,7 +265,8 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     eps = params[0]
     scale = params[1]
     use_max = params.size > 2 and params[2] != 0.0
-    bnd = np.zeros((LAZY_BOUND_ROWS, K))    # posterior_draw="max": lazy_arm_bounds's columns
+    bnd = np.zeros((SHIFTED_BOUND_ROWS, K))  # posterior_draw="max": shifted_arm_bounds's columns
+    ones = np.ones(K)                       # g_j of the shifted posterior: shift/O_j
     t_end = 0                               # the last round of bnd's block (lazy_block_shifts)
     s_lo = s_up = 0.0
     lead = -1
@@ -261,9 +286,10 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             if t > t_end:
                 t_end, s_lo, s_up = lazy_block_shifts(eps, t)
                 for j in range(K):
-                    lazy_arm_block(j, s_lo, s_up, bnd)
-                lead = lazy_block_leader(bnd)
-            a = lazy_max_round(rng, 3.0 * np.log2(t) / eps, mu_tilde, O, bnd, lead, theta)
+                    shifted_arm_block(j, s_lo, s_up, bnd)
+                lead = shifted_block_leader(bnd)
+            a = shifted_max_round(rng, 3.0 * np.log2(t) / eps, ones, mu_tilde, O, O, bnd, lead,
+                                  theta)
         else:                               # lazy_select's round
             shift = 3.0 * np.log2(t) / eps
             for j in range(K):
@@ -281,9 +307,9 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
                 capture[1, 0] = x
             capture_release(capture, buf_sum[a] + noise, buf_sum[a], scale, a, start, stop_)
             lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs)
-            lazy_arm_bounds(a, mu_tilde, O, bnd)
-            lazy_arm_block(a, s_lo, s_up, bnd)
-            lead = lazy_block_leader(bnd)
+            shifted_arm_bounds(a, mu_tilde, O, 1.0, bnd)
+            shifted_arm_block(a, s_lo, s_up, bnd)
+            lead = shifted_block_leader(bnd)
         put_action(actions, t, a)
     return stop, n_rows, n_rows
 
@@ -361,12 +387,12 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     slot = np.full(K, -1, np.int64)         # row of the current epoch buffer's tree record
     mu_tilde = np.zeros(K)
     theta = np.zeros(K)
-    al = np.ones(K)                         # posterior_draw="max": the posteriors' parameters,
-    be = np.ones(K)                         # means and bound weights
-    mu = np.zeros(K)
-    w = np.zeros(K)
-    c_o = np.zeros(K)                       # dp_ts_shift_parts of each arm's O
-    d_o = np.ones(K)
+    c_o = np.zeros(K)                       # posterior_draw="max": dp_ts_shift_parts of each
+    d_o = np.ones(K)                        # arm's O, shifted_arm_bounds's columns, the block
+    bnd = np.zeros((SHIFTED_BOUND_ROWS, K))
+    t_end = 0
+    f_lo = f_up = 0.0
+    lead = -1
     n_rows = 0
     draws = 0
     for a in range(K):
@@ -376,9 +402,13 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     for t in range(1, stop + 1):
         if t <= K:
             a = t - 1
-        elif use_max:                       # dp_ts_select's round, beta_max_select's loop
-            dp_ts_shapes_kept(np.log2(t), mu_tilde, O, c_o, d_o, al, be, mu, w)
-            a = beta_max_round(rng, al, be, mu, w, theta)
+        elif use_max:                       # dp_ts_select's round, by shifted_max_round
+            if t > t_end:
+                t_end, f_lo, f_up = dp_ts_block_logs(t)
+                for j in range(K):
+                    shifted_arm_block(j, f_lo, f_up, bnd)
+                lead = shifted_block_leader(bnd)
+            a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta)
         else:                               # dp_ts_select's round
             for j in range(K):
                 theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
@@ -405,8 +435,11 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             draws += 1
             capture_release(capture, value + noise, value, scales[r[a]], a, start, stop_)
         dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde)
-        if use_max:                         # O_a moved: its factors of υ
+        if use_max:                         # μ̃_a and O_a moved: its factors of υ, its bounds
             c_o[a], d_o[a] = dp_ts_shift_parts(eps, O[a])
+            shifted_arm_bounds(a, mu_tilde, O, c_o[a] / eps, bnd)
+            shifted_arm_block(a, f_lo, f_up, bnd)
+            lead = shifted_block_leader(bnd)
         put_action(actions, t, a)
     return stop, n_rows, draws
 
@@ -435,17 +468,6 @@ def dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w):
     (compiled as :func:`dp_ts_push`)."""
     for j in range(al.size):
         al[j], be[j] = dp_ts_shape(eps, t, mu_tilde[j], O[j])
-        beta_arm_stats(j, al, be, mu, w)
-
-
-@njit(cache=True, _nrt=False, forceinline=True)
-def dp_ts_shapes_kept(lt, mu_tilde, O, c_o, d_o, al, be, mu, w):
-    """:func:`dp_ts_shapes` from log2 t (``lt``) and each arm's :func:`dp_ts_shift_parts`
-    (``c_o``, ``d_o``): the same doubles, without 2K − 1 logarithms a round."""
-    for j in range(al.size):
-        m = clip01(mu_tilde[j] + c_o[j] * lt / d_o[j])
-        al[j] = m * O[j] + 1.0
-        be[j] = (1.0 - m) * O[j] + 1.0
         beta_arm_stats(j, al, be, mu, w)
 
 

@@ -55,9 +55,10 @@ from dpledger.mechanisms.smooth import SLOT_NEW as _I_NNEW
 from dpledger.mechanisms.smooth import (SMOOTH_MAX_HEIGHT, smooth_commit, smooth_new,
                                         smooth_node, smooth_output, smooth_push,
                                         smooth_sensitivity, smooth_shape, smooth_state_size)
-from dpledger.policies.beta_max import beta_max_round
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.hu_hegde import DPTS, dp_ts_draw, dp_ts_shapes_kept, dp_ts_shift_parts
+from dpledger.policies.hu_hegde import (DPTS, SHIFTED_BOUND_ROWS, dp_ts_block_logs, dp_ts_draw,
+                                        dp_ts_shift_parts, shifted_arm_block, shifted_arm_bounds,
+                                        shifted_block_leader, shifted_max_round)
 from dpledger.policies.rules import argmax_first, capture_release, tie_break
 from dpledger.policies.sink import put_action
 
@@ -159,12 +160,12 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
     O = np.zeros(K)
     mu_tilde = np.zeros(K)
     theta = np.zeros(K)
-    al = np.ones(K)
-    be = np.ones(K)
-    mu = np.zeros(K)
-    w = np.zeros(K)
-    c_o = np.zeros(K)                       # dp_ts_shift_parts of each arm's O (as _dp_ts)
-    d_o = np.ones(K)
+    c_o = np.zeros(K)                       # posterior_draw="max", as _dp_ts: dp_ts_shift_parts
+    d_o = np.ones(K)                        # of each arm's O, the bounds and the block
+    bnd = np.zeros((SHIFTED_BOUND_ROWS, K))
+    t_end = 0
+    f_lo = f_up = 0.0
+    lead = -1
     n_rows = 0
     for a in range(K):
         fs, ist = log_new(1, 0)
@@ -173,9 +174,13 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
     for t in range(1, stop + 1):
         if t <= K:
             a = t - 1
-        elif use_max:
-            dp_ts_shapes_kept(np.log2(t), mu_tilde, O, c_o, d_o, al, be, mu, w)
-            a = beta_max_round(rng, al, be, mu, w, theta)
+        elif use_max:                       # _dp_ts's round
+            if t > t_end:
+                t_end, f_lo, f_up = dp_ts_block_logs(t)
+                for j in range(K):
+                    shifted_arm_block(j, f_lo, f_up, bnd)
+                lead = shifted_block_leader(bnd)
+            a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta)
         else:
             for j in range(K):
                 theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
@@ -193,8 +198,11 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
             capture[1, 0] = value
         capture_release(capture, value + noise, value, scale, a, start, stop_)
         dp_ts_smooth_commit(a, kind, value, noise, O, r, lfs, lis, sfs, sis, mu_tilde, shapes)
-        if use_max:                         # O_a moved: its factors of υ
+        if use_max:                         # μ̃_a and O_a moved: its factors of υ, its bounds
             c_o[a], d_o[a] = dp_ts_shift_parts(eps, O[a])
+            shifted_arm_bounds(a, mu_tilde, O, c_o[a] / eps, bnd)
+            shifted_arm_block(a, f_lo, f_up, bnd)
+            lead = shifted_block_leader(bnd)
         put_action(actions, t, a)
     return stop, n_rows, n_rows
 

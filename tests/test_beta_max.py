@@ -237,29 +237,34 @@ def _lazy_states(rng, n):
 
 def _lazy_block(eps, t0, t, mu_t, O):
     """bnd and the block leader for the block of t0 (t0 = t: the step form's, from t's shift)."""
-    from dpledger.policies.hu_hegde import (LAZY_BOUND_ROWS, lazy_arm_block, lazy_arm_bounds,
-                                            lazy_block_leader, lazy_block_shifts)
-    K = O.size
+    from dpledger.policies.hu_hegde import lazy_block_shifts
     if t0 == t:
         s_lo = s_up = 3.0 * np.log2(t) / eps
     else:
         t1, s_lo, s_up = lazy_block_shifts(eps, t0)
         assert t0 <= t <= t1 == t0 + t0 // 64
-    bnd = np.empty((LAZY_BOUND_ROWS, K))
+    return _shifted_block(s_lo, s_up, mu_t, O, np.ones(O.size))
+
+
+def _shifted_block(f_lo, f_up, mu_t, O, rate):
+    from dpledger.policies.hu_hegde import (SHIFTED_BOUND_ROWS, shifted_arm_block,
+                                            shifted_arm_bounds, shifted_block_leader)
+    K = O.size
+    bnd = np.empty((SHIFTED_BOUND_ROWS, K))
     for j in range(K):
-        lazy_arm_bounds(j, mu_t, O, bnd)
-        lazy_arm_block(j, s_lo, s_up, bnd)
-    return bnd, lazy_block_leader(bnd)
+        shifted_arm_bounds(j, mu_t, O, rate[j], bnd)
+        shifted_arm_block(j, f_lo, f_up, bnd)
+    return bnd, shifted_block_leader(bnd)
 
 
 def test_lazy_round_is_the_max_round_on_its_shapes():
-    """lazy_max_round (shapes computed only where the block's bounds cannot decide) against
+    """shifted_max_round (shapes computed only where the block's bounds cannot decide) against
     beta_max_round on every arm's lazy_shape at round t, from the same Generator state: the same
     arm, the same samples and the same Generator state after, on 3000 random states and blocks
     holding t; each arm's exact mean inside its block interval [lo, up]; and the block leader,
     when there is one, the first arm of largest exact mean."""
     from dpledger.policies.beta_max import beta_arm_stats, beta_max_round
-    from dpledger.policies.hu_hegde import lazy_max_round, lazy_shape
+    from dpledger.policies.hu_hegde import lazy_shape, shifted_max_round
     states = np.random.default_rng(7)
     n_lead = 0
     for n, (eps, t0, t, mu_t, O) in enumerate(_lazy_states(states, 3000)):
@@ -273,7 +278,7 @@ def test_lazy_round_is_the_max_round_on_its_shapes():
         r1, r2 = np.random.default_rng([n, 1]), np.random.default_rng([n, 1])
         th1, th2 = np.full(K, -1.0), np.full(K, -1.0)
         a1 = beta_max_round(r1, al, be, mu, w, th1)
-        a2 = lazy_max_round(r2, shift, mu_t, O, bnd, lead, th2)
+        a2 = shifted_max_round(r2, shift, np.ones(K), mu_t, O, O, bnd, lead, th2)
         assert a1 == a2 and np.array_equal(th1, th2), (n, shift, mu_t, O)
         assert r1.random() == r2.random()
         lo, up = bnd[5], bnd[6]
@@ -282,3 +287,41 @@ def test_lazy_round_is_the_max_round_on_its_shapes():
             n_lead += 1
             assert lead == int(np.argmax(mu)) and np.sum(mu == mu[lead]) == 1, (n, lead, mu)
     assert n_lead > 300            # the fixed-leader path is exercised, not only the search
+
+
+def test_dp_ts_round_is_the_max_round_on_its_shapes():
+    """The same for DP-TS's posteriors (dp_ts_shape: υ from dp_ts_shift_parts and log2 t) with
+    blocks of log2 t (dp_ts_block_logs): shifted_max_round against beta_max_round on every arm's
+    exact shape at round t — same arm, samples and Generator state — on 3000 random states, each
+    exact mean inside its interval, the block leader the first arm of largest mean."""
+    from dpledger.policies.beta_max import beta_arm_stats, beta_max_round
+    from dpledger.policies.hu_hegde import (dp_ts_block_logs, dp_ts_shape, dp_ts_shift_parts,
+                                            shifted_max_round)
+    states = np.random.default_rng(11)
+    n_lead = 0
+    for n, (eps, t0, t, mu_t, O) in enumerate(_lazy_states(states, 3000)):
+        K = O.size
+        al, be, mu, w = np.empty(K), np.empty(K), np.empty(K), np.empty(K)
+        c_o, d_o = np.empty(K), np.empty(K)
+        for j in range(K):
+            al[j], be[j] = dp_ts_shape(eps, t, mu_t[j], O[j])
+            beta_arm_stats(j, al, be, mu, w)
+            c_o[j], d_o[j] = dp_ts_shift_parts(eps, O[j])
+        if t0 == t:
+            f_lo = f_up = np.log2(t)
+        else:
+            t1, f_lo, f_up = dp_ts_block_logs(t0)
+            assert t0 <= t <= t1
+        bnd, lead = _shifted_block(f_lo, f_up, mu_t, O, c_o / eps)
+        r1, r2 = np.random.default_rng([n, 2]), np.random.default_rng([n, 2])
+        th1, th2 = np.full(K, -1.0), np.full(K, -1.0)
+        a1 = beta_max_round(r1, al, be, mu, w, th1)
+        a2 = shifted_max_round(r2, np.log2(t), c_o, mu_t, O, d_o, bnd, lead, th2)
+        assert a1 == a2 and np.array_equal(th1, th2), (n, t, mu_t, O)
+        assert r1.random() == r2.random()
+        lo, up = bnd[5], bnd[6]
+        assert np.all(lo <= mu) and np.all(mu <= up), (n, lo - mu, up - mu)
+        if lead >= 0:
+            n_lead += 1
+            assert lead == int(np.argmax(mu)) and np.sum(mu == mu[lead]) == 1, (n, lead, mu)
+    assert n_lead > 300
