@@ -51,7 +51,7 @@ from dpledger.policies.rules import (argmax_first, argmax_random_tie, capture_re
 @njit(cache=True, inline="always")
 def lazy_shape(shift, mu_j, o_j):
     """Arm j's posterior Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + shift/O_j), with
-    shift = 3·log2(t)/ε, from its μ̃_j and O_j (scalars, see :func:`dp_ts_draw`): its two
+    shift = 3·log2(t)/ε, from its μ̃_j and O_j (scalars, see :func:`dp_ts_shape`): its two
     parameters."""
     m = clip01(mu_j + shift / o_j)
     return m * o_j + 1.0, (1.0 - m) * o_j + 1.0
@@ -411,7 +411,8 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta)
         else:                               # dp_ts_select's round
             for j in range(K):
-                theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
+                al, be = dp_ts_shape(eps, t, mu_tilde[j], O[j])   # see dp_ts_shape
+                theta[j] = rng.beta(al, be)
             a, tie = argmax_first(theta)
             if tie:
                 a = tie_break(theta, a, rng)
@@ -447,18 +448,15 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
 @njit(cache=True, inline="always")
 def dp_ts_shape(eps, t, mu_j, o_j):
     """Arm j's posterior Beta(m·O_j + 1, (1 − m)·O_j + 1), m = clip(μ̃_j + υ(ε, O_j, t)), from
-    its μ̃_j and O_j: its two parameters."""
+    its μ̃_j and O_j (scalars: an array argument would be reference-counted, ≈ 30 ns a round,
+    issue 31): its two parameters.  Its callers draw θ_j = ``rng.beta`` of them themselves.
+    With the Generator passed into a helper wrapping this one (``dp_ts_draw``, until
+    2026-12-04) the ``all`` kernel ran at 357 ns a round, against 323 ns with the draw written
+    in the kernel and 326 ns for 45ae753's loop (T = 1e6, best of 16, one process;
+    docs/design.md#the-speed-guard-p7).  Reference counting of the Generator is the likely
+    cause (see :func:`~dpledger.policies.baselines.ucb1_select`); it was not traced further."""
     m = clip01(mu_j + dp_ts_shift(eps, o_j, t))
     return m * o_j + 1.0, (1.0 - m) * o_j + 1.0
-
-
-@njit(cache=True, inline="always")
-def dp_ts_draw(rng, eps, t, mu_j, o_j):
-    """Arm j's sample θ_j from :func:`dp_ts_shape`'s Beta (straight-line and scalar: inlined
-    with the Generator at no cost — an array argument would be reference-counted here, ≈ 30 ns
-    a round, issue 31)."""
-    al, be = dp_ts_shape(eps, t, mu_j, o_j)
-    return rng.beta(al, be)
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
@@ -473,8 +471,8 @@ def dp_ts_shapes(eps, t, mu_tilde, O, al, be, mu, w):
 
 @njit(cache=True)
 def dp_ts_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
-    """A round's arm (after the initial pulls): every arm's :func:`dp_ts_draw` in arm order,
-    argmax (ties uniformly at random), or with ``use_max`` the same law by
+    """A round's arm (after the initial pulls): every arm's sample of :func:`dp_ts_shape` in arm
+    order, argmax (ties uniformly at random), or with ``use_max`` the same law by
     :func:`~dpledger.policies.beta_max.beta_max_select` (``posterior_draw="max"``) — the step
     form's round; the kernel writes the same loop out (see :func:`lazy_select`)."""
     if use_max:
@@ -483,7 +481,8 @@ def dp_ts_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
         dp_ts_shapes(eps, t, mu_tilde, O, al, be, np.empty(K), np.empty(K))
         return beta_max_select(rng, al, be, theta)
     for j in range(theta.size):
-        theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
+        a_j, b_j = dp_ts_shape(eps, t, mu_tilde[j], O[j])
+        theta[j] = rng.beta(a_j, b_j)
     return argmax_random_tie(theta, rng)
 
 

@@ -56,7 +56,7 @@ from dpledger.mechanisms.smooth import (SMOOTH_MAX_HEIGHT, smooth_commit, smooth
                                         smooth_node, smooth_output, smooth_push,
                                         smooth_sensitivity, smooth_shape, smooth_state_size)
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.hu_hegde import (DPTS, SHIFTED_BOUND_ROWS, dp_ts_block_logs, dp_ts_draw,
+from dpledger.policies.hu_hegde import (DPTS, SHIFTED_BOUND_ROWS, dp_ts_block_logs, dp_ts_shape,
                                         dp_ts_shift_parts, shifted_arm_block, shifted_arm_bounds,
                                         shifted_block_leader, shifted_max_round)
 from dpledger.policies.rules import argmax_first, capture_release, tie_break
@@ -183,7 +183,8 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
             a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta)
         else:
             for j in range(K):
-                theta[j] = dp_ts_draw(rng, eps, t, mu_tilde[j], O[j])
+                al, be = dp_ts_shape(eps, t, mu_tilde[j], O[j])   # as _dp_ts
+                theta[j] = rng.beta(al, be)
             a, tie = argmax_first(theta)
             if tie:
                 a = tie_break(theta, a, rng)
