@@ -25,6 +25,14 @@ exit status is 1.  The runs' outputs (run.json and its ledger) are compared too 
 kernel that draws differently is a different policy, not a speed-up (between revisions whose
 run.json differ in form, they differ anyway).
 
+``--kernel`` (with ``--against``) times the whole-run kernel alone instead: each fresh process
+(``benchmarks/kernel_time.py``, run inside each side's folder) compiles or loads the kernel, then
+calls it ``--runs`` times at ``--horizon`` on the default instance and reports the CPU time of
+each call; the table gives ns a round, best and median over every call of a side.  Start-up,
+accounting and run.json are left out, so a slower kernel cannot hide behind a faster start-up
+(it did: dp-ts's ``all`` kernel was 1.11–1.17× 45ae753's in one process while the end-to-end
+guard read 0.96, its PLD certificate now read from a cache).  Nothing is compared byte for byte.
+
 Goals (printed beside each policy when timed alone, judged on the best wall time and on CPU time):
 docs/design.md#performance-targets P1 (UCB1, TS-Gaussian, DP-UCB ≥ 1e7; Beta-TS ≥ 2e6) and issue 17
 §6 (DP-KLUCB, DP-IMED ≥ 1e7 at K = 5, T = 1e7; KL-UCB raised from the design target's 2e6 to 1e7);
@@ -108,6 +116,22 @@ def _digest(path: str) -> str | None:
         return None
 
 
+def _kernel_command(pol: str, horizon: int, runs: int) -> list[str]:
+    return [sys.executable, os.path.join(HERE, "benchmarks", "kernel_time.py"), pol,
+            str(horizon), str(runs), *SETS]
+
+
+def _kernel_timed(cmd: list[str], cwd: str) -> tuple[list[float], int]:
+    """(ns a round of each kernel call, exit status) of one fresh kernel_time.py process."""
+    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=_clean_env())
+    for line in res.stdout.splitlines():
+        if line.startswith("ns-per-round"):
+            return [float(x) for x in line.split()[1:]], res.returncode
+    sys.stderr.write(f"  ({' '.join(cmd[2:4])} in {cwd}: exit {res.returncode}: "
+                     f"{res.stderr.strip().splitlines()[-1:] or ''})\n")
+    return [], res.returncode or 1
+
+
 def against(args) -> int:
     commit, old_dir = _export(args.against, args.scratch)
     out = tempfile.mkdtemp(prefix="p1-guard-")
@@ -115,10 +139,12 @@ def against(args) -> int:
         os.makedirs(os.path.join(out, name))  # its ledger file
     sides = (("old", old_dir), ("new", HERE))
     pols = args.policies.split(",")
+    what = ("kernel alone, CPU ns a round over every call" if args.kernel
+            else "CPU seconds (user + sys) of each fresh process")
     print(f"P1 guard: this checkout ({HERE}) against {args.against} = {commit[:12]} "
           f"({old_dir}); T = {args.horizon:.0e}, {args.runs} runs, "
           + "".join(f"--set {kv}, " for kv in SETS) + f"{args.repeats} repeats "
-          f"alternating, CPU seconds (user + sys) of each fresh process", flush=True)
+          f"alternating, {what}", flush=True)
     for pol in pols:                         # both sides compile their kernels here
         for name, cwd in sides:
             _timed(_command(pol, 1000, 1, f"{out}/{name}/warm-{pol}.json"), cwd)
@@ -131,11 +157,19 @@ def against(args) -> int:
         for r in range(args.repeats):
             order = sides if r % 2 == 0 else sides[::-1]
             for name, cwd in order:
-                _, c, rc = _timed(_command(pol, args.horizon, args.runs,
-                                           f"{out}/{name}/{pol}.json"), cwd)
-                cpu[name].append(c)
+                if args.kernel:
+                    ns, rc = _kernel_timed(_kernel_command(pol, args.horizon, args.runs), cwd)
+                    cpu[name].extend(ns)
+                else:
+                    _, c, rc = _timed(_command(pol, args.horizon, args.runs,
+                                               f"{out}/{name}/{pol}.json"), cwd)
+                    cpu[name].append(c)
                 if rc != 0:
                     status = f"{name} exit {rc}"
+        if not cpu["old"] or not cpu["new"]:
+            print(f"  {pol:14s} {status}", flush=True)
+            failed.append(pol)
+            continue
         ob, nb = min(cpu["old"]), min(cpu["new"])
         om, nm = (sorted(v)[len(v) // 2] for v in (cpu["old"], cpu["new"]))
         ratio = nb / ob
@@ -150,10 +184,13 @@ def against(args) -> int:
         else:
             verdict = "ok"
         worst = max(worst, ratio)
-        rate = args.runs * args.horizon / nb
+        if args.kernel:
+            note = f"new {1e9 / nb:.3g} rounds per CPU-s in the kernel"
+        else:
+            note = (f"new {args.runs * args.horizon / nb:.3g} run-rounds per CPU-s; run.json "
+                    f"and ledger {'same' if same else 'differ'}")
         print(f"  {pol:14s} {ob:9.2f} {om:8.2f} {nb:9.2f} {nm:8.2f} {ratio:6.2f}  {verdict}"
-              f"  (new {rate:.3g} run-rounds per CPU-s; run.json "
-              f"and ledger {'same' if same else 'differ'})", flush=True)
+              f"  ({note})", flush=True)
     print(f"worst ratio {worst:.2f}; " + (f"regressions: {', '.join(failed)}" if failed
                                           else f"no ratio above {args.limit}"))
     return 1 if failed else 0
@@ -198,6 +235,9 @@ def main() -> None:
                     help="where REV is exported (default $TMPDIR/dpledger-bench-<commit>, kept)")
     ap.add_argument("--limit", type=float, default=1.15,
                     help="ratio (this checkout / REV, best CPU) above which a policy regressed")
+    ap.add_argument("--kernel", action="store_true",
+                    help="with --against: time the whole-run kernel alone in each process "
+                         "(benchmarks/kernel_time.py), ns a round, --runs calls a process")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a policy parameter for every run of both sides (repeatable), e.g. "
                          "--set posterior_draw=max")
@@ -205,6 +245,8 @@ def main() -> None:
     bad = [kv for kv in args.set if "=" not in kv or not kv.split("=", 1)[0]]
     if bad:
         ap.error(f"--set takes KEY=VALUE, got {bad[0]!r}")
+    if args.kernel and not args.against:
+        ap.error("--kernel times the kernel against a revision: give --against REV")
     SETS.extend(args.set)
     if args.policies is None:
         args.policies = GUARD_DEFAULT if args.against else DEFAULT
