@@ -210,6 +210,17 @@ def dp_ts_block_logs(t0):
     return t1, np.log2(t0) * (1.0 - 1e-13), np.log2(t1) * (1.0 + 1e-13)
 
 
+@njit(cache=True, inline="always")
+def dp_ts_block_start(t, bnd):
+    """A new block of rounds from round t for DP-TS's ``max`` round (both counters' kernels):
+    every arm's interval over it and its leader — (last round, lowest and highest log2 t,
+    leader).  Once a block, so its cost does not matter."""
+    t_end, f_lo, f_up = dp_ts_block_logs(t)
+    for j in range(bnd.shape[1]):
+        shifted_arm_block(j, f_lo, f_up, bnd)
+    return t_end, f_lo, f_up, shifted_block_leader(bnd)
+
+
 @njit(cache=True)
 def lazy_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
     """Round t's arm: every arm's :func:`lazy_draw` in arm order, argmax (ties uniformly at
@@ -404,10 +415,7 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             a = t - 1
         elif use_max:                       # dp_ts_select's round, by shifted_max_round
             if t > t_end:
-                t_end, f_lo, f_up = dp_ts_block_logs(t)
-                for j in range(K):
-                    shifted_arm_block(j, f_lo, f_up, bnd)
-                lead = shifted_block_leader(bnd)
+                t_end, f_lo, f_up, lead = dp_ts_block_start(t, bnd)
             a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta)
         else:                               # dp_ts_select's round
             for j in range(K):

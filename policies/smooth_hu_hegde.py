@@ -56,7 +56,7 @@ from dpledger.mechanisms.smooth import (SMOOTH_MAX_HEIGHT, smooth_commit, smooth
                                         smooth_node, smooth_output, smooth_push,
                                         smooth_sensitivity, smooth_shape, smooth_state_size)
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.hu_hegde import (DPTS, SHIFTED_BOUND_ROWS, dp_ts_block_logs, dp_ts_shape,
+from dpledger.policies.hu_hegde import (DPTS, SHIFTED_BOUND_ROWS, dp_ts_block_start, dp_ts_shape,
                                         dp_ts_shift_parts, shifted_arm_block, shifted_arm_bounds,
                                         shifted_block_leader, shifted_max_round)
 from dpledger.policies.rules import argmax_first, capture_release, tie_break
@@ -176,10 +176,7 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
             a = t - 1
         elif use_max:                       # _dp_ts's round
             if t > t_end:
-                t_end, f_lo, f_up = dp_ts_block_logs(t)
-                for j in range(K):
-                    shifted_arm_block(j, f_lo, f_up, bnd)
-                lead = shifted_block_leader(bnd)
+                t_end, f_lo, f_up, lead = dp_ts_block_start(t, bnd)
             a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta)
         else:
             for j in range(K):

@@ -257,14 +257,36 @@ def _shifted_block(f_lo, f_up, mu_t, O, rate):
     return bnd, shifted_block_leader(bnd)
 
 
+def _same_round(n, tag, al, be, mu, w, bnd, lead, posterior):
+    """beta_max_round on the exact shapes against shifted_max_round on ``posterior`` = (f, g,
+    μ̃, O, d) and the block's ``bnd``, ``lead``, from the same Generator state: the same arm,
+    samples and state after; every exact mean inside its block interval; the block leader, if
+    any, the unique first arm of largest mean.  1 if there was a block leader."""
+    from dpledger.policies.beta_max import beta_max_round
+    from dpledger.policies.hu_hegde import shifted_max_round
+    K = al.size
+    r1, r2 = np.random.default_rng([n, tag]), np.random.default_rng([n, tag])
+    th1, th2 = np.full(K, -1.0), np.full(K, -1.0)
+    a1 = beta_max_round(r1, al, be, mu, w, th1)
+    a2 = shifted_max_round(r2, *posterior, bnd, lead, th2)
+    assert a1 == a2 and np.array_equal(th1, th2), (n, al, be)
+    assert r1.random() == r2.random()
+    lo, up = bnd[5], bnd[6]
+    assert np.all(lo <= mu) and np.all(mu <= up), (n, lo - mu, up - mu)
+    if lead < 0:
+        return 0
+    assert lead == int(np.argmax(mu)) and np.sum(mu == mu[lead]) == 1, (n, lead, mu)
+    return 1
+
+
 def test_lazy_round_is_the_max_round_on_its_shapes():
     """shifted_max_round (shapes computed only where the block's bounds cannot decide) against
     beta_max_round on every arm's lazy_shape at round t, from the same Generator state: the same
     arm, the same samples and the same Generator state after, on 3000 random states and blocks
     holding t; each arm's exact mean inside its block interval [lo, up]; and the block leader,
     when there is one, the first arm of largest exact mean."""
-    from dpledger.policies.beta_max import beta_arm_stats, beta_max_round
-    from dpledger.policies.hu_hegde import lazy_shape, shifted_max_round
+    from dpledger.policies.beta_max import beta_arm_stats
+    from dpledger.policies.hu_hegde import lazy_shape
     states = np.random.default_rng(7)
     n_lead = 0
     for n, (eps, t0, t, mu_t, O) in enumerate(_lazy_states(states, 3000)):
@@ -275,17 +297,7 @@ def test_lazy_round_is_the_max_round_on_its_shapes():
             al[j], be[j] = lazy_shape(shift, mu_t[j], O[j])
             beta_arm_stats(j, al, be, mu, w)
         bnd, lead = _lazy_block(eps, t0, t, mu_t, O)
-        r1, r2 = np.random.default_rng([n, 1]), np.random.default_rng([n, 1])
-        th1, th2 = np.full(K, -1.0), np.full(K, -1.0)
-        a1 = beta_max_round(r1, al, be, mu, w, th1)
-        a2 = shifted_max_round(r2, shift, np.ones(K), mu_t, O, O, bnd, lead, th2)
-        assert a1 == a2 and np.array_equal(th1, th2), (n, shift, mu_t, O)
-        assert r1.random() == r2.random()
-        lo, up = bnd[5], bnd[6]
-        assert np.all(lo <= mu) and np.all(mu <= up), (n, lo - mu, up - mu)
-        if lead >= 0:
-            n_lead += 1
-            assert lead == int(np.argmax(mu)) and np.sum(mu == mu[lead]) == 1, (n, lead, mu)
+        n_lead += _same_round(n, 1, al, be, mu, w, bnd, lead, (shift, np.ones(K), mu_t, O, O))
     assert n_lead > 300            # the fixed-leader path is exercised, not only the search
 
 
@@ -294,9 +306,8 @@ def test_dp_ts_round_is_the_max_round_on_its_shapes():
     blocks of log2 t (dp_ts_block_logs): shifted_max_round against beta_max_round on every arm's
     exact shape at round t — same arm, samples and Generator state — on 3000 random states, each
     exact mean inside its interval, the block leader the first arm of largest mean."""
-    from dpledger.policies.beta_max import beta_arm_stats, beta_max_round
-    from dpledger.policies.hu_hegde import (dp_ts_block_logs, dp_ts_shape, dp_ts_shift_parts,
-                                            shifted_max_round)
+    from dpledger.policies.beta_max import beta_arm_stats
+    from dpledger.policies.hu_hegde import dp_ts_block_logs, dp_ts_shape, dp_ts_shift_parts
     states = np.random.default_rng(11)
     n_lead = 0
     for n, (eps, t0, t, mu_t, O) in enumerate(_lazy_states(states, 3000)):
@@ -313,15 +324,5 @@ def test_dp_ts_round_is_the_max_round_on_its_shapes():
             t1, f_lo, f_up = dp_ts_block_logs(t0)
             assert t0 <= t <= t1
         bnd, lead = _shifted_block(f_lo, f_up, mu_t, O, c_o / eps)
-        r1, r2 = np.random.default_rng([n, 2]), np.random.default_rng([n, 2])
-        th1, th2 = np.full(K, -1.0), np.full(K, -1.0)
-        a1 = beta_max_round(r1, al, be, mu, w, th1)
-        a2 = shifted_max_round(r2, np.log2(t), c_o, mu_t, O, d_o, bnd, lead, th2)
-        assert a1 == a2 and np.array_equal(th1, th2), (n, t, mu_t, O)
-        assert r1.random() == r2.random()
-        lo, up = bnd[5], bnd[6]
-        assert np.all(lo <= mu) and np.all(mu <= up), (n, lo - mu, up - mu)
-        if lead >= 0:
-            n_lead += 1
-            assert lead == int(np.argmax(mu)) and np.sum(mu == mu[lead]) == 1, (n, lead, mu)
+        n_lead += _same_round(n, 2, al, be, mu, w, bnd, lead, (np.log2(t), c_o, mu_t, O, d_o))
     assert n_lead > 300
