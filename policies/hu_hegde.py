@@ -134,6 +134,15 @@ def shifted_block_leader(bnd):
 
 
 @njit(cache=True, inline="always")
+def shifted_block(f_lo, f_up, bnd):
+    """Every arm's interval for a block whose f runs over [f_lo, f_up] (:func:`shifted_arm_block`)
+    and the block's leader (:func:`shifted_block_leader`)."""
+    for j in range(bnd.shape[1]):
+        shifted_arm_block(j, f_lo, f_up, bnd)
+    return shifted_block_leader(bnd)
+
+
+@njit(cache=True, inline="always")
 def _shifted_exact(f, g_j, mu_j, o_j, d_j):
     """Arm j's exact parameters, mean and bound weight: m = clip(μ̃_j + g_j·f/d_j) and
     :func:`~dpledger.policies.beta_max.beta_arm_stats`'s operations — :func:`lazy_shape`'s and
@@ -216,9 +225,19 @@ def dp_ts_block_start(t, bnd):
     every arm's interval over it and its leader — (last round, lowest and highest log2 t,
     leader).  Once a block, so its cost does not matter."""
     t_end, f_lo, f_up = dp_ts_block_logs(t)
-    for j in range(bnd.shape[1]):
-        shifted_arm_block(j, f_lo, f_up, bnd)
-    return t_end, f_lo, f_up, shifted_block_leader(bnd)
+    return t_end, f_lo, f_up, shifted_block(f_lo, f_up, bnd)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def dp_ts_arm_moved(a, eps, mu_tilde, O, c_o, d_o, f_lo, f_up, bnd):
+    """After arm a's commit (its μ̃_a and O_a moved), for DP-TS's ``max`` round in both
+    counters' kernels: its factors of υ (:func:`dp_ts_shift_parts`), its columns and interval
+    in ``bnd``, and the block's leader, returned.  Every round, so compiled as
+    :func:`dp_ts_push`."""
+    c_o[a], d_o[a] = dp_ts_shift_parts(eps, O[a])
+    shifted_arm_bounds(a, mu_tilde, O, c_o[a] / eps, bnd)
+    shifted_arm_block(a, f_lo, f_up, bnd)
+    return shifted_block_leader(bnd)
 
 
 @njit(cache=True)
@@ -234,9 +253,8 @@ def lazy_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
         bnd = np.empty((SHIFTED_BOUND_ROWS, K))
         for j in range(K):
             shifted_arm_bounds(j, mu_tilde, O, 1.0, bnd)
-            shifted_arm_block(j, shift, shift, bnd)     # a block of one round: its own shift
-        return shifted_max_round(rng, shift, np.ones(K), mu_tilde, O, O, bnd,
-                                 shifted_block_leader(bnd), theta)
+        lead = shifted_block(shift, shift, bnd)        # a block of one round: its own shift
+        return shifted_max_round(rng, shift, np.ones(K), mu_tilde, O, O, bnd, lead, theta)
     for j in range(theta.size):
         theta[j] = lazy_draw(rng, shift, mu_tilde[j], O[j])
     return argmax_random_tie(theta, rng)
@@ -296,9 +314,7 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         elif use_max:                       # lazy_select's round
             if t > t_end:
                 t_end, s_lo, s_up = lazy_block_shifts(eps, t)
-                for j in range(K):
-                    shifted_arm_block(j, s_lo, s_up, bnd)
-                lead = shifted_block_leader(bnd)
+                lead = shifted_block(s_lo, s_up, bnd)
             a = shifted_max_round(rng, 3.0 * np.log2(t) / eps, ones, mu_tilde, O, O, bnd, lead,
                                   theta)
         else:                               # lazy_select's round
@@ -444,11 +460,8 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             draws += 1
             capture_release(capture, value + noise, value, scales[r[a]], a, start, stop_)
         dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde)
-        if use_max:                         # μ̃_a and O_a moved: its factors of υ, its bounds
-            c_o[a], d_o[a] = dp_ts_shift_parts(eps, O[a])
-            shifted_arm_bounds(a, mu_tilde, O, c_o[a] / eps, bnd)
-            shifted_arm_block(a, f_lo, f_up, bnd)
-            lead = shifted_block_leader(bnd)
+        if use_max:                         # μ̃_a and O_a moved
+            lead = dp_ts_arm_moved(a, eps, mu_tilde, O, c_o, d_o, f_lo, f_up, bnd)
         put_action(actions, t, a)
     return stop, n_rows, draws
 

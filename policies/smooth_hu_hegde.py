@@ -56,9 +56,8 @@ from dpledger.mechanisms.smooth import (SMOOTH_MAX_HEIGHT, smooth_commit, smooth
                                         smooth_node, smooth_output, smooth_push,
                                         smooth_sensitivity, smooth_shape, smooth_state_size)
 from dpledger.policies.environments import draw_reward
-from dpledger.policies.hu_hegde import (DPTS, SHIFTED_BOUND_ROWS, dp_ts_block_start, dp_ts_shape,
-                                        dp_ts_shift_parts, shifted_arm_block, shifted_arm_bounds,
-                                        shifted_block_leader, shifted_max_round)
+from dpledger.policies.hu_hegde import (DPTS, SHIFTED_BOUND_ROWS, dp_ts_arm_moved,
+                                        dp_ts_block_start, dp_ts_shape, shifted_max_round)
 from dpledger.policies.rules import argmax_first, capture_release, tie_break
 from dpledger.policies.sink import put_action
 
@@ -196,11 +195,8 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
             capture[1, 0] = value
         capture_release(capture, value + noise, value, scale, a, start, stop_)
         dp_ts_smooth_commit(a, kind, value, noise, O, r, lfs, lis, sfs, sis, mu_tilde, shapes)
-        if use_max:                         # μ̃_a and O_a moved: its factors of υ, its bounds
-            c_o[a], d_o[a] = dp_ts_shift_parts(eps, O[a])
-            shifted_arm_bounds(a, mu_tilde, O, c_o[a] / eps, bnd)
-            shifted_arm_block(a, f_lo, f_up, bnd)
-            lead = shifted_block_leader(bnd)
+        if use_max:                         # μ̃_a and O_a moved
+            lead = dp_ts_arm_moved(a, eps, mu_tilde, O, c_o, d_o, f_lo, f_up, bnd)
         put_action(actions, t, a)
     return stop, n_rows, n_rows
 
