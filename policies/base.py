@@ -95,6 +95,16 @@ POSTERIOR_DRAW = Param("posterior_draw", "all", "choice",
                        "every arm's Beta sample each round (all), or the largest only, same law "
                        "(max: one Beta draw a round, docs/algorithms.md#beta-thompson-sampling)",
                        choices=("all", "max"), omit_at_default=True)
+# DP-TS's and Lazy-DP-TS's draw takes a third value: the largest only, same law, with one uniform
+# deciding "no arm beats the leader" over a block of rounds (docs/algorithms.md#dp-ts)
+SHIFTED_POSTERIOR_DRAW = Param(
+    "posterior_draw", "all", "choice",
+    "every arm's Beta sample each round (all), or the largest only, same law (max: one Beta "
+    "draw a round; max-joint: one Beta draw and mostly one uniform a round, "
+    "docs/algorithms.md#beta-thompson-sampling)",
+    choices=("all", "max", "max-joint"), omit_at_default=True)
+# the kernels' params entry for each value
+POSTERIOR_DRAW_CODE = {"all": 0.0, "max": 1.0, "max-joint": 2.0}
 
 # Kernels that read per-round or per-pull constants (DP-UCB's ln t, TS-Gaussian's σ_k) get them
 # in ``kernel_params`` for indices below this, computed once per run; above, they compute them.

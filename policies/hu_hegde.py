@@ -26,8 +26,11 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import EPSILON, POSTERIOR_DRAW, KernelPolicy
-from dpledger.policies.beta_max import (beta_above_tail, beta_arm_stats,
+from dpledger.policies.base import (EPSILON, POSTERIOR_DRAW_CODE, SHIFTED_POSTERIOR_DRAW,
+                                   KernelPolicy)
+from dpledger.policies.beta_max import (JOINT_REJECT, MAX_REJECT, beta_above_tail,
+                                        beta_arm_stats, joint_bound, joint_first,
+                                        joint_product, joint_threshold,
                                         beta_max_select, beta_may_beat, beta_tail_may_exceed,
                                         beta_upper_tail)
 from dpledger.policies.environments import draw_reward
@@ -156,7 +159,26 @@ def _shifted_exact(f, g_j, mu_j, o_j, d_j):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def shifted_max_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta):
+def shifted_arm_test(rng, u, j, f, g, mu_tilde, O, d, bnd, m, a, theta, reject_at):
+    """Arm j's step of the per-arm round with its uniform u against the running maximum m of arm
+    a: (m, a) after it.  Its block interval, then its exact shape, then the log-concave bound
+    may say "does not beat"; otherwise the tail decides u < P(Beta > m), and an arm that beats
+    gets its conditioned sample (:func:`~dpledger.policies.beta_max.beta_above_tail`, by
+    rejection from ``reject_at``) in ``theta`` and becomes the running maximum.  Compiled as
+    :func:`shifted_max_round`."""
+    if beta_may_beat(u, bnd[_LB_UP, j], bnd[_LB_W, j], m):
+        al, be, mu, w = _shifted_exact(f, g[j], mu_tilde[j], O[j], d[j])
+        if beta_may_beat(u, mu, w, m) and beta_tail_may_exceed(u, al, be, m):
+            p = beta_upper_tail(al, be, m)
+            if u < p:
+                m = beta_above_tail(rng, al, be, m, p, reject_at)
+                theta[j] = m
+                a = j
+    return m, a
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def shifted_max_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta, reject_at):
     """``posterior_draw="max"``'s round for both policies: the arm and the samples of
     :func:`~dpledger.policies.beta_max.beta_max_round` on every arm's shifted posterior (comment
     above; f this round's, g and d per arm) — the same leader, uniforms, decisions and draws, so
@@ -166,8 +188,11 @@ def shifted_max_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta):
     arm of largest exact mean) is found among the arms whose interval reaches the largest lower
     end; an arm whose upper end and low weight already let the sub-Gaussian bound say "does not
     beat" is passed with its uniform drawn; the others get their exact shape and the round's full
-    test.  The bounds only skip work: the decision stays u < P(Beta > M).  No allocation
-    (``_nrt=False`` and ``forceinline``, see :func:`~dpledger.policies.beta_max.beta_max_round`)."""
+    test (:func:`shifted_arm_test`).  The bounds only skip work: the decision stays u < P(Beta >
+    M).  ``reject_at`` is :data:`~dpledger.policies.beta_max.MAX_REJECT` for ``max`` (and
+    :data:`~dpledger.policies.beta_max.JOINT_REJECT` when ``max-joint`` falls back to this
+    round).  No allocation (``_nrt=False`` and ``forceinline``, see
+    :func:`~dpledger.policies.beta_max.beta_max_round`)."""
     K = theta.size
     if lead >= 0:
         a = lead
@@ -196,10 +221,100 @@ def shifted_max_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta):
                 if beta_may_beat(u, mu, w, m) and beta_tail_may_exceed(u, al, be, m):
                     p = beta_upper_tail(al, be, m)
                     if u < p:
-                        m = beta_above_tail(rng, al, be, m, p)
+                        m = beta_above_tail(rng, al, be, m, p, reject_at)
                         theta[j] = m
                         a = j
     return a
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def shifted_joint_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta, tau, B, P):
+    """``posterior_draw="max-joint"``'s round (beta_max.py's comment on it) when the block's
+    intervals name a leader ``lead`` and it is the one τ, ``B`` and P = Π(1 − B_j) were set for
+    (:func:`shifted_joint_block`): the leader's sample M; for M ≥ τ one uniform U, and U < P
+    plays the leader; otherwise :func:`~dpledger.policies.beta_max.joint_first`'s arm is tested
+    with its uniform read off U, and the arms after it — or, for M < τ, every other arm — with
+    fresh uniforms (:func:`shifted_arm_test`, rejection from
+    :data:`~dpledger.policies.beta_max.JOINT_REJECT`).  Compiled as :func:`shifted_max_round`."""
+    K = theta.size
+    a = lead
+    al_a, be_a, _, _ = _shifted_exact(f, g[a], mu_tilde[a], O[a], d[a])
+    m = rng.beta(al_a, be_a)
+    theta[a] = m
+    start = 0
+    if m >= tau:
+        U = rng.random()
+        if U < P:
+            return a
+        i, u = joint_first(U, B, lead)
+        m, a = shifted_arm_test(rng, u, i, f, g, mu_tilde, O, d, bnd, m, a, theta,
+                                JOINT_REJECT)
+        start = i + 1
+    for j in range(start, K):
+        if j != lead:
+            m, a = shifted_arm_test(rng, rng.random(), j, f, g, mu_tilde, O, d, bnd, m, a,
+                                    theta, JOINT_REJECT)
+    return a
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def shifted_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta, joint, tau, tau_lead, B, P):
+    """The round of ``posterior_draw`` ``max`` (``joint`` False) or ``max-joint`` for both
+    policies' kernels and step forms: :func:`shifted_joint_round` while the block's leader is
+    the one τ was set for (``tau_lead``), else :func:`shifted_max_round`."""
+    if joint and lead >= 0 and lead == tau_lead:
+        return shifted_joint_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta, tau, B, P)
+    return shifted_max_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta,
+                             JOINT_REJECT if joint else MAX_REJECT)
+
+
+@njit(cache=True)
+def shifted_joint_block(bnd, lead, B):
+    """(τ, P) of a new block whose intervals are in ``bnd`` and whose leader is ``lead``
+    (:func:`shifted_block`'s answer), ``B`` filled
+    (:func:`~dpledger.policies.beta_max.joint_threshold` on the leader's lower end and every
+    arm's upper end and low weight); (0, 0) when there is no leader (the block then plays
+    :func:`shifted_max_round`).  Once a block."""
+    if lead < 0:
+        B[:] = 0.0
+        return 0.0, 0.0
+    return joint_threshold(bnd[_LB_LO, lead], bnd[_LB_W, lead], bnd[_LB_UP], bnd[_LB_W], lead, B)
+
+
+@njit(cache=True, inline="always")
+def shifted_joint_arm(a, tau, tau_lead, bnd, B):
+    """After arm a ≠ ``tau_lead``'s interval moved (its commit): its bound at τ and the new P."""
+    B[a] = joint_bound(bnd[_LB_UP, a], bnd[_LB_W, a], tau)
+    return joint_product(B, tau_lead)
+
+
+@njit(cache=True)
+def shifted_joint_step(rng, t, f, g, mu_tilde, O, d, bnd, t_end, f_lo, f_up, blk, theta):
+    """The step forms' ``max-joint`` round (the kernels' :func:`shifted_round`, the same draws)
+    from the arms' exact state, ``bnd`` holding every arm's columns of
+    :func:`shifted_arm_bounds`.  ``blk`` is the kernel's block of rounds — (last round, lowest
+    f, highest f, τ, τ's leader), kept in the step rule's state; when t is past its end a new
+    block starts, (``t_end``, ``f_lo``, ``f_up``) the caller's for it, and τ and its leader
+    are set as the kernel sets them (:func:`shifted_joint_block`).  Every arm's interval and
+    the leader are then recomputed (:func:`shifted_block`: the same doubles as the kernel's,
+    which recomputes only the moved arm's), and B_j is each arm's bound at τ from its present
+    interval (the kernel recomputes it when the arm moves)."""
+    K = mu_tilde.size
+    B = np.zeros(K)
+    if t > blk[0]:
+        blk[0], blk[1], blk[2] = t_end, f_lo, f_up
+        lead = shifted_block(f_lo, f_up, bnd)
+        blk[3], P = shifted_joint_block(bnd, lead, B)
+        blk[4] = lead
+    else:
+        lead = shifted_block(blk[1], blk[2], bnd)
+    tau, tau_lead = blk[3], np.int64(blk[4])
+    if tau_lead >= 0:
+        for j in range(K):
+            if j != tau_lead:
+                B[j] = joint_bound(bnd[_LB_UP, j], bnd[_LB_W, j], tau)
+    return shifted_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta, True, tau, tau_lead, B,
+                         joint_product(B, tau_lead))
 
 
 @njit(cache=True, inline="always")
@@ -254,10 +369,25 @@ def lazy_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
         for j in range(K):
             shifted_arm_bounds(j, mu_tilde, O, 1.0, bnd)
         lead = shifted_block(shift, shift, bnd)        # a block of one round: its own shift
-        return shifted_max_round(rng, shift, np.ones(K), mu_tilde, O, O, bnd, lead, theta)
+        return shifted_max_round(rng, shift, np.ones(K), mu_tilde, O, O, bnd, lead, theta,
+                                 MAX_REJECT)
     for j in range(theta.size):
         theta[j] = lazy_draw(rng, shift, mu_tilde[j], O[j])
     return argmax_random_tie(theta, rng)
+
+
+@njit(cache=True)
+def lazy_joint_select(rng, eps, t, mu_tilde, O, theta, blk):
+    """The step form's round for ``posterior_draw="max-joint"``: the kernel's (the same block of
+    rounds, τ and draws) by :func:`shifted_joint_step`; ``blk`` as there, kept in the step
+    rule's state."""
+    K = theta.size
+    bnd = np.empty((SHIFTED_BOUND_ROWS, K))
+    for j in range(K):
+        shifted_arm_bounds(j, mu_tilde, O, 1.0, bnd)
+    t_end, s_lo, s_up = lazy_block_shifts(eps, t)
+    return shifted_joint_step(rng, t, 3.0 * np.log2(t) / eps, np.ones(K), mu_tilde, O, O, bnd,
+                              t_end, s_lo, s_up, blk, theta)
 
 
 @njit(cache=True, inline="always")
@@ -290,10 +420,15 @@ def lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs):
 @njit(cache=True, nogil=True)
 def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     """params: ε (the index shift), release 0's noise scale 1/ε (``noise_scales``), then 1 for
-    ``posterior_draw="max"`` (absent or 0: every arm's sample)."""
+    ``posterior_draw="max"``, 2 for ``max-joint`` (absent or 0: every arm's sample)."""
     eps = params[0]
     scale = params[1]
     use_max = params.size > 2 and params[2] != 0.0
+    joint = params.size > 2 and params[2] == 2.0
+    reject = JOINT_REJECT if joint else MAX_REJECT
+    B = np.zeros(K)                         # max-joint: the block's τ, its leader, the bounds
+    tau = P = 0.0                           # at τ and their product (shifted_joint_block)
+    tau_lead = -1
     bnd = np.zeros((SHIFTED_BOUND_ROWS, K))  # posterior_draw="max": shifted_arm_bounds's columns
     ones = np.ones(K)                       # g_j of the shifted posterior: shift/O_j
     t_end = 0                               # the last round of bnd's block (lazy_block_shifts)
@@ -315,8 +450,15 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             if t > t_end:
                 t_end, s_lo, s_up = lazy_block_shifts(eps, t)
                 lead = shifted_block(s_lo, s_up, bnd)
-            a = shifted_max_round(rng, 3.0 * np.log2(t) / eps, ones, mu_tilde, O, O, bnd, lead,
-                                  theta)
+                if joint:
+                    tau, P = shifted_joint_block(bnd, lead, B)
+                    tau_lead = lead
+            if joint and lead >= 0 and lead == tau_lead:      # shifted_round's choice
+                a = shifted_joint_round(rng, 3.0 * np.log2(t) / eps, ones, mu_tilde, O, O, bnd,
+                                        lead, theta, tau, B, P)
+            else:
+                a = shifted_max_round(rng, 3.0 * np.log2(t) / eps, ones, mu_tilde, O, O, bnd,
+                                      lead, theta, reject)
         else:                               # lazy_select's round
             shift = 3.0 * np.log2(t) / eps
             for j in range(K):
@@ -337,6 +479,8 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
             shifted_arm_bounds(a, mu_tilde, O, 1.0, bnd)
             shifted_arm_block(a, s_lo, s_up, bnd)
             lead = shifted_block_leader(bnd)
+            if tau_lead >= 0 and a != tau_lead:
+                P = shifted_joint_arm(a, tau, tau_lead, bnd, B)
         put_action(actions, t, a)
     return stop, n_rows, n_rows
 
@@ -346,13 +490,13 @@ class LazyDPTS(KernelPolicy):
     title = "Lazy-DP-TS (Hu & Hegde 2022, Algorithm 2)"
     provenance = "faithful"
     exact_sampler = True
-    params_spec = (EPSILON, POSTERIOR_DRAW)
+    params_spec = (EPSILON, SHIFTED_POSTERIOR_DRAW)
     kernel = _lazy_dp_ts
     action_sink = True
 
     def kernel_params(self, T, K):
         return np.concatenate([[self.params["epsilon"]], self.noise_scales(T, K),
-                               [1.0 if self.params["posterior_draw"] == "max" else 0.0]])
+                               [POSTERIOR_DRAW_CODE[self.params["posterior_draw"]]]])
 
     def row_capacity(self, T, K):
         # K initial releases plus at most one per completed epoch of each arm
@@ -391,8 +535,8 @@ def dp_ts_shift_parts(eps, o):
 
 @njit(cache=True, nogil=True)
 def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
-    """params: ε (the index shift), 1 for ``posterior_draw="max"`` (0: every arm's sample), then
-    the noise scale of every release id r (``noise_scales``: Lap(2(r+1)/ε); id 0 is also the
+    """params: ε (the index shift), 1 for ``posterior_draw="max"``, 2 for ``max-joint`` (0: every
+    arm's sample), then the noise scale of every release id r (``noise_scales``: Lap(2(r+1)/ε); id 0 is also the
     logarithmic mechanism's Lap(1/(0.5ε))).
 
     Capture: a (6, M) array receives every release (log-mechanism blocks and binary-mechanism
@@ -400,6 +544,8 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     arm 0's first log block only."""
     eps = params[0]
     use_max = params[1] != 0.0
+    joint = params[1] == 2.0
+    reject = JOINT_REJECT if joint else MAX_REJECT
     scales = params[2:]
     log_scale = scales[0]
     maxlev = 1
@@ -420,6 +566,9 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     t_end = 0
     f_lo = f_up = 0.0
     lead = -1
+    B = np.zeros(K)                         # max-joint: as _lazy_dp_ts
+    tau = P = 0.0
+    tau_lead = -1
     n_rows = 0
     draws = 0
     for a in range(K):
@@ -432,7 +581,15 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         elif use_max:                       # dp_ts_select's round, by shifted_max_round
             if t > t_end:
                 t_end, f_lo, f_up, lead = dp_ts_block_start(t, bnd)
-            a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta)
+                if joint:
+                    tau, P = shifted_joint_block(bnd, lead, B)
+                    tau_lead = lead
+            if joint and lead >= 0 and lead == tau_lead:      # shifted_round's choice
+                a = shifted_joint_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
+                                        tau, B, P)
+            else:
+                a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
+                                      reject)
         else:                               # dp_ts_select's round
             for j in range(K):
                 al, be = dp_ts_shape(eps, t, mu_tilde[j], O[j])   # see dp_ts_shape
@@ -462,6 +619,8 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
         dp_ts_commit(a, kind, value, noise, O, r, lfs, lis, bfs, bis, mu_tilde)
         if use_max:                         # μ̃_a and O_a moved
             lead = dp_ts_arm_moved(a, eps, mu_tilde, O, c_o, d_o, f_lo, f_up, bnd)
+            if tau_lead >= 0 and a != tau_lead:
+                P = shifted_joint_arm(a, tau, tau_lead, bnd, B)
         put_action(actions, t, a)
     return stop, n_rows, draws
 
@@ -507,6 +666,23 @@ def dp_ts_select(rng, eps, t, mu_tilde, O, theta, use_max=False):
     return argmax_random_tie(theta, rng)
 
 
+@njit(cache=True)
+def dp_ts_joint_select(rng, eps, t, mu_tilde, O, theta, blk):
+    """The step form's round for ``posterior_draw="max-joint"`` (both counters): the kernels'
+    (the same block of rounds, τ and draws) by :func:`shifted_joint_step`, every arm's factors of
+    υ and columns as :func:`dp_ts_arm_moved` sets them; ``blk`` as there."""
+    K = theta.size
+    bnd = np.empty((SHIFTED_BOUND_ROWS, K))
+    c_o = np.empty(K)
+    d_o = np.empty(K)
+    for j in range(K):
+        c_o[j], d_o[j] = dp_ts_shift_parts(eps, O[j])
+        shifted_arm_bounds(j, mu_tilde, O, c_o[j] / eps, bnd)
+    t_end, f_lo, f_up = dp_ts_block_logs(t)
+    return shifted_joint_step(rng, t, np.log2(t), c_o, mu_tilde, O, d_o, bnd, t_end, f_lo, f_up,
+                              blk, theta)
+
+
 @njit(cache=True, _nrt=False, forceinline=True)
 def dp_ts_push(a, x, O, lfs, lis, bfs, bis):
     """Arm a's next reward: (kind, value, start, stop) of the release it makes due — kind 0 a
@@ -545,7 +721,7 @@ class DPTS(KernelPolicy):
     title = "DP-TS (Hu & Hegde 2022, Algorithm 1)"
     provenance = "faithful"
     exact_sampler = True
-    params_spec = (EPSILON, POSTERIOR_DRAW, COUNTER)
+    params_spec = (EPSILON, SHIFTED_POSTERIOR_DRAW, COUNTER)
     kernel = _dp_ts
     action_sink = True
 
@@ -556,7 +732,7 @@ class DPTS(KernelPolicy):
 
     def kernel_params(self, T, K):
         return np.concatenate([[self.params["epsilon"],
-                                1.0 if self.params["posterior_draw"] == "max" else 0.0],
+                                POSTERIOR_DRAW_CODE[self.params["posterior_draw"]]],
                                self.noise_scales(T, K)])
 
     def row_capacity(self, T, K):

@@ -55,9 +55,13 @@ from dpledger.mechanisms.smooth import SLOT_NEW as _I_NNEW
 from dpledger.mechanisms.smooth import (SMOOTH_MAX_HEIGHT, smooth_commit, smooth_new,
                                         smooth_node, smooth_output, smooth_push,
                                         smooth_sensitivity, smooth_shape, smooth_state_size)
+from dpledger.policies.base import POSTERIOR_DRAW_CODE
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.hu_hegde import (DPTS, SHIFTED_BOUND_ROWS, dp_ts_arm_moved,
-                                        dp_ts_block_start, dp_ts_shape, shifted_max_round)
+                                        dp_ts_block_start, dp_ts_shape, shifted_joint_arm,
+                                        shifted_joint_block, shifted_joint_round,
+                                        shifted_max_round)
+from dpledger.policies.beta_max import JOINT_REJECT, MAX_REJECT
 from dpledger.policies.rules import argmax_first, capture_release, tie_break
 from dpledger.policies.sink import put_action
 
@@ -139,10 +143,12 @@ def dp_ts_smooth_commit(a, kind, value, noise, O, r, lfs, lis, sfs, sis, mu_tild
 @njit(cache=True, nogil=True)
 def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
     """DP-TS (hu_hegde._dp_ts's rounds) with a smooth tree on each epoch buffer.  params: ε,
-    1 for ``posterior_draw="max"``, the number n of epochs, their shapes h_0, w_0, …,
+    1 for ``posterior_draw="max"`` (2 ``max-joint``), the number n of epochs, their shapes h_0, w_0, …,
     h_{n−1}, w_{n−1}, then the noise scale of every release id (``noise_scales``)."""
     eps = params[0]
     use_max = params[1] != 0.0
+    joint = params[1] == 2.0
+    reject = JOINT_REJECT if joint else MAX_REJECT
     n_ep = np.int64(params[2])
     shapes = np.zeros((n_ep, 2), np.int64)
     hmax = 2
@@ -165,6 +171,9 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
     t_end = 0
     f_lo = f_up = 0.0
     lead = -1
+    B = np.zeros(K)                         # max-joint, as _dp_ts
+    tau = P = 0.0
+    tau_lead = -1
     n_rows = 0
     for a in range(K):
         fs, ist = log_new(1, 0)
@@ -176,7 +185,15 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
         elif use_max:                       # _dp_ts's round
             if t > t_end:
                 t_end, f_lo, f_up, lead = dp_ts_block_start(t, bnd)
-            a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta)
+                if joint:
+                    tau, P = shifted_joint_block(bnd, lead, B)
+                    tau_lead = lead
+            if joint and lead >= 0 and lead == tau_lead:      # shifted_round's choice
+                a = shifted_joint_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
+                                        tau, B, P)
+            else:
+                a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
+                                      reject)
         else:
             for j in range(K):
                 al, be = dp_ts_shape(eps, t, mu_tilde[j], O[j])   # as _dp_ts
@@ -197,6 +214,8 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
         dp_ts_smooth_commit(a, kind, value, noise, O, r, lfs, lis, sfs, sis, mu_tilde, shapes)
         if use_max:                         # μ̃_a and O_a moved
             lead = dp_ts_arm_moved(a, eps, mu_tilde, O, c_o, d_o, f_lo, f_up, bnd)
+            if tau_lead >= 0 and a != tau_lead:
+                P = shifted_joint_arm(a, tau, tau_lead, bnd, B)
         put_action(actions, t, a)
     return stop, n_rows, n_rows
 
@@ -218,7 +237,7 @@ class DPTSSmooth(DPTS):
     def kernel_params(self, T, K):
         shapes = epoch_shapes(self.n_epochs(T, K))
         return np.concatenate([[self.params["epsilon"],
-                                1.0 if self.params["posterior_draw"] == "max" else 0.0,
+                                POSTERIOR_DRAW_CODE[self.params["posterior_draw"]],
                                 float(shapes.shape[0])],
                                shapes.astype(np.float64).ravel(), self.noise_scales(T, K)])
 

@@ -109,6 +109,17 @@ def _lazy_select(box, eps, t, mu_tilde, O, theta, use_max):
     return hu_hegde.lazy_select(box.rng, eps, t, mu_tilde, O, theta, use_max)
 
 
+@njit(cache=True)
+def _lazy_joint_select(box, eps, t, mu_tilde, O, theta, blk):
+    return hu_hegde.lazy_joint_select(box.rng, eps, t, mu_tilde, O, theta, blk)
+
+
+def _joint_block() -> np.ndarray:
+    """``posterior_draw="max-joint"``'s block of rounds in a step rule's state (last round,
+    lowest and highest f, τ, τ's leader; hu_hegde.shifted_joint_step): none yet."""
+    return np.array([0.0, 0.0, 0.0, 0.0, -1.0])
+
+
 class LazyDPTSStep(StepRule):
     name = "lazy-dp-ts"
 
@@ -117,7 +128,8 @@ class LazyDPTSStep(StepRule):
         self.eps = float(policy.params["epsilon"])
         self.state = dict(mu=np.zeros(K), O=np.zeros(K), r=np.zeros(K, np.int64),
                           buf_sum=np.zeros(K), buf_len=np.zeros(K, np.int64),
-                          n_obs=np.zeros(K, np.int64), theta=np.zeros(K))
+                          n_obs=np.zeros(K, np.int64), theta=np.zeros(K),
+                          blk=_joint_block())
         self._rel = policy.releases(K, K)[0]
 
     def release(self, rid):
@@ -128,6 +140,8 @@ class LazyDPTSStep(StepRule):
 
     def select(self, box, t):
         s = self.state
+        if self.policy.params["posterior_draw"] == "max-joint":
+            return _lazy_joint_select(box, self.eps, t, s["mu"], s["O"], s["theta"], s["blk"])
         return _lazy_select(box, self.eps, t, s["mu"], s["O"], s["theta"],
                             self.policy.params["posterior_draw"] == "max")
 
@@ -464,6 +478,11 @@ def _dp_ts_select(box, eps, t, mu_tilde, O, theta, use_max):
     return hu_hegde.dp_ts_select(box.rng, eps, t, mu_tilde, O, theta, use_max)
 
 
+@njit(cache=True)
+def _dp_ts_joint_select(box, eps, t, mu_tilde, O, theta, blk):
+    return hu_hegde.dp_ts_joint_select(box.rng, eps, t, mu_tilde, O, theta, blk)
+
+
 class DPTSStep(StepRule):
     """DP-TS: per arm a modified logarithmic mechanism and, on the current epoch's buffer, a
     binary mechanism; every reward makes one release due (a log block, release id 0, or a
@@ -480,7 +499,7 @@ class DPTSStep(StepRule):
                           bfs=np.zeros((K, binary_state_size(maxlev + 1))),
                           bis=np.zeros((K, 4), np.int64), r=np.zeros(K, np.int64),
                           O=np.zeros(K), mu=np.zeros(K), theta=np.zeros(K),
-                          kind=np.zeros(K, np.int64), value=np.zeros(K))
+                          kind=np.zeros(K, np.int64), value=np.zeros(K), blk=_joint_block())
 
     def release(self, rid):
         return LaplaceRelease(scale=2.0 * (rid + 1) / self.eps, sensitivity=1.0)
@@ -490,6 +509,8 @@ class DPTSStep(StepRule):
 
     def select(self, box, t):
         s = self.state
+        if self.policy.params["posterior_draw"] == "max-joint":
+            return _dp_ts_joint_select(box, self.eps, t, s["mu"], s["O"], s["theta"], s["blk"])
         return _dp_ts_select(box, self.eps, t, s["mu"], s["O"], s["theta"],
                              self.policy.params["posterior_draw"] == "max")
 

@@ -263,12 +263,13 @@ def _same_round(n, tag, al, be, mu, w, bnd, lead, posterior):
     samples and state after; every exact mean inside its block interval; the block leader, if
     any, the unique first arm of largest mean.  1 if there was a block leader."""
     from dpledger.policies.beta_max import beta_max_round
+    from dpledger.policies.beta_max import MAX_REJECT
     from dpledger.policies.hu_hegde import shifted_max_round
     K = al.size
     r1, r2 = np.random.default_rng([n, tag]), np.random.default_rng([n, tag])
     th1, th2 = np.full(K, -1.0), np.full(K, -1.0)
     a1 = beta_max_round(r1, al, be, mu, w, th1)
-    a2 = shifted_max_round(r2, *posterior, bnd, lead, th2)
+    a2 = shifted_max_round(r2, *posterior, bnd, lead, th2, MAX_REJECT)
     assert a1 == a2 and np.array_equal(th1, th2), (n, al, be)
     assert r1.random() == r2.random()
     lo, up = bnd[5], bnd[6]

@@ -49,6 +49,11 @@ EXTRA = [
     ("ts-beta", (3, 300, {"posterior_draw": "max"})),
     ("lazy-dp-ts", (3, 300, {"epsilon": 0.5, "posterior_draw": "max"})),
     ("dp-ts", (3, 300, {"posterior_draw": "max"})),
+    # max-joint: long enough for blocks with a leader (its one-uniform rounds, and the per-arm
+    # rounds of blocks without one); the smooth counter runs its own kernel
+    ("lazy-dp-ts", (3, 3000, {"epsilon": 0.5, "posterior_draw": "max-joint"})),
+    ("dp-ts", (3, 3000, {"posterior_draw": "max-joint"})),
+    ("dp-ts", (3, 3000, {"posterior_draw": "max-joint", "counter": "smooth"})),
 ]
 
 
