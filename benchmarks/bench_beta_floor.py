@@ -15,7 +15,8 @@ run of K = 5 arms on `dpledger run`'s default Bernoulli instance (means 0.75 …
 * ``floor-any``: one Beta draw a round, the reward and the update — the least any sampler exact
   in law for the played arm's sample can do (it must draw a value with the law of the maximum:
   one Beta-like draw), the floor the issue measures against;
-* ``lazy-dp-ts max`` and ``dp-ts max``: those kernels with ``posterior_draw=max``;
+* ``lazy-dp-ts max`` and ``dp-ts max``: those kernels with ``posterior_draw=max``, and with
+  ``max-joint`` (one uniform deciding "no arm beats the leader", policies/beta_max.py);
 * ``floor-dp-ts``: floor-any plus what DP-TS itself must do a round, whatever its draw (added
   2026-12-02, issue 31 §3's "floor of any exact-in-law scheme" for *that policy*): the played
   arm's posterior shape, and its counters — every reward enters a logarithmic-mechanism block
@@ -139,21 +140,26 @@ def main() -> None:
     ap.add_argument("--horizon", type=int, default=10_000_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--end-to-end", action="store_true",
-                    help="also time the CLI with posterior_draw=max against the end-to-end floor")
+                    help="also time the CLI with posterior_draw=max and max-joint against the "
+                         "end-to-end floor")
     args = ap.parse_args()
     env = bernoulli([0.75, 0.625, 0.5, 0.375, 0.25]).as_tuple()
-    pols = {name: make_policy(name, posterior_draw="max") for name in ("lazy-dp-ts", "dp-ts")}
+    pols = {(name, draw): make_policy(name, posterior_draw=draw)
+            for name in ("lazy-dp-ts", "dp-ts") for draw in ("max", "max-joint")}
 
     def fixed(v):
         return lambda T: np.asarray(v, float)
 
-    def of(name):
-        return lambda T: pols[name].kernel_params(T, K)
+    def of(name, draw="max"):
+        return lambda T: pols[name, draw].kernel_params(T, K)
 
     kinds = {"all": (baselines._beta_ts, fixed([0.0])), "max": (baselines._beta_ts, fixed([1.0])),
              "floor-scheme": (_floor, fixed([K - 1.0])), "floor-any": (_floor, fixed([0.0])),
-             "lazy-dp-ts max": (type(pols["lazy-dp-ts"]).kernel, of("lazy-dp-ts")),
-             "dp-ts max": (type(pols["dp-ts"]).kernel, of("dp-ts")),
+             "lazy-dp-ts max": (type(pols["lazy-dp-ts", "max"]).kernel, of("lazy-dp-ts")),
+             "lazy-dp-ts max-joint": (type(pols["lazy-dp-ts", "max"]).kernel,
+                                      of("lazy-dp-ts", "max-joint")),
+             "dp-ts max": (type(pols["dp-ts", "max"]).kernel, of("dp-ts")),
+             "dp-ts max-joint": (type(pols["dp-ts", "max"]).kernel, of("dp-ts", "max-joint")),
              "floor-dp-ts": (_floor_dp_ts, of("dp-ts"))}
 
     def once(fn, params, T, seed):
@@ -176,22 +182,25 @@ def main() -> None:
           "alternating)")
     for k, v in best.items():
         med = float(np.median(times[k]))
-        print(f"  {k:14s} {v / T * 1e9:7.1f} ns a round (median {med / T * 1e9:7.1f})  "
+        print(f"  {k:20s} {v / T * 1e9:7.1f} ns a round (median {med / T * 1e9:7.1f})  "
               f"{T / v:10.3g} run-rounds per CPU-second")
     print(f"  max / floor-scheme {best['max'] / best['floor-scheme']:.2f}, "
           f"max / floor-any {best['max'] / best['floor-any']:.2f}, "
           f"all / max {best['all'] / best['max']:.2f}, "
           f"lazy-dp-ts max / floor-any {best['lazy-dp-ts max'] / best['floor-any']:.2f}, "
-          f"dp-ts max / floor-dp-ts {best['dp-ts max'] / best['floor-dp-ts']:.2f}")
+          f"lazy-dp-ts max-joint / floor-any "
+          f"{best['lazy-dp-ts max-joint'] / best['floor-any']:.2f}, "
+          f"dp-ts max / floor-dp-ts {best['dp-ts max'] / best['floor-dp-ts']:.2f}, "
+          f"dp-ts max-joint / floor-dp-ts {best['dp-ts max-joint'] / best['floor-dp-ts']:.2f}")
     if args.end_to_end:
         floors = {"ts-beta": best["floor-any"] / T, "lazy-dp-ts": best["floor-any"] / T,
                   "dp-ts": best["floor-dp-ts"] / T}
         end_to_end(T, args.repeats, floors)
 
 
-def _cli_cpu(pol: str, T: int, out: str) -> float:
+def _cli_cpu(pol: str, draw: str, T: int, out: str) -> float:
     """CPU seconds (user + sys) of one fresh `dpledger run` of this checkout."""
-    cmd = [sys.executable, "-m", "dpledger", "run", pol, "--set", "posterior_draw=max",
+    cmd = [sys.executable, "-m", "dpledger", "run", pol, "--set", f"posterior_draw={draw}",
            "--horizon", str(T), "--runs", "4", "--seed", "0", "--quiet", "--out", out]
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -202,24 +211,25 @@ def _cli_cpu(pol: str, T: int, out: str) -> float:
 
 def end_to_end(T: int, repeats: int, floor_round: dict[str, float]) -> None:
     out = os.path.join(tempfile.mkdtemp(prefix="beta-floor-"), "run.json")
-    print(f"End to end, posterior_draw=max, 4 runs of T = {T:.0e} (CPU of the process, best and "
-          f"median of {repeats}, alternating policies); floor = start-up (T = 1000) + 4·T·(the "
-          "policy's floor a round: floor-any, for dp-ts floor-dp-ts)")
-    pols = ("ts-beta", "lazy-dp-ts", "dp-ts")
+    print(f"End to end, posterior_draw=max or max-joint, 4 runs of T = {T:.0e} (CPU of the "
+          f"process, best and median of {repeats}, alternating policies); floor = start-up "
+          "(T = 1000) + 4·T·(the policy's floor a round: floor-any, for dp-ts floor-dp-ts)")
+    pols = (("ts-beta", "max"), ("lazy-dp-ts", "max"), ("lazy-dp-ts", "max-joint"),
+            ("dp-ts", "max"), ("dp-ts", "max-joint"))
     for pol in pols:
-        _cli_cpu(pol, 1000, out)                            # compile / load the cache
+        _cli_cpu(*pol, 1000, out)                           # compile / load the cache
     start = {p: [] for p in pols}
     full = {p: [] for p in pols}
     for _ in range(repeats):
         for pol in pols:
-            start[pol].append(_cli_cpu(pol, 1000, out))
-            full[pol].append(_cli_cpu(pol, T, out))
+            start[pol].append(_cli_cpu(*pol, 1000, out))
+            full[pol].append(_cli_cpu(*pol, T, out))
     for pol in pols:
         s0, f0 = min(start[pol]), min(full[pol])
-        floor = s0 + 4 * T * floor_round[pol]
-        print(f"  {pol:11s} start-up {s0:5.2f} s  run {f0:6.2f} s (median "
+        floor = s0 + 4 * T * floor_round[pol[0]]
+        print(f"  {pol[0] + ' ' + pol[1]:20s} start-up {s0:5.2f} s  run {f0:6.2f} s (median "
               f"{float(np.median(full[pol])):6.2f})  {4 * T / f0:10.3g} run-rounds per CPU-second  "
-              f"floor {floor:5.2f} s ({floor_round[pol] * 1e9:.1f} ns a round)  "
+              f"floor {floor:5.2f} s ({floor_round[pol[0]] * 1e9:.1f} ns a round)  "
               f"run / floor {f0 / floor:.2f}", flush=True)
 
 
