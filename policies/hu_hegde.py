@@ -584,12 +584,15 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
                 if joint:
                     tau, P = shifted_joint_block(bnd, lead, B)
                     tau_lead = lead
-            if joint and lead >= 0 and lead == tau_lead:      # shifted_round's choice
+            if not joint:
+                a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
+                                      MAX_REJECT)
+            elif lead >= 0 and lead == tau_lead:                # shifted_round's choice
                 a = shifted_joint_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
                                         tau, B, P)
             else:
                 a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
-                                      reject)
+                                      JOINT_REJECT)
         else:                               # dp_ts_select's round
             for j in range(K):
                 al, be = dp_ts_shape(eps, t, mu_tilde[j], O[j])   # see dp_ts_shape
