@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import resource
 import subprocess
@@ -153,6 +154,7 @@ def against(args) -> int:
           f" {'ratio':>6s}  verdict")
     for pol in pols:
         cpu = {"old": [], "new": []}
+        per_repeat = {"old": [], "new": []}       # one number a side a repeat: the pairs
         status = "ok"
         for r in range(args.repeats):
             order = sides if r % 2 == 0 else sides[::-1]
@@ -160,10 +162,12 @@ def against(args) -> int:
                 if args.kernel:
                     ns, rc = _kernel_timed(_kernel_command(pol, args.horizon, args.runs), cwd)
                     cpu[name].extend(ns)
+                    per_repeat[name].append(min(ns) if ns else float("nan"))
                 else:
                     _, c, rc = _timed(_command(pol, args.horizon, args.runs,
                                                f"{out}/{name}/{pol}.json"), cwd)
                     cpu[name].append(c)
+                    per_repeat[name].append(c)
                 if rc != 0:
                     status = f"{name} exit {rc}"
         if not cpu["old"] or not cpu["new"]:
@@ -190,10 +194,29 @@ def against(args) -> int:
             note = (f"new {args.runs * args.horizon / nb:.3g} run-rounds per CPU-s; run.json "
                     f"and ledger {'same' if same else 'differ'}")
         print(f"  {pol:14s} {ob:9.2f} {om:8.2f} {nb:9.2f} {nm:8.2f} {ratio:6.2f}  {verdict}"
-              f"  ({note})", flush=True)
+              f"  ({note}; {_paired(per_repeat)})", flush=True)
     print(f"worst ratio {worst:.2f}; " + (f"regressions: {', '.join(failed)}" if failed
                                           else f"no ratio above {args.limit}"))
     return 1 if failed else 0
+
+
+def _paired(per_repeat: dict[str, list[float]]) -> str:
+    """The repeats' paired ratios new/old (each repeat runs both sides back to back): their
+    median and a distribution-free interval for it from order statistics, [r_(k), r_(n+1−k)]
+    with the largest k whose coverage 1 − 2·P(Bin(n, ½) < k) is at least 90 % (at n < 5 none
+    reaches it: then [min, max], coverage stated)."""
+    r = sorted(n / o for o, n in zip(per_repeat["old"], per_repeat["new"]) if o > 0 and n > 0)
+    n = len(r)
+    if n == 0:
+        return "no pairs"
+    k, cover = 1, 1.0 - 2.0 * 0.5 ** n
+    while k + 1 <= n // 2:
+        c = 1.0 - 2.0 * sum(math.comb(n, i) for i in range(k + 1)) * 0.5 ** n
+        if c < 0.9:
+            break
+        k, cover = k + 1, c
+    med = r[n // 2] if n % 2 else 0.5 * (r[n // 2 - 1] + r[n // 2])
+    return f"paired ratio median {med:.3f}, [{r[k - 1]:.3f}, {r[n - k]:.3f}] at {cover:.0%}"
 
 
 def alone(args) -> int:
