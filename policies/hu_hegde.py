@@ -215,15 +215,8 @@ def shifted_max_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta, reject_at):
     lead = a
     for j in range(K):
         if j != lead:
-            u = rng.random()
-            if beta_may_beat(u, bnd[_LB_UP, j], bnd[_LB_W, j], m):
-                al, be, mu, w = _shifted_exact(f, g[j], mu_tilde[j], O[j], d[j])
-                if beta_may_beat(u, mu, w, m) and beta_tail_may_exceed(u, al, be, m):
-                    p = beta_upper_tail(al, be, m)
-                    if u < p:
-                        m = beta_above_tail(rng, al, be, m, p, reject_at)
-                        theta[j] = m
-                        a = j
+            m, a = shifted_arm_test(rng, rng.random(), j, f, g, mu_tilde, O, d, bnd, m, a,
+                                    theta, reject_at)
     return a
 
 
@@ -425,7 +418,6 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     scale = params[1]
     use_max = params.size > 2 and params[2] != 0.0
     joint = params.size > 2 and params[2] == 2.0
-    reject = JOINT_REJECT if joint else MAX_REJECT
     B = np.zeros(K)                         # max-joint: the block's τ, its leader, the bounds
     tau = P = 0.0                           # at τ and their product (shifted_joint_block)
     tau_lead = -1
@@ -453,12 +445,12 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
                 if joint:
                     tau, P = shifted_joint_block(bnd, lead, B)
                     tau_lead = lead
-            if joint and lead >= 0 and lead == tau_lead:      # shifted_round's choice
-                a = shifted_joint_round(rng, 3.0 * np.log2(t) / eps, ones, mu_tilde, O, O, bnd,
-                                        lead, theta, tau, B, P)
-            else:
+            if not joint:                   # shifted_round's max branch, its constant
                 a = shifted_max_round(rng, 3.0 * np.log2(t) / eps, ones, mu_tilde, O, O, bnd,
-                                      lead, theta, reject)
+                                      lead, theta, MAX_REJECT)
+            else:
+                a = shifted_round(rng, 3.0 * np.log2(t) / eps, ones, mu_tilde, O, O, bnd, lead,
+                                  theta, joint, tau, tau_lead, B, P)
         else:                               # lazy_select's round
             shift = 3.0 * np.log2(t) / eps
             for j in range(K):
@@ -545,7 +537,6 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
     eps = params[0]
     use_max = params[1] != 0.0
     joint = params[1] == 2.0
-    reject = JOINT_REJECT if joint else MAX_REJECT
     scales = params[2:]
     log_scale = scales[0]
     maxlev = 1
@@ -584,15 +575,12 @@ def _dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
                 if joint:
                     tau, P = shifted_joint_block(bnd, lead, B)
                     tau_lead = lead
-            if not joint:
+            if not joint:                   # shifted_round's max branch, its constant
                 a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
                                       MAX_REJECT)
-            elif lead >= 0 and lead == tau_lead:                # shifted_round's choice
-                a = shifted_joint_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
-                                        tau, B, P)
             else:
-                a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
-                                      JOINT_REJECT)
+                a = shifted_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta, joint,
+                                  tau, tau_lead, B, P)
         else:                               # dp_ts_select's round
             for j in range(K):
                 al, be = dp_ts_shape(eps, t, mu_tilde[j], O[j])   # see dp_ts_shape

@@ -59,9 +59,8 @@ from dpledger.policies.base import POSTERIOR_DRAW_CODE
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.hu_hegde import (DPTS, SHIFTED_BOUND_ROWS, dp_ts_arm_moved,
                                         dp_ts_block_start, dp_ts_shape, shifted_joint_arm,
-                                        shifted_joint_block, shifted_joint_round,
-                                        shifted_max_round)
-from dpledger.policies.beta_max import JOINT_REJECT, MAX_REJECT
+                                        shifted_joint_block, shifted_max_round, shifted_round)
+from dpledger.policies.beta_max import MAX_REJECT
 from dpledger.policies.rules import argmax_first, capture_release, tie_break
 from dpledger.policies.sink import put_action
 
@@ -148,7 +147,6 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
     eps = params[0]
     use_max = params[1] != 0.0
     joint = params[1] == 2.0
-    reject = JOINT_REJECT if joint else MAX_REJECT
     n_ep = np.int64(params[2])
     shapes = np.zeros((n_ep, 2), np.int64)
     hmax = 2
@@ -188,12 +186,12 @@ def _dp_ts_smooth(rng, env, T, K, stop, params, actions, rows, capture):
                 if joint:
                     tau, P = shifted_joint_block(bnd, lead, B)
                     tau_lead = lead
-            if joint and lead >= 0 and lead == tau_lead:      # shifted_round's choice
-                a = shifted_joint_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
-                                        tau, B, P)
-            else:
+            if not joint:                   # as _dp_ts
                 a = shifted_max_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta,
-                                      reject)
+                                      MAX_REJECT)
+            else:
+                a = shifted_round(rng, np.log2(t), c_o, mu_tilde, O, d_o, bnd, lead, theta, joint,
+                                  tau, tau_lead, B, P)
         else:
             for j in range(K):
                 al, be = dp_ts_shape(eps, t, mu_tilde[j], O[j])   # as _dp_ts

@@ -19,8 +19,7 @@ from dpledger.policies.hu_hegde import (SHIFTED_BOUND_ROWS, lazy_shape, shifted_
                                         shifted_arm_bounds, shifted_block_leader,
                                         shifted_joint_block, shifted_joint_round)
 from dpledger.policies.registry import make_policy
-
-LEVEL = 1e-3
+from test_beta_max import LEVEL, _both, same_round_law, same_run_law
 
 
 def test_joint_first_walks_the_products():
@@ -97,21 +96,6 @@ def _joint_many(rng, f, g, mu_t, O, d, bnd, lead, tau, B, P, n):
     return arms, vals
 
 
-@njit
-def _plain_many(rng, al, be, n):
-    K = al.size
-    arms = np.empty(n, np.int64)
-    vals = np.empty(n)
-    theta = np.zeros(K)
-    for i in range(n):
-        for j in range(K):
-            theta[j] = rng.beta(al[j], be[j])
-        a = np.argmax(theta)
-        arms[i] = a
-        vals[i] = theta[a]
-    return arms, vals
-
-
 # Lazy-DP-TS states (ε, round t, private means, epoch sizes) where the intervals name a leader
 # and the one-uniform decision fails often enough to exercise the walk: a close second, a far
 # arm, and arms beating from the walk's uniform and from fresh ones.
@@ -143,13 +127,8 @@ def test_joint_round_has_the_plain_law(name):
     n = 40_000
     arms_j, vals_j = _joint_many(np.random.default_rng(1), shift, np.ones(O.size), mu_t, O, O,
                                  bnd, lead, tau, B, P, n)
-    arms_p, vals_p = _plain_many(np.random.default_rng(2), al, be, n)
-    K = O.size
-    table = np.array([np.bincount(arms_j, minlength=K), np.bincount(arms_p, minlength=K)])
-    table = table[:, table.sum(axis=0) > 0]
-    assert table.shape[1] > 1, table             # some other arm beats the leader
-    assert stats.chi2_contingency(table).pvalue > LEVEL, table
-    assert stats.ks_2samp(vals_j, vals_p).pvalue > LEVEL
+    arms_p, vals_p = _both(np.random.default_rng(2), al, be, n, False)
+    assert same_round_law(arms_j, vals_j, arms_p, vals_p, O.size) > 1   # another arm beats
 
 
 def test_joint_threshold_is_a_deterministic_choice_of_the_block():
@@ -178,28 +157,7 @@ def test_whole_runs_have_the_plain_law(name, T):
     level 1e-3 each (three tests per case).  Both horizons reach the one-uniform rounds: a
     variant whose one-uniform rounds always play the leader failed all four cases when this
     test was written (the per-round test above is the sharper check)."""
-    env = bernoulli([0.6, 0.5, 0.3]).as_tuple()
-    K, runs = 3, 2000
-    out = {}
-    for draw in ("all", "max-joint"):
-        pol = make_policy(name, posterior_draw=draw)
-        params = pol.kernel_params(T, K)
-        counts = np.zeros((runs, K), np.int64)
-        for r in range(runs):
-            rng = np.random.default_rng([len(draw), r, T])
-            actions = np.zeros(T, np.int64)
-            rows = np.zeros((5, pol.row_capacity(T, K)), np.int64)
-            type(pol).kernel(rng, env, T, K, T, params, actions, rows, np.zeros((2, 0)))
-            counts[r] = np.bincount(actions, minlength=K)
-        out[draw] = counts
-    for j in range(K):
-        a, b = out["all"][:, j], out["max-joint"][:, j]
-        vals = np.union1d(a, b)
-        table = np.array([[np.sum(a == v) for v in vals], [np.sum(b == v) for v in vals]])
-        keep = table.sum(axis=0) >= 10
-        table = np.column_stack([table[:, keep], table[:, ~keep].sum(axis=1)])
-        table = table[:, table.sum(axis=0) > 0]
-        assert stats.chi2_contingency(table).pvalue > LEVEL, (name, T, j, table)
+    same_run_law(name, "max-joint", T, 2000, (T,))
 
 
 def test_max_joint_is_recorded_and_refused_where_not_built():

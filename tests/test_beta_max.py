@@ -158,12 +158,19 @@ def test_max_draw_has_the_plain_law(name):
     n = 30_000
     arms_m, vals_m = _both(np.random.default_rng(1), al, be, n, True)
     arms_p, vals_p = _both(np.random.default_rng(2), al, be, n, False)
-    K = al.size
-    table = np.array([np.bincount(arms_m, minlength=K), np.bincount(arms_p, minlength=K)])
+    same_round_law(arms_m, vals_m, arms_p, vals_p, al.size)
+
+
+def same_round_law(arms_a, vals_a, arms_b, vals_b, K):
+    """Two samplers' rounds: the arms by a χ² test of homogeneity (when more than one arm is
+    played), the played arm's samples by a two-sample KS test, each at level ``LEVEL``; the
+    number of arms played."""
+    table = np.array([np.bincount(arms_a, minlength=K), np.bincount(arms_b, minlength=K)])
     table = table[:, table.sum(axis=0) > 0]
     if table.shape[1] > 1:
         assert stats.chi2_contingency(table).pvalue > LEVEL, table
-    assert stats.ks_2samp(vals_m, vals_p).pvalue > LEVEL
+    assert stats.ks_2samp(vals_a, vals_b).pvalue > LEVEL
+    return table.shape[1]
 
 
 @pytest.mark.parametrize("name", ["ts-beta", "lazy-dp-ts", "dp-ts"])
@@ -173,28 +180,35 @@ def test_whole_runs_have_the_plain_law(name):
     homogeneity over the values taken (rare values pooled), level 1e-3 each (three tests per
     policy: at most 0.3 % false alarms).  Each round's law given the past is the same, hence the
     law of the whole play."""
+    same_run_law(name, "max", 40, 3000)
+
+
+def same_run_law(name, draw, T, runs, seed_tag=()):
+    """``runs`` kernel runs of T on three Bernoulli arms with ``posterior_draw`` "all" and
+    ``draw``: each arm's pull count at the end, χ² homogeneity over the values taken (rare
+    values pooled), level ``LEVEL`` per arm."""
     env = bernoulli([0.6, 0.5, 0.3]).as_tuple()
-    K, T, runs = 3, 40, 3000
+    K = 3
     out = {}
-    for draw in ("all", "max"):
-        pol = make_policy(name, posterior_draw=draw)
+    for d in ("all", draw):
+        pol = make_policy(name, posterior_draw=d)
         params = pol.kernel_params(T, K)
         counts = np.zeros((runs, K), np.int64)
         for r in range(runs):
-            rng = np.random.default_rng([len(draw), r])
+            rng = np.random.default_rng([int(d != "all"), r, *seed_tag])
             actions = np.zeros(T, np.int64)
             rows = np.zeros((5, pol.row_capacity(T, K)), np.int64)
             type(pol).kernel(rng, env, T, K, T, params, actions, rows, np.zeros((2, 0)))
             counts[r] = np.bincount(actions, minlength=K)
-        out[draw] = counts
+        out[d] = counts
     for j in range(K):
-        a, b = out["all"][:, j], out["max"][:, j]
+        a, b = out["all"][:, j], out[draw][:, j]
         vals = np.union1d(a, b)
         table = np.array([[np.sum(a == v) for v in vals], [np.sum(b == v) for v in vals]])
         keep = table.sum(axis=0) >= 10          # χ² needs counts: pool the rare values
         table = np.column_stack([table[:, keep], table[:, ~keep].sum(axis=1)])
         table = table[:, table.sum(axis=0) > 0]
-        assert stats.chi2_contingency(table).pvalue > LEVEL, (name, j, table)
+        assert stats.chi2_contingency(table).pvalue > LEVEL, (name, draw, T, j, table)
 
 
 def test_posterior_draw_is_recorded_and_changes_the_draws():
