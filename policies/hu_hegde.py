@@ -468,11 +468,12 @@ def _lazy_dp_ts(rng, env, T, K, stop, params, actions, rows, capture):
                 capture[1, 0] = x
             capture_release(capture, buf_sum[a] + noise, buf_sum[a], scale, a, start, stop_)
             lazy_commit(a, noise, mu_tilde, O, r, buf_sum, buf_len, n_obs)
-            shifted_arm_bounds(a, mu_tilde, O, 1.0, bnd)
-            shifted_arm_block(a, s_lo, s_up, bnd)
-            lead = shifted_block_leader(bnd)
-            if tau_lead >= 0 and a != tau_lead:
-                P = shifted_joint_arm(a, tau, tau_lead, bnd, B)
+            if use_max:                     # μ̃_a and O_a moved
+                shifted_arm_bounds(a, mu_tilde, O, 1.0, bnd)
+                shifted_arm_block(a, s_lo, s_up, bnd)
+                lead = shifted_block_leader(bnd)
+                if tau_lead >= 0 and a != tau_lead:
+                    P = shifted_joint_arm(a, tau, tau_lead, bnd, B)
         put_action(actions, t, a)
     return stop, n_rows, n_rows
 
