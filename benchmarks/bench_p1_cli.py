@@ -205,7 +205,8 @@ def _paired(per_repeat: dict[str, list[float]]) -> str:
     median and a distribution-free interval for it from order statistics, [r_(k), r_(n+1−k)]
     with the largest k whose coverage 1 − 2·P(Bin(n, ½) < k) is at least 90 % (at n < 5 none
     reaches it: then [min, max], coverage stated)."""
-    r = sorted(n / o for o, n in zip(per_repeat["old"], per_repeat["new"]) if o > 0 and n > 0)
+    r = sorted(b / a for a, b in zip(per_repeat["old"], per_repeat["new"], strict=True)
+               if a > 0 and b > 0)
     n = len(r)
     if n == 0:
         return "no pairs"
