@@ -253,8 +253,11 @@ def shifted_joint_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta, tau, B, P):
 @njit(cache=True, _nrt=False, forceinline=True)
 def shifted_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta, joint, tau, tau_lead, B, P):
     """The round of ``posterior_draw`` ``max`` (``joint`` False) or ``max-joint`` for both
-    policies' kernels and step forms: :func:`shifted_joint_round` while the block's leader is
-    the one τ was set for (``tau_lead``), else :func:`shifted_max_round`."""
+    policies: :func:`shifted_joint_round` while the block's leader is the one τ was set for
+    (``tau_lead``), else :func:`shifted_max_round`.  The kernels call it for ``max-joint`` and,
+    for ``max``, its second branch directly with the constant ``MAX_REJECT``: compiled with the
+    joint round beside it, DP-TS's ``max`` kernel was ≈ 4–7 % slower in median
+    (docs/design.md#the-beta-family-p8)."""
     if joint and lead >= 0 and lead == tau_lead:
         return shifted_joint_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta, tau, B, P)
     return shifted_max_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta,
@@ -297,7 +300,7 @@ def shifted_joint_step(rng, t, f, g, mu_tilde, O, d, bnd, t_end, f_lo, f_up, blk
     if t > blk[0]:
         blk[0], blk[1], blk[2] = t_end, f_lo, f_up
         lead = shifted_block(f_lo, f_up, bnd)
-        blk[3], P = shifted_joint_block(bnd, lead, B)
+        blk[3] = shifted_joint_block(bnd, lead, B)[0]
         blk[4] = lead
     else:
         lead = shifted_block(blk[1], blk[2], bnd)
