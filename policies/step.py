@@ -399,7 +399,13 @@ class OnlinePolicy:
     def _resume(self, data: bytes, generation: int) -> None:
         head, z = self._unpack(data)
         for k in self.rule.state:
-            self.rule.state[k][...] = z[f"rule.{k}"]
+            if f"rule.{k}" in z:
+                self.rule.state[k][...] = z[f"rule.{k}"]
+            elif k not in self.rule.added_state:
+                raise DpledgerError(f"checkpoint: it holds no {k!r} for {self.rule.name}'s "
+                                    "state: it was written by another rule")
+            # else: a key added after the checkpoint was written, whose initial value is what
+            # that version's rule held (step_rules.StepRule.added_state)
         self.pulls[:] = z["pulls"]
         self.arrived[:] = z["arrived"]
         self.frozen[:] = z["frozen"]

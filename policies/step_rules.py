@@ -58,6 +58,9 @@ class StepRule:
     initial_pulls: ClassVar[bool] = True      # rounds 1 … K play arm t − 1
     select_releases: ClassVar[bool] = False   # select draws noise (select_due)
     contextual: ClassVar[bool] = False        # select(context=…), push_record
+    # state keys added after checkpoints were written without them, whose initial value is
+    # right for every such checkpoint (a served run resumed by a later version)
+    added_state: ClassVar[frozenset] = frozenset()
 
     def __init__(self, policy, K: int, horizon: int | None):
         self.policy, self.K, self.horizon = policy, K, horizon
@@ -122,6 +125,7 @@ def _joint_block() -> np.ndarray:
 
 class LazyDPTSStep(StepRule):
     name = "lazy-dp-ts"
+    added_state = frozenset({"blk"})         # posterior_draw=max-joint's block (2026-12-04)
 
     def __init__(self, policy, K, horizon):
         super().__init__(policy, K, horizon)
@@ -489,6 +493,7 @@ class DPTSStep(StepRule):
     p-sum of the buffer, release id r), one row each."""
 
     name = "dp-ts"
+    added_state = frozenset({"blk"})         # as LazyDPTSStep
 
     def __init__(self, policy, K, horizon):
         super().__init__(policy, K, horizon)

@@ -180,3 +180,46 @@ def test_max_joint_is_recorded_and_refused_where_not_built():
                          np.zeros((2, 0)))
         acts.append(actions)
     assert not np.array_equal(acts[0], acts[1])
+
+
+@pytest.mark.parametrize("name", ["lazy-dp-ts", "dp-ts"])
+def test_a_checkpoint_without_the_joint_block_resumes(tmp_path, monkeypatch, name):
+    """A served run checkpointed by a version without ``max-joint`` (its rule state has no
+    ``blk``) resumes in this one: every key it holds restored, ``blk`` at its initial value
+    (what that version's rule held), and it serves on with a store that verifies.  A key the
+    rule does not list as added and the checkpoint lacks is refused in one line."""
+    from dpledger.accounting.store import verify_store
+    from dpledger.policies import online
+    from dpledger.policies.step_rules import _joint_block
+    table = np.random.default_rng(3).random((160, 3))
+
+    def serve(p, rounds):
+        for _ in range(rounds):
+            t = p.select()
+            p.observe(t, table[t.round - 1, t.arm])
+
+    path = tmp_path / "s.db"
+    p = online(name, 3, store=path, seed=4, epsilon=0.5, posterior_draw="max")
+    del p.rule.state["blk"]                       # as the earlier version's rule kept it
+    serve(p, 80)
+    saved = {k: v.copy() for k, v in p.rule.state.items()}
+    p.close()
+    q = online(name, 3, store=path, seed=4, epsilon=0.5, posterior_draw="max", take_over=True)
+    assert q.t == 80
+    assert np.array_equal(q.rule.state["blk"], _joint_block())
+    for k, v in saved.items():
+        assert np.array_equal(q.rule.state[k], v), k
+    serve(q, 80)
+    assert q.pulls.sum() == 160
+    q.close()
+    assert verify_store(path) == []
+
+    path2 = tmp_path / "s2.db"
+    p = online(name, 3, store=path2, seed=4, epsilon=0.5)
+    del p.rule.state["blk"]
+    serve(p, 20)
+    rule = type(p.rule)
+    p.close()
+    monkeypatch.setattr(rule, "added_state", frozenset())   # blk then is a key it must hold
+    with pytest.raises(DpledgerError, match="holds no 'blk'"):
+        online(name, 3, store=path2, seed=4, epsilon=0.5, take_over=True)
