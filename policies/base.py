@@ -90,14 +90,9 @@ class Param:
 # Parameters several policies share, declared once.
 EPSILON = Param("epsilon", 1.0, "positive", "privacy budget ε")
 # the Beta-posterior policies' draw (dpledger.policies.beta_max): every arm's sample, or only the
-# largest and its arm (the same law of the play, other draws: recorded when not the default)
-POSTERIOR_DRAW = Param("posterior_draw", "all", "choice",
-                       "every arm's Beta sample each round (all), or the largest only, same law "
-                       "(max: one Beta draw a round, docs/algorithms.md#beta-thompson-sampling)",
-                       choices=("all", "max"), omit_at_default=True)
-# DP-TS's and Lazy-DP-TS's draw takes a third value: the largest only, same law, with one uniform
-# deciding "no arm beats the leader" over a block of rounds (docs/algorithms.md#dp-ts)
-SHIFTED_POSTERIOR_DRAW = Param(
+# largest and its arm (the same law of the play, other draws: recorded when not the default), by
+# one uniform per other arm (max) or mostly one uniform a round (max-joint)
+POSTERIOR_DRAW = Param(
     "posterior_draw", "all", "choice",
     "every arm's Beta sample each round (all), or the largest only, same law (max: one Beta "
     "draw a round; max-joint: one Beta draw and mostly one uniform a round, "

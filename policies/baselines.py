@@ -13,8 +13,11 @@ from dpledger._jit import njit
 from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Certificate
 from dpledger.accounting.releases import NonPrivateRelease
-from dpledger.policies.base import POSTERIOR_DRAW, KernelPolicy, Param, RunOutput
-from dpledger.policies.beta_max import beta_arm_stats, beta_max_round
+from dpledger.policies.base import (POSTERIOR_DRAW, POSTERIOR_DRAW_CODE, KernelPolicy, Param,
+                                   RunOutput)
+from dpledger.policies.beta_max import (MAX_REJECT, beta_arm_stats, beta_joint_block,
+                                        beta_max_round, beta_round, block_end, joint_bound,
+                                        joint_product)
 from dpledger.policies.environments import draw_reward
 from dpledger.policies.sink import put_action
 from dpledger.policies.rules import (argmax_first, argmax_random_tie, argmax_step,
@@ -231,13 +234,24 @@ def _beta_ts(rng, env, T, K, stop, params, actions, rows, capture):
     f = np.zeros(K)
     theta = np.zeros(K)
     use_max = params.size > 0 and params[0] != 0.0
+    joint = params.size > 0 and params[0] == 2.0
     al = np.ones(K)                         # the posteriors' parameters, their means and
     be = np.ones(K)                         # bound weights (posterior_draw="max")
     mu = np.full(K, 0.5)
     w = np.full(K, 6.0)
+    t_end = 0                               # max-joint: the block's last round, τ, its leader,
+    tau = P = 0.0                           # the bounds at τ and their product
+    tau_lead = -1                           # (beta_joint_block)
+    B = np.zeros(K)
     for t in range(1, stop + 1):
-        if use_max:                         # beta_max_select's round
-            a = beta_max_round(rng, al, be, mu, w, theta)
+        if use_max:
+            if not joint:                   # beta_max_select's round
+                a = beta_max_round(rng, al, be, mu, w, theta, MAX_REJECT)
+            else:                           # beta_joint_select's round
+                if t > t_end:
+                    t_end = block_end(t)
+                    tau, P, tau_lead = beta_joint_block(mu, w, B)
+                a = beta_round(rng, al, be, mu, w, theta, tau, tau_lead, B, P)
         else:
             for j in range(K):
                 theta[j] = beta_ts_draw(rng, j, s, f)
@@ -251,6 +265,9 @@ def _beta_ts(rng, env, T, K, stop, params, actions, rows, capture):
         al[a] = s[a] + 1.0
         be[a] = f[a] + 1.0
         beta_arm_stats(a, al, be, mu, w)
+        if joint and a != tau_lead:         # its bound at τ moved with its mean
+            B[a] = joint_bound(mu[a], w[a], tau)
+            P = joint_product(B, tau_lead)
         put_action(actions, t, a)
     return stop, 0, 0
 
@@ -302,4 +319,4 @@ class BetaTS(NonPrivatePolicy):
     action_sink = True
 
     def kernel_params(self, T, K):
-        return np.array([1.0 if self.params["posterior_draw"] == "max" else 0.0])
+        return np.array([POSTERIOR_DRAW_CODE[self.params["posterior_draw"]]])

@@ -266,30 +266,41 @@ def beta_arm_stats(j, al, be, mu, w):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
-def beta_max_round(rng, al, be, mu, w, theta):
+def beta_arm_test(rng, u, j, al, be, mu, w, m, a, theta, reject_at):
+    """Arm j's step of the round with its uniform u against the running maximum m of arm a:
+    (m, a) after it — the sub-Gaussian and log-concave bounds may say "does not beat", else
+    the tail decides u < p_j(m), and an arm that beats gets its conditioned sample (by
+    rejection from ``reject_at``) in ``theta``.  Compiled as :func:`beta_max_round`."""
+    if beta_may_beat(u, mu[j], w[j], m) and beta_tail_may_exceed(u, al[j], be[j], m):
+        p = beta_upper_tail(al[j], be[j], m)
+        if u < p:
+            m = beta_above_tail(rng, al[j], be[j], m, p, reject_at)
+            theta[j] = m
+            a = j
+    return m, a
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def beta_max_round(rng, al, be, mu, w, theta, reject_at):
     """One round of the scheme (module docstring) from the arms' parameters ``al``/``be``,
     means ``mu`` and bound weights ``w`` (:func:`beta_arm_stats`): the arm kept; ``theta`` gets
     the samples kept (the leader's — the first arm of largest mean — then each arm's that beat
-    the running maximum; other entries are left as they were).  The one source of the round
-    for the kernels and :func:`beta_max_select`; compiled on its own without reference
-    counting (``_nrt=False``, it allocates nothing): its loop takes the Generator and calls
-    functions that may raise, which inlined by numba would cost two atomic operations per array
-    argument a round (see :func:`dpledger.policies.baselines.klucb_select`).  ``forceinline``
-    has LLVM inline the compiled body into each caller after that: no call (≈ 10 ns a round;
-    ts-beta ``max``'s kernel 106 → 81 ns best in one process, docs/design.md#the-beta-family-p8)."""
+    the running maximum; other entries are left as they were).  ``reject_at``:
+    :data:`MAX_REJECT` for ``max``, :data:`JOINT_REJECT` when ``max-joint`` falls back to this
+    round.  The one source of the round for the kernels and :func:`beta_max_select`; compiled
+    on its own without reference counting (``_nrt=False``, it allocates nothing): its loop takes
+    the Generator and calls functions that may raise, which inlined by numba would cost two
+    atomic operations per array argument a round (see
+    :func:`dpledger.policies.baselines.klucb_select`).  ``forceinline`` has LLVM inline the
+    compiled body into each caller after that: no call (≈ 10 ns a round; ts-beta ``max``'s
+    kernel 106 → 81 ns best in one process, docs/design.md#the-beta-family-p8)."""
     a = argmax_first(mu)[0]
     m = rng.beta(al[a], be[a])
     theta[a] = m
     lead = a
     for j in range(al.size):
         if j != lead:
-            u = rng.random()
-            if beta_may_beat(u, mu[j], w[j], m) and beta_tail_may_exceed(u, al[j], be[j], m):
-                p = beta_upper_tail(al[j], be[j], m)
-                if u < p:
-                    m = beta_above_tail(rng, al[j], be[j], m, p, MAX_REJECT)
-                    theta[j] = m
-                    a = j
+            m, a = beta_arm_test(rng, rng.random(), j, al, be, mu, w, m, a, theta, reject_at)
     return a
 
 
@@ -302,7 +313,7 @@ def beta_max_select(rng, al, be, theta):
     w = np.empty(K)
     for j in range(K):
         beta_arm_stats(j, al, be, mu, w)
-    return beta_max_round(rng, al, be, mu, w, theta)
+    return beta_max_round(rng, al, be, mu, w, theta, MAX_REJECT)
 
 
 # ---- posterior_draw="max-joint": one uniform for "no arm beats the leader" ----------------------
@@ -387,8 +398,89 @@ def joint_first(U, B, lead):
     return -1, 0.0      # U < P: not called so
 
 
+_BLOCK = 6              # a block of rounds is t0 … t0 + (t0 >> 6)
+
+
+@njit(cache=True, inline="always")
+def block_end(t0):
+    """The last round t1 = t0 + ⌊t0/64⌋ of the block of rounds that starts at round t0 (the
+    blocks of DP-TS's and Lazy-DP-TS's intervals, and of every ``max-joint`` τ)."""
+    return t0 + (t0 >> _BLOCK)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def beta_joint_round(rng, al, be, mu, w, theta, lead, tau, B, P):
+    """ts-beta's ``max-joint`` round (comment above) on the exact posteriors, while the first
+    arm of largest mean is ``lead``, the arm τ, ``B`` and P were set for
+    (:func:`beta_joint_block`): the leader's sample M; for M ≥ τ one uniform U, U < P plays the
+    leader, else :func:`joint_first`'s arm is tested with its uniform read off U and the arms
+    after it — or, for M < τ, every other arm — with fresh ones (:func:`beta_arm_test`,
+    rejection from :data:`JOINT_REJECT`).  Compiled as :func:`beta_max_round`."""
+    K = al.size
+    a = lead
+    m = rng.beta(al[a], be[a])
+    theta[a] = m
+    start = 0
+    if m >= tau:
+        U = rng.random()
+        if U < P:
+            return a
+        i, u = joint_first(U, B, lead)
+        m, a = beta_arm_test(rng, u, i, al, be, mu, w, m, a, theta, JOINT_REJECT)
+        start = i + 1
+    for j in range(start, K):
+        if j != lead:
+            m, a = beta_arm_test(rng, rng.random(), j, al, be, mu, w, m, a, theta,
+                                 JOINT_REJECT)
+    return a
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
+def beta_round(rng, al, be, mu, w, theta, tau, tau_lead, B, P):
+    """ts-beta's ``max-joint`` round for its kernel and step form: :func:`beta_joint_round`
+    while the first arm of largest mean is τ's leader, else :func:`beta_max_round` with
+    :data:`JOINT_REJECT`."""
+    lead = argmax_first(mu)[0]
+    if lead == tau_lead:
+        return beta_joint_round(rng, al, be, mu, w, theta, lead, tau, B, P)
+    return beta_max_round(rng, al, be, mu, w, theta, JOINT_REJECT)
+
+
+@njit(cache=True)
+def beta_joint_block(mu, w, B):
+    """(τ, P, τ's leader) of a block of ts-beta's rounds from the exact means and weights: the
+    leader is the first arm of largest mean and :func:`joint_threshold` takes its mean and
+    weight (a block of exact posteriors is its own interval).  Once a block."""
+    lead = argmax_first(mu)[0]
+    tau, P = joint_threshold(mu[lead], w[lead], mu, w, lead, B)
+    return tau, P, lead
+
+
+@njit(cache=True)
+def beta_joint_select(rng, t, al, be, theta, blk):
+    """The step form's ``max-joint`` round (the kernel's, the same block, τ and draws) from the
+    exact posteriors; ``blk`` = (last round of the block, τ, τ's leader), kept in the step
+    rule's state; B_j is each arm's bound at τ from its present mean (the kernel recomputes it
+    when the arm moves)."""
+    K = al.size
+    mu = np.empty(K)
+    w = np.empty(K)
+    for j in range(K):
+        beta_arm_stats(j, al, be, mu, w)
+    B = np.zeros(K)
+    if t > blk[0]:
+        blk[0] = block_end(t)
+        blk[1], _, blk[2] = beta_joint_block(mu, w, B)
+    tau, tau_lead = blk[1], np.int64(blk[2])
+    for j in range(K):
+        if j != tau_lead:
+            B[j] = joint_bound(mu[j], w[j], tau)
+    return beta_round(rng, al, be, mu, w, theta, tau, tau_lead, B, joint_product(B, tau_lead))
+
+
 __all__ = ["beta_upper_tail", "beta_above", "beta_above_tail", "beta_may_beat",
            "beta_tail_may_exceed", "beta_arm_stats", "beta_max_round",
            "beta_max_select", "joint_bound", "joint_product", "joint_threshold",
-           "joint_first", "MAX_REJECT", "JOINT_REJECT"]
+           "joint_first", "MAX_REJECT", "JOINT_REJECT", "block_end", "beta_arm_test",
+           "beta_joint_round", "beta_round", "beta_joint_block", "beta_joint_select"]
 

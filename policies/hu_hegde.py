@@ -26,10 +26,9 @@ from dpledger.accounting import theorems
 from dpledger.accounting.certificate import Candidate, Certificate, Witness
 from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
-from dpledger.policies.base import (EPSILON, POSTERIOR_DRAW_CODE, SHIFTED_POSTERIOR_DRAW,
-                                   KernelPolicy)
+from dpledger.policies.base import EPSILON, POSTERIOR_DRAW, POSTERIOR_DRAW_CODE, KernelPolicy
 from dpledger.policies.beta_max import (JOINT_REJECT, MAX_REJECT, beta_above_tail,
-                                        beta_arm_stats, joint_bound, joint_first,
+                                        beta_arm_stats, block_end, joint_bound, joint_first,
                                         joint_product, joint_threshold,
                                         beta_max_select, beta_may_beat, beta_tail_may_exceed,
                                         beta_upper_tail)
@@ -87,7 +86,6 @@ def lazy_draw(rng, shift, mu_j, o_j):
 # ulp, not monotone to the last bit) stays inside them.
 _LB_C, _LB_V, _LB_HI, _LB_ERR, _LB_W, _LB_LO, _LB_UP, _LB_K = range(8)
 SHIFTED_BOUND_ROWS = 8
-_BLOCK = 6              # a block of rounds is t0 … t0 + (t0 >> 6)
 
 
 @njit(cache=True, inline="always")
@@ -102,12 +100,6 @@ def shifted_arm_bounds(j, mu_tilde, O, rate, bnd):
     bnd[_LB_ERR, j] = 1e-12 * (1.0 + abs(mu_tilde[j]))
     bnd[_LB_W, j] = 2.0 * (o + 3.0) * (1.0 - 1e-12)
     bnd[_LB_K, j] = rate
-
-
-@njit(cache=True, inline="always")
-def block_end(t0):
-    """The last round t1 = t0 + ⌊t0/64⌋ of the block of rounds that starts at round t0."""
-    return t0 + (t0 >> _BLOCK)
 
 
 @njit(cache=True, inline="always")
@@ -486,7 +478,7 @@ class LazyDPTS(KernelPolicy):
     title = "Lazy-DP-TS (Hu & Hegde 2022, Algorithm 2)"
     provenance = "faithful"
     exact_sampler = True
-    params_spec = (EPSILON, SHIFTED_POSTERIOR_DRAW)
+    params_spec = (EPSILON, POSTERIOR_DRAW)
     kernel = _lazy_dp_ts
     action_sink = True
 
@@ -716,7 +708,7 @@ class DPTS(KernelPolicy):
     title = "DP-TS (Hu & Hegde 2022, Algorithm 1)"
     provenance = "faithful"
     exact_sampler = True
-    params_spec = (EPSILON, SHIFTED_POSTERIOR_DRAW, COUNTER)
+    params_spec = (EPSILON, POSTERIOR_DRAW, COUNTER)
     kernel = _dp_ts
     action_sink = True
 

@@ -617,6 +617,11 @@ def _beta_ts_select(box, s, f, theta, use_max):
 
 
 @njit(cache=True)
+def _beta_ts_joint_select(box, t, s, f, theta, blk):
+    return beta_max.beta_joint_select(box.rng, t, s + 1.0, f + 1.0, theta, blk)
+
+
+@njit(cache=True)
 def _beta_ts_push(box, a, x, s, f):
     baselines.beta_ts_push(a, baselines.bernoulli_trick(box.rng, x), s, f)
 
@@ -624,13 +629,17 @@ def _beta_ts_push(box, a, x, s, f):
 class BetaTSStep(NonPrivateStep):
     name = "ts-beta"
     initial_pulls = False
+    added_state = frozenset({"blk"})         # as LazyDPTSStep
 
     def __init__(self, policy, K, horizon):
         super().__init__(policy, K, horizon)
-        self.state.update(s=np.zeros(K), f=np.zeros(K))
+        # blk: max-joint's block (last round, τ, τ's leader; beta_max.beta_joint_select)
+        self.state.update(s=np.zeros(K), f=np.zeros(K), blk=np.array([0.0, 0.0, -1.0]))
 
     def select(self, box, t):
         s = self.state
+        if self.policy.params["posterior_draw"] == "max-joint":
+            return _beta_ts_joint_select(box, t, s["s"], s["f"], s["index"], s["blk"])
         return _beta_ts_select(box, s["s"], s["f"], s["index"],
                                self.policy.params["posterior_draw"] == "max")
 

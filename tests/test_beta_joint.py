@@ -1,4 +1,5 @@
-"""``posterior_draw="max-joint"`` (policies/beta_max.py's comment on it; docs/algorithms.md#dp-ts):
+"""``posterior_draw="max-joint"`` (policies/beta_max.py's comment on it;
+docs/algorithms.md#beta-thompson-sampling):
 one uniform decides "no arm beats the leader" over a block of rounds.  Its pieces against their
 definitions (the walk's arm and uniform, the bound at τ against scipy's tail), its round's
 (arm, sample) against the plain sampler's, whole runs against ``all``, and what run.json
@@ -13,7 +14,8 @@ from scipy import stats
 from scipy.special import betaincc
 
 from dpledger.errors import DpledgerError
-from dpledger.policies.beta_max import joint_bound, joint_first, joint_product, joint_threshold
+from dpledger.policies.beta_max import (beta_arm_stats, beta_joint_block, beta_joint_round,
+                                       joint_bound, joint_first, joint_product, joint_threshold)
 from dpledger.policies.environments import bernoulli
 from dpledger.policies.hu_hegde import (SHIFTED_BOUND_ROWS, lazy_shape, shifted_arm_block,
                                         shifted_arm_bounds, shifted_block_leader,
@@ -131,6 +133,48 @@ def test_joint_round_has_the_plain_law(name):
     assert same_round_law(arms_j, vals_j, arms_p, vals_p, O.size) > 1   # another arm beats
 
 
+@njit
+def _beta_joint_many(rng, al, be, mu, w, lead, tau, B, P, n):
+    arms = np.empty(n, np.int64)
+    vals = np.empty(n)
+    theta = np.zeros(al.size)
+    for i in range(n):
+        theta[:] = -1.0
+        a = beta_joint_round(rng, al, be, mu, w, theta, lead, tau, B, P)
+        arms[i] = a
+        vals[i] = theta[a]
+    return arms, vals
+
+
+# ts-beta posteriors Beta(S + 1, F + 1): a close second, two close, the leader inside
+BETA_JOINT_STATES = {
+    "close-second": ([700.0, 330.0, 30.0], [300.0, 170.0, 70.0]),
+    "two-close": ([2800.0, 1340.0, 640.0, 40.0], [1200.0, 660.0, 360.0, 60.0]),
+    "leader-inside": ([330.0, 700.0, 320.0], [170.0, 300.0, 180.0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BETA_JOINT_STATES))
+def test_beta_joint_round_has_the_plain_law(name):
+    """ts-beta's beta_joint_round against argmax/max of independent Beta samples: as
+    test_joint_round_has_the_plain_law, on exact posteriors (τ and B from beta_joint_block)."""
+    al, be = (np.array(v) for v in BETA_JOINT_STATES[name])
+    K = al.size
+    mu, w = np.empty(K), np.empty(K)
+    for j in range(K):
+        beta_arm_stats(j, al, be, mu, w)
+    B = np.zeros(K)
+    tau, P, lead = beta_joint_block(mu, w, B)
+    assert 0.1 < 1.0 - P < 0.95, (name, P)
+    below = stats.beta.cdf(tau, al[lead], be[lead])
+    assert 0.005 < below < 0.5, (name, below)
+    n = 40_000
+    arms_j, vals_j = _beta_joint_many(np.random.default_rng(1), al, be, mu, w, lead, tau, B, P,
+                                      n)
+    arms_p, vals_p = _both(np.random.default_rng(2), al, be, n, False)
+    assert same_round_law(arms_j, vals_j, arms_p, vals_p, K) > 1
+
+
 def test_joint_threshold_is_a_deterministic_choice_of_the_block():
     """τ and B from joint_threshold depend on the block's intervals only (the step forms
     recompute them and must get the kernel's doubles), B is 0 at the leader and each B_j is
@@ -150,7 +194,7 @@ def test_joint_threshold_is_a_deterministic_choice_of_the_block():
 
 
 @pytest.mark.parametrize("name,T", [("lazy-dp-ts", 40), ("lazy-dp-ts", 400), ("dp-ts", 40),
-                                    ("dp-ts", 400)])
+                                    ("dp-ts", 400), ("ts-beta", 40), ("ts-beta", 400)])
 def test_whole_runs_have_the_plain_law(name, T):
     """The policy's kernel with posterior_draw="max-joint" and with "all": 2000 runs of T on
     three Bernoulli arms, each arm's pull count at the end, χ² homogeneity (rare values pooled),
@@ -160,29 +204,32 @@ def test_whole_runs_have_the_plain_law(name, T):
     same_run_law(name, "max-joint", T, 2000, (T,))
 
 
-def test_max_joint_is_recorded_and_refused_where_not_built():
-    """posterior_draw=max-joint is recorded in run.json (public_params) and draws differently
-    from max; ts-beta, which has no such round, refuses it with the choices it takes."""
-    for name in ("lazy-dp-ts", "dp-ts"):
+def test_max_joint_is_recorded_and_draws_differently():
+    """posterior_draw=max-joint is recorded in run.json (public_params) for the three Beta
+    policies and draws differently from max; a value that is not a draw is refused with the
+    choices."""
+    for name in ("ts-beta", "lazy-dp-ts", "dp-ts"):
         pol = make_policy(name, posterior_draw="max-joint")
         assert pol.public_params()["posterior_draw"] == "max-joint"
     assert make_policy("dp-ts", posterior_draw="max-joint", counter="smooth").public_params()[
         "posterior_draw"] == "max-joint"
-    with pytest.raises(DpledgerError, match="posterior_draw must be one of all, max"):
-        make_policy("ts-beta", posterior_draw="max-joint")
+    with pytest.raises(DpledgerError, match="posterior_draw must be one of all, max, max-joint"):
+        make_policy("ts-beta", posterior_draw="joint")
     env = bernoulli([0.6, 0.5, 0.3]).as_tuple()
-    acts = []
-    for draw in ("max", "max-joint"):
-        pol = make_policy("lazy-dp-ts", posterior_draw=draw)
-        actions = np.zeros(2000, np.int64)
-        type(pol).kernel(np.random.default_rng(0), env, 2000, 3, 2000, pol.kernel_params(2000, 3),
-                         actions, np.zeros((5, pol.row_capacity(2000, 3)), np.int64),
-                         np.zeros((2, 0)))
-        acts.append(actions)
-    assert not np.array_equal(acts[0], acts[1])
+    for name in ("ts-beta", "lazy-dp-ts"):
+        acts = []
+        for draw in ("max", "max-joint"):
+            pol = make_policy(name, posterior_draw=draw)
+            actions = np.zeros(2000, np.int64)
+            type(pol).kernel(np.random.default_rng(0), env, 2000, 3, 2000,
+                             pol.kernel_params(2000, 3), actions,
+                             np.zeros((5, max(pol.row_capacity(2000, 3), 1)), np.int64),
+                             np.zeros((2, 0)))
+            acts.append(actions)
+        assert not np.array_equal(acts[0], acts[1]), name
 
 
-@pytest.mark.parametrize("name", ["lazy-dp-ts", "dp-ts"])
+@pytest.mark.parametrize("name", ["lazy-dp-ts", "dp-ts", "ts-beta"])
 def test_a_checkpoint_without_the_joint_block_resumes(tmp_path, monkeypatch, name):
     """A served run checkpointed by a version without ``max-joint`` (its rule state has no
     ``blk``) resumes in this one: every key it holds restored, ``blk`` at its initial value
@@ -190,7 +237,6 @@ def test_a_checkpoint_without_the_joint_block_resumes(tmp_path, monkeypatch, nam
     rule does not list as added and the checkpoint lacks is refused in one line."""
     from dpledger.accounting.store import verify_store
     from dpledger.policies import online
-    from dpledger.policies.step_rules import _joint_block
     table = np.random.default_rng(3).random((160, 3))
 
     def serve(p, rounds):
@@ -198,15 +244,17 @@ def test_a_checkpoint_without_the_joint_block_resumes(tmp_path, monkeypatch, nam
             t = p.select()
             p.observe(t, table[t.round - 1, t.arm])
 
+    kw = {} if name == "ts-beta" else {"epsilon": 0.5}
     path = tmp_path / "s.db"
-    p = online(name, 3, store=path, seed=4, epsilon=0.5, posterior_draw="max")
+    p = online(name, 3, store=path, seed=4, posterior_draw="max", **kw)
     del p.rule.state["blk"]                       # as the earlier version's rule kept it
     serve(p, 80)
     saved = {k: v.copy() for k, v in p.rule.state.items()}
     p.close()
-    q = online(name, 3, store=path, seed=4, epsilon=0.5, posterior_draw="max", take_over=True)
+    q = online(name, 3, store=path, seed=4, posterior_draw="max", take_over=True, **kw)
     assert q.t == 80
-    assert np.array_equal(q.rule.state["blk"], _joint_block())
+    fresh = online(name, 3, seed=4, posterior_draw="max", **kw).rule.state["blk"]
+    assert np.array_equal(q.rule.state["blk"], fresh)
     for k, v in saved.items():
         assert np.array_equal(q.rule.state[k], v), k
     serve(q, 80)
@@ -215,11 +263,11 @@ def test_a_checkpoint_without_the_joint_block_resumes(tmp_path, monkeypatch, nam
     assert verify_store(path) == []
 
     path2 = tmp_path / "s2.db"
-    p = online(name, 3, store=path2, seed=4, epsilon=0.5)
+    p = online(name, 3, store=path2, seed=4, **kw)
     del p.rule.state["blk"]
     serve(p, 20)
     rule = type(p.rule)
     p.close()
     monkeypatch.setattr(rule, "added_state", frozenset())   # blk then is a key it must hold
     with pytest.raises(DpledgerError, match="holds no 'blk'"):
-        online(name, 3, store=path2, seed=4, epsilon=0.5, take_over=True)
+        online(name, 3, store=path2, seed=4, take_over=True, **kw)

@@ -282,7 +282,7 @@ def _same_round(n, tag, al, be, mu, w, bnd, lead, posterior):
     K = al.size
     r1, r2 = np.random.default_rng([n, tag]), np.random.default_rng([n, tag])
     th1, th2 = np.full(K, -1.0), np.full(K, -1.0)
-    a1 = beta_max_round(r1, al, be, mu, w, th1)
+    a1 = beta_max_round(r1, al, be, mu, w, th1, MAX_REJECT)
     a2 = shifted_max_round(r2, *posterior, bnd, lead, th2, MAX_REJECT)
     assert a1 == a2 and np.array_equal(th1, th2), (n, al, be)
     assert r1.random() == r2.random()

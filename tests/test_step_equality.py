@@ -54,6 +54,7 @@ EXTRA = [
     ("lazy-dp-ts", (3, 3000, {"epsilon": 0.5, "posterior_draw": "max-joint"})),
     ("dp-ts", (3, 3000, {"posterior_draw": "max-joint"})),
     ("dp-ts", (3, 3000, {"posterior_draw": "max-joint", "counter": "smooth"})),
+    ("ts-beta", (3, 3000, {"posterior_draw": "max-joint"})),
 ]
 
 
