@@ -409,6 +409,20 @@ def block_end(t0):
 
 
 @njit(cache=True, _nrt=False, forceinline=True)
+def joint_open(rng, m, tau, B, P, lead):
+    """The one-uniform step of every ``max-joint`` round after the leader's sample m: −2 when
+    it decides that no arm beats (m ≥ τ and U < P); −1 when m < τ (the per-arm round goes on
+    with fresh uniforms from the first arm, no U drawn); else :func:`joint_first`'s arm and its
+    uniform read off U.  Straight-line, one ``random`` draw at most; compiled as the rounds."""
+    if m < tau:
+        return -1, 0.0
+    U = rng.random()
+    if U < P:
+        return -2, 0.0
+    return joint_first(U, B, lead)
+
+
+@njit(cache=True, _nrt=False, forceinline=True)
 def beta_joint_round(rng, al, be, mu, w, theta, lead, tau, B, P):
     """ts-beta's ``max-joint`` round (comment above) on the exact posteriors, while the first
     arm of largest mean is ``lead``, the arm τ, ``B`` and P were set for
@@ -420,15 +434,12 @@ def beta_joint_round(rng, al, be, mu, w, theta, lead, tau, B, P):
     a = lead
     m = rng.beta(al[a], be[a])
     theta[a] = m
-    start = 0
-    if m >= tau:
-        U = rng.random()
-        if U < P:
-            return a
-        i, u = joint_first(U, B, lead)
+    i, u = joint_open(rng, m, tau, B, P, lead)
+    if i == -2:
+        return a
+    if i >= 0:
         m, a = beta_arm_test(rng, u, i, al, be, mu, w, m, a, theta, JOINT_REJECT)
-        start = i + 1
-    for j in range(start, K):
+    for j in range(i + 1, K):
         if j != lead:
             m, a = beta_arm_test(rng, rng.random(), j, al, be, mu, w, m, a, theta,
                                  JOINT_REJECT)
@@ -481,6 +492,6 @@ def beta_joint_select(rng, t, al, be, theta, blk):
 __all__ = ["beta_upper_tail", "beta_above", "beta_above_tail", "beta_may_beat",
            "beta_tail_may_exceed", "beta_arm_stats", "beta_max_round",
            "beta_max_select", "joint_bound", "joint_product", "joint_threshold",
-           "joint_first", "MAX_REJECT", "JOINT_REJECT", "block_end", "beta_arm_test",
+           "joint_first", "joint_open", "MAX_REJECT", "JOINT_REJECT", "block_end", "beta_arm_test",
            "beta_joint_round", "beta_round", "beta_joint_block", "beta_joint_select"]
 

@@ -28,7 +28,7 @@ from dpledger.accounting.composition import Composition
 from dpledger.accounting.releases import LaplaceRelease
 from dpledger.policies.base import EPSILON, POSTERIOR_DRAW, POSTERIOR_DRAW_CODE, KernelPolicy
 from dpledger.policies.beta_max import (JOINT_REJECT, MAX_REJECT, beta_above_tail,
-                                        beta_arm_stats, block_end, joint_bound, joint_first,
+                                        beta_arm_stats, block_end, joint_bound, joint_open,
                                         joint_product, joint_threshold,
                                         beta_max_select, beta_may_beat, beta_tail_may_exceed,
                                         beta_upper_tail)
@@ -226,16 +226,13 @@ def shifted_joint_round(rng, f, g, mu_tilde, O, d, bnd, lead, theta, tau, B, P):
     al_a, be_a, _, _ = _shifted_exact(f, g[a], mu_tilde[a], O[a], d[a])
     m = rng.beta(al_a, be_a)
     theta[a] = m
-    start = 0
-    if m >= tau:
-        U = rng.random()
-        if U < P:
-            return a
-        i, u = joint_first(U, B, lead)
+    i, u = joint_open(rng, m, tau, B, P, lead)
+    if i == -2:
+        return a
+    if i >= 0:
         m, a = shifted_arm_test(rng, u, i, f, g, mu_tilde, O, d, bnd, m, a, theta,
                                 JOINT_REJECT)
-        start = i + 1
-    for j in range(start, K):
+    for j in range(i + 1, K):
         if j != lead:
             m, a = shifted_arm_test(rng, rng.random(), j, f, g, mu_tilde, O, d, bnd, m, a,
                                     theta, JOINT_REJECT)
